@@ -1,0 +1,95 @@
+// Command lockjepsen is a Jepsen-style fault-injection simulator for distributed
+// locks on Valkey 9. Each subcommand lives in its own file and registers itself.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes, the same for every subcommand.
+const (
+	exitValid   = 0 // the run or check found no violation (or the command succeeded)
+	exitInvalid = 1 // violations found
+	exitUsage   = 2 // the run could not be carried out: bad input, missing tool, broken history
+)
+
+type command struct {
+	name    string
+	summary string
+	hidden  bool // internal subcommands started by the runner, e.g. client
+	run     func(args []string) int
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+func main() { os.Exit(dispatch(os.Args[1:], os.Stderr)) }
+
+func dispatch(args []string, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitValid
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "lockjepsen: unknown command %q; run 'lockjepsen help' for the list\n", args[0])
+		return exitUsage
+	}
+	return c.run(args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "lockjepsen: fault-injection simulator for distributed locks on Valkey 9")
+	fmt.Fprintln(w, "\nusage: lockjepsen <command> [flags]   (lockjepsen <command> -h for its flags)")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nexit codes: 0 valid / success, 1 violations found, 2 could not run (bad input, missing tools, corrupt history)")
+}
+
+// newFlagSet makes a flag set whose errors are reported, not fatal, so that every
+// subcommand turns bad flags into exit code 2 the same way.
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("lockjepsen "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: lockjepsen %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; it returns (code, false) when the caller must exit.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitValid, false
+		}
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// fail prints an error in the house style and returns exit code 2.
+func fail(format string, a ...any) int {
+	msg := fmt.Sprintf(format, a...)
+	fmt.Fprintln(os.Stderr, "lockjepsen: "+strings.TrimRight(msg, "\n"))
+	return exitUsage
+}

@@ -1,0 +1,100 @@
+// Package history defines lockjepsen's event log: the JSON-lines record of every
+// operation the clients attempted, every fault the nemesis injected, and how each
+// ended. The schema is documented in docs/history.md.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Type is an event's place in an operation's life, as in Jepsen.
+type Type string
+
+const (
+	Invoke Type = "invoke" // the operation was sent (or is about to be)
+	OK     Type = "ok"     // it definitely took effect
+	Fail   Type = "fail"   // it definitely did not take effect
+	Info   Type = "info"   // outcome unknown (timeout, lost connection), or a nemesis note
+)
+
+// Client operation names.
+const (
+	FAcquire = "acquire"
+	FExtend  = "extend"
+	FRelease = "release"
+	FRead    = "read"
+	FWrite   = "write"
+)
+
+// Process identifies who performed an event. Client processes are numbered from
+// 0; after an operation with an unknown outcome a client continues under a new
+// number, so that every process has at most one operation in flight (Jepsen's
+// rule, which porcupine's models rely on). The nemesis is the special process
+// "nemesis".
+type Process int
+
+// Nemesis is the process of fault-injection events.
+const Nemesis Process = -1
+
+func (p Process) String() string {
+	if p == Nemesis {
+		return "nemesis"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// MarshalJSON writes clients as numbers and the nemesis as "nemesis".
+func (p Process) MarshalJSON() ([]byte, error) {
+	if p == Nemesis {
+		return []byte(`"nemesis"`), nil
+	}
+	return strconv.AppendInt(nil, int64(p), 10), nil
+}
+
+// UnmarshalJSON accepts a non-negative number or "nemesis".
+func (p *Process) UnmarshalJSON(b []byte) error {
+	if string(b) == `"nemesis"` {
+		*p = Nemesis
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil || n < 0 {
+		return fmt.Errorf("process must be a non-negative integer or \"nemesis\", got %s", b)
+	}
+	*p = Process(n)
+	return nil
+}
+
+// Event is one line of history.jsonl. Fields beyond index, time, process, type
+// and f are optional and depend on f; see docs/history.md.
+type Event struct {
+	Index   int64   `json:"index"`
+	Time    int64   `json:"time"` // true time: CLOCK_MONOTONIC nanoseconds
+	Process Process `json:"process"`
+	Type    Type    `json:"type"`
+	F       string  `json:"f"`
+
+	// Client fields.
+	Client int    `json:"client,omitempty"` // stable client slot (OS process) behind Process; rows in plots
+	Key    string `json:"key,omitempty"`    // lock key, e.g. lock:{job-1}
+	Token  string `json:"token,omitempty"`  // the acquisition's random token
+	TTLMs  int64  `json:"ttl_ms,omitempty"` // lease asked for on acquire/extend
+	Fence  int64  `json:"fence,omitempty"`  // fencing token (acquire ok; read/write presented)
+	Value  *int64 `json:"value,omitempty"`  // read: value seen; write: value written
+	Node   string `json:"node,omitempty"`   // node the op was sent to, or nemesis target
+	Error  string `json:"error,omitempty"`  // error text for fail/info
+	// Verdict is the resource's answer to a read or write: accepted or rejected.
+	Verdict string `json:"verdict,omitempty"`
+
+	// Nemesis fields.
+	Role   string `json:"role,omitempty"`   // target's role when the fault began (primary, replica, client)
+	Detail string `json:"detail,omitempty"` // free text: offsets, durations, what was observed
+}
+
+// IsClient reports whether the event came from a lock client.
+func (e *Event) IsClient() bool { return e.Process != Nemesis }
+
+// Int64 is a helper for the optional Value field.
+func Int64(v int64) *int64 { return &v }

@@ -1,0 +1,96 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Writer appends events to a JSON-lines file as they arrive, assigning indexes in
+// arrival order. It flushes after every event so that a crash of the runner leaves
+// a readable prefix on disk; Reader sorts by time, so arrival order is enough.
+type Writer struct {
+	mu   sync.Mutex
+	f    *os.File
+	bw   *bufio.Writer
+	next int64
+	// sync flushes to the OS after every event (crash safety); benchmarks and
+	// offline rewrites turn it off.
+	sync bool
+}
+
+// Create opens path for writing (truncating it).
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create history %s: %w", path, err)
+	}
+	return &Writer{f: f, bw: bufio.NewWriterSize(f, 64<<10), sync: true}, nil
+}
+
+// SetFlushEach sets whether every event is flushed to the OS as it is written.
+func (w *Writer) SetFlushEach(on bool) { w.mu.Lock(); w.sync = on; w.mu.Unlock() }
+
+// Write assigns e the next index and appends it.
+func (w *Writer) Write(e Event) (Event, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e.Index = w.next
+	w.next++
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return e, fmt.Errorf("encode event: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.bw.Write(b); err != nil {
+		return e, fmt.Errorf("write history: %w", err)
+	}
+	if w.sync {
+		if err := w.bw.Flush(); err != nil {
+			return e, fmt.Errorf("flush history: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// Close flushes and closes the file.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.bw.Flush(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("flush history: %w", err)
+	}
+	return w.f.Close()
+}
+
+// WriteFile writes events, already indexed, to path atomically (temp file and
+// rename), so a reader never sees a half-rewritten history.
+func WriteFile(path string, events []Event) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	enc := json.NewEncoder(bw)
+	for i := range events {
+		if err := enc.Encode(&events[i]); err != nil {
+			f.Close()
+			return fmt.Errorf("encode event %d: %w", i, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}
