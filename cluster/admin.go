@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// admin keeps one small valkey-go connection per node for control traffic
+// (INFO, SENTINEL, CLIENT KILL), separate from the clients under test.
+type admin struct {
+	mu      sync.Mutex
+	clients map[string]valkey.Client
+}
+
+func newAdmin() *admin { return &admin{clients: map[string]valkey.Client{}} }
+
+func (a *admin) client(addr string) (valkey.Client, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.clients[addr]; ok {
+		return c, nil
+	}
+	c, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress:       []string{addr},
+		ForceSingleClient: true,
+		DisableCache:      true,
+		AlwaysRESP2:       true,
+		DisableRetry:      true,
+		Dialer:            net.Dialer{Timeout: 500 * time.Millisecond},
+		ConnWriteTimeout:  commandDeadline,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	a.clients[addr] = c
+	return c, nil
+}
+
+func (a *admin) drop(addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.clients[addr]; ok {
+		c.Close()
+		delete(a.clients, addr)
+	}
+}
+
+func (a *admin) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, c := range a.clients {
+		c.Close()
+		delete(a.clients, k)
+	}
+}
+
+// do runs one command with a deadline; on a connection error the cached client
+// is dropped so the next call reconnects to a restarted node.
+func (a *admin) do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
+	c, err := a.client(addr)
+	if err != nil {
+		return valkey.ValkeyResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, commandDeadline)
+	defer cancel()
+	r := c.Do(ctx, c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
+	if err := r.Error(); err != nil && !valkey.IsValkeyNil(err) {
+		if _, isErr := valkey.IsValkeyErr(err); !isErr {
+			a.drop(addr)
+		}
+		return r, fmt.Errorf("%s %s: %w", addr, strings.Join(args, " "), err)
+	}
+	return r, nil
+}
+
+// info returns INFO <section> as a field map.
+func (a *admin) info(ctx context.Context, addr, section string) (map[string]string, error) {
+	r, err := a.do(ctx, addr, "INFO", section)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.ToString()
+	if err != nil {
+		return nil, fmt.Errorf("INFO %s from %s: %w", section, addr, err)
+	}
+	return parseInfo(s), nil
+}
+
+func parseInfo(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// sentinelPrimary asks one Sentinel which address it believes is the primary.
+func (a *admin) sentinelPrimary(ctx context.Context, sentinel string) (string, error) {
+	r, err := a.do(ctx, sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
+	if err != nil {
+		return "", err
+	}
+	parts, err := r.AsStrSlice()
+	if err != nil || len(parts) != 2 {
+		return "", fmt.Errorf("sentinel %s has no primary for %s", sentinel, MasterName)
+	}
+	return net.JoinHostPort(parts[0], parts[1]), nil
+}
+
+// sentinelList returns SENTINEL REPLICAS or SENTINEL SENTINELS as field maps.
+func (a *admin) sentinelList(ctx context.Context, sentinel, what string) ([]map[string]string, error) {
+	r, err := a.do(ctx, sentinel, "SENTINEL", what, MasterName)
+	if err != nil {
+		return nil, err
+	}
+	arr, err := r.ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("SENTINEL %s from %s: %w", what, sentinel, err)
+	}
+	var out []map[string]string
+	for _, item := range arr {
+		kv, err := item.AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("SENTINEL %s from %s: %w", what, sentinel, err)
+		}
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// DefaultCache is where scripts/setup.sh builds Valkey and records what it found.
+const DefaultCache = "/var/cache/lockjepsen"
+
+// Binaries are the Valkey programs and the optional libfaketime a runtime uses.
+type Binaries struct {
+	Server, Sentinel, CLI, Benchmark string
+	Version                          string // e.g. 9.1.2
+	FaketimeLib                      string // empty when libfaketime is not installed
+}
+
+// FindBinaries locates Valkey 9: $LOCKJEPSEN_VALKEY_BIN, then the directory
+// recorded by scripts/setup.sh, then PATH. It refuses anything older than 9.0,
+// naming what it found and how to get 9.x.
+func FindBinaries() (Binaries, error) {
+	env := readSetupEnv()
+	var dirs []string
+	if d := os.Getenv("LOCKJEPSEN_VALKEY_BIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if d := env["LOCKJEPSEN_VALKEY_BIN"]; d != "" {
+		dirs = append(dirs, d)
+	}
+	var b Binaries
+	found := false
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "valkey-server")); err == nil {
+			b = Binaries{
+				Server:    filepath.Join(d, "valkey-server"),
+				Sentinel:  filepath.Join(d, "valkey-sentinel"),
+				CLI:       filepath.Join(d, "valkey-cli"),
+				Benchmark: filepath.Join(d, "valkey-benchmark"),
+			}
+			found = true
+			break
+		}
+	}
+	if !found {
+		s, err := exec.LookPath("valkey-server")
+		if err != nil {
+			return b, fmt.Errorf("valkey-server not found: run 'make setup' (builds Valkey 9.1.2 into %s) or put Valkey >= 9.0 on PATH", DefaultCache)
+		}
+		d := filepath.Dir(s)
+		b = Binaries{Server: s, Sentinel: filepath.Join(d, "valkey-sentinel"), CLI: filepath.Join(d, "valkey-cli"), Benchmark: filepath.Join(d, "valkey-benchmark")}
+	}
+	v, err := ServerVersion(b.Server)
+	if err != nil {
+		return b, err
+	}
+	b.Version = v
+	if major(v) < 9 {
+		return b, fmt.Errorf("%s is Valkey %s, lockjepsen needs 9.0 or newer (DELIFEQ arrived in 9.0): run 'make setup' to build 9.1.2, or set LOCKJEPSEN_VALKEY_BIN to a directory holding Valkey 9 binaries", b.Server, v)
+	}
+	if _, err := os.Stat(b.Sentinel); err != nil {
+		// valkey-sentinel is valkey-server under another name; --sentinel works too.
+		b.Sentinel = b.Server
+	}
+	b.FaketimeLib = findFaketime(env)
+	return b, nil
+}
+
+var versionRE = regexp.MustCompile(`v=([0-9]+\.[0-9]+\.[0-9]+)`)
+
+// ServerVersion runs `valkey-server --version` and returns the version.
+func ServerVersion(server string) (string, error) {
+	out, err := exec.Command(server, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("run %s --version: %w", server, err)
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("cannot read a version from %q", strings.TrimSpace(string(out)))
+	}
+	return string(m[1]), nil
+}
+
+func major(v string) int {
+	n, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	return n
+}
+
+func findFaketime(env map[string]string) string {
+	for _, p := range []string{
+		os.Getenv("LOCKJEPSEN_FAKETIME_LIB"),
+		env["LOCKJEPSEN_FAKETIME_LIB"],
+		"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+		"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+		"/usr/lib/faketime/libfaketime.so.1",
+	} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func readSetupEnv() map[string]string {
+	m := map[string]string{}
+	dir := os.Getenv("LOCKJEPSEN_CACHE")
+	if dir == "" {
+		dir = DefaultCache
+	}
+	f, err := os.Open(filepath.Join(dir, "env"))
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+func yesno(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// valkeyConf renders a node's config. replicaOf is "" for a primary.
+func valkeyConf(c *Config, n *Node, port int, replicaOf string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\nprotected-mode no\n", port)
+	fmt.Fprintf(&b, "dir %s\nlogfile %s\npidfile \"\"\ndaemonize no\n", n.Dir, n.LogFile)
+	// No RDB snapshots: a restart without AOF must come back empty, as the
+	// fast-restart lesson needs; AOF is the persistence knob under test.
+	b.WriteString("save \"\"\n")
+	fmt.Fprintf(&b, "appendonly %s\nappendfsync %s\n", yesno(c.AppendOnly), c.AppendFsync)
+	fmt.Fprintf(&b, "min-replicas-to-write %d\nmin-replicas-max-lag %d\n", c.MinReplicasToWrite, c.MinReplicasMaxLag)
+	// Diskless sync starts at once instead of after the default 5 s delay, so a
+	// restarted node rejoins quickly.
+	b.WriteString("repl-diskless-sync yes\nrepl-diskless-sync-delay 0\n")
+	b.WriteString("enable-debug-command local\n")
+	if replicaOf != "" {
+		h, p, _ := strings.Cut(replicaOf, ":")
+		fmt.Fprintf(&b, "replicaof %s %s\n", h, p)
+	}
+	return b.String()
+}
+
+// sentinelConf renders a fresh Sentinel config. Sentinels rewrite their config
+// files as they learn, so every run writes a new one.
+func sentinelConf(c *Config, n *Node, port int, primary string) string {
+	h, p, _ := strings.Cut(primary, ":")
+	var b strings.Builder
+	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\nprotected-mode no\n", port)
+	fmt.Fprintf(&b, "dir %s\nlogfile %s\npidfile \"\"\ndaemonize no\n", n.Dir, n.LogFile)
+	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", MasterName, h, p, c.Quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", MasterName, c.DownAfter.Milliseconds())
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", MasterName, c.FailoverTimeout.Milliseconds())
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", MasterName)
+	return b.String()
+}
+
+func writeFile(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// MasterName is the name Sentinel monitors the primary under.
+const MasterName = "lockjepsen"
+
+// Config describes a topology and its timing. Zero values are filled by Defaults.
+type Config struct {
+	Dir       string // run directory; each node gets Dir/<name>/
+	Replicas  int
+	Sentinels int
+	Quorum    int
+	BasePort  int // 0: pick free ports; else nodes use BasePort, BasePort+1, ...
+
+	// Sentinel timing. Defaults chosen for fast, reliable failovers on loopback:
+	// below ~200 ms down-after Sentinels flag healthy nodes down, and
+	// failover-timeout 500 aborts failovers while 1000-3000 works.
+	DownAfter       time.Duration
+	FailoverTimeout time.Duration
+
+	// Replication and persistence settings written into every node's config,
+	// because Sentinel does not carry them over to a promoted replica.
+	MinReplicasToWrite int
+	MinReplicasMaxLag  int // seconds, as Valkey measures it
+	AppendOnly         bool
+	AppendFsync        string // always | everysec | no
+
+	// FakeTime starts every Valkey process under libfaketime so that its wall
+	// clock can be moved at run time (SetClockOffset).
+	FakeTime bool
+
+	// Detached leaves the processes running when lockjepsen exits (cluster up);
+	// otherwise they die with it (parent-death signal).
+	Detached bool
+}
+
+// Defaults returns the documented defaults.
+func Defaults() Config {
+	return Config{
+		Replicas:          2,
+		Sentinels:         3,
+		DownAfter:         1000 * time.Millisecond,
+		FailoverTimeout:   2000 * time.Millisecond,
+		MinReplicasMaxLag: 10,
+		AppendFsync:       "everysec",
+	}
+}
+
+// Validate checks the config and fills derived values.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		return fmt.Errorf("cluster config: no run directory")
+	}
+	if c.Replicas < 0 || c.Replicas > 8 {
+		return fmt.Errorf("--replicas %d: want 0 to 8", c.Replicas)
+	}
+	if c.Sentinels < 1 || c.Sentinels > 7 {
+		return fmt.Errorf("--sentinels %d: want 1 to 7 (3 is the usual)", c.Sentinels)
+	}
+	if c.Quorum == 0 {
+		c.Quorum = c.Sentinels/2 + 1
+	}
+	if c.Quorum < 1 || c.Quorum > c.Sentinels {
+		return fmt.Errorf("quorum %d: want 1 to --sentinels (%d)", c.Quorum, c.Sentinels)
+	}
+	if c.DownAfter < 100*time.Millisecond {
+		return fmt.Errorf("--down-after %v: below ~200ms Sentinels flag healthy nodes down; use 200ms or more", c.DownAfter)
+	}
+	if c.FailoverTimeout < 1000*time.Millisecond {
+		return fmt.Errorf("--failover-timeout %v: below 1s failovers abort on Valkey 9.1; use 1s-3s", c.FailoverTimeout)
+	}
+	if c.MinReplicasToWrite < 0 || c.MinReplicasToWrite > c.Replicas {
+		return fmt.Errorf("--min-replicas-to-write %d: want 0 to --replicas (%d)", c.MinReplicasToWrite, c.Replicas)
+	}
+	if c.MinReplicasMaxLag < 0 {
+		return fmt.Errorf("--min-replicas-max-lag %d: want seconds >= 0", c.MinReplicasMaxLag)
+	}
+	switch c.AppendFsync {
+	case "":
+		c.AppendFsync = "everysec"
+	case "always", "everysec", "no":
+	default:
+		return fmt.Errorf("--appendfsync %q: want always, everysec or no", c.AppendFsync)
+	}
+	if c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+c.Replicas+c.Sentinels+1 > 65535) {
+		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-c.Replicas-c.Sentinels-1)
+	}
+	return nil
+}

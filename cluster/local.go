@@ -1,0 +1,462 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Local runs every node as a process on 127.0.0.1.
+type Local struct {
+	cfg  Config
+	bins Binaries
+
+	mu    sync.Mutex
+	nodes []Node // valkey-0..N then sentinel-0..M
+	procs map[string]*proc
+	adm   *admin
+	// initialPrimary is the address Sentinels were told to monitor.
+	initialPrimary string
+}
+
+var _ Runtime = (*Local)(nil)
+
+// NewLocal validates cfg and lays out the nodes; nothing starts until Up.
+func NewLocal(cfg Config, bins Binaries) (*Local, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.FakeTime && bins.FaketimeLib == "" {
+		return nil, fmt.Errorf("clock faults need libfaketime, which is not installed: run 'make setup' (or apt-get install libfaketime)")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	cfg.Dir = dir
+	ports, err := allocatePorts(cfg.BasePort, 1+cfg.Replicas+cfg.Sentinels)
+	if err != nil {
+		return nil, err
+	}
+	l := &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
+	i := 0
+	add := func(name string, kind Role) {
+		d := filepath.Join(dir, name)
+		l.nodes = append(l.nodes, Node{
+			Name: name, Kind: kind, Dir: d, LogFile: filepath.Join(d, name+".log"),
+			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])),
+		})
+		i++
+	}
+	add("valkey-0", RolePrimary)
+	for r := 1; r <= cfg.Replicas; r++ {
+		add(fmt.Sprintf("valkey-%d", r), RoleReplica)
+	}
+	for s := 0; s < cfg.Sentinels; s++ {
+		add(fmt.Sprintf("sentinel-%d", s), RoleSentinel)
+	}
+	l.initialPrimary = l.nodes[0].Addr
+	return l, nil
+}
+
+// allocatePorts returns n ports: free ones chosen by the kernel, or base..base+n-1
+// after checking that each is free.
+func allocatePorts(base, n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		addr := "127.0.0.1:0"
+		if base != 0 {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i))
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			if base != 0 {
+				return nil, fmt.Errorf("port %d (in --base-port range %d-%d) is in use: pick another --base-port, or omit it to use free ports", base+i, base, base+n-1)
+			}
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Config returns the validated config.
+func (l *Local) Config() Config { return l.cfg }
+
+// Version is the Valkey version in use.
+func (l *Local) Version() string { return l.bins.Version }
+
+// Nodes returns a snapshot of every node.
+func (l *Local) Nodes() []Node {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Node(nil), l.nodes...)
+}
+
+// Node returns one node by name.
+func (l *Local) Node(name string) (Node, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := l.index(name); i >= 0 {
+		return l.nodes[i], true
+	}
+	return Node{}, false
+}
+
+func (l *Local) index(name string) int {
+	for i := range l.nodes {
+		if l.nodes[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (l *Local) nodeByAddr(addr string) (Node, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.nodes {
+		if n.Addr == addr {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// SentinelAddrs lists the Sentinels' addresses.
+func (l *Local) SentinelAddrs() []string {
+	var out []string
+	for _, n := range l.Nodes() {
+		if n.Kind == RoleSentinel {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
+}
+
+// ValkeyNodes lists the data nodes (not Sentinels).
+func (l *Local) ValkeyNodes() []Node {
+	var out []Node
+	for _, n := range l.Nodes() {
+		if n.Kind != RoleSentinel {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Up writes fresh configs, starts the primary, the replicas and the Sentinels,
+// and returns once WaitReady holds.
+func (l *Local) Up(ctx context.Context) error {
+	if err := os.MkdirAll(l.cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	for _, n := range l.Nodes() {
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return fmt.Errorf("clear %s: %w", n.Dir, err)
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", n.Dir, err)
+		}
+		if err := l.writeConfig(n, n.Kind == RoleReplica); err != nil {
+			return err
+		}
+		if err := l.start(n.Name); err != nil {
+			l.Down()
+			return err
+		}
+		if n.Kind == RolePrimary {
+			// Replicas and Sentinels connect at once; give the primary its socket first.
+			if err := l.waitPing(ctx, n.Addr); err != nil {
+				l.Down()
+				return err
+			}
+		}
+	}
+	if err := l.saveState(); err != nil {
+		return err
+	}
+	if err := l.WaitReady(ctx); err != nil {
+		l.Down()
+		return err
+	}
+	return l.saveState()
+}
+
+func (l *Local) writeConfig(n Node, asReplica bool) error {
+	port := n.Addr[len("127.0.0.1:"):]
+	p, _ := strconv.Atoi(port)
+	var content string
+	switch {
+	case n.Kind == RoleSentinel:
+		content = sentinelConf(&l.cfg, &n, p, l.initialPrimary)
+	case asReplica:
+		primary := l.initialPrimary
+		if cur, err := l.Primary(context.Background()); err == nil {
+			primary = cur.Addr
+		}
+		if primary == n.Addr {
+			primary = ""
+		}
+		content = valkeyConf(&l.cfg, &n, p, primary)
+	default:
+		content = valkeyConf(&l.cfg, &n, p, "")
+	}
+	if err := writeFile(filepath.Join(n.Dir, "node.conf"), content); err != nil {
+		return err
+	}
+	if l.cfg.FakeTime {
+		return l.writeOffset(n, "+0")
+	}
+	return nil
+}
+
+func (l *Local) start(name string) error {
+	n, _ := l.Node(name)
+	conf := filepath.Join(n.Dir, "node.conf")
+	bin, args := l.bins.Server, []string{conf}
+	if n.Kind == RoleSentinel {
+		bin, args = l.bins.Sentinel, []string{conf, "--sentinel"}
+	}
+	var env []string
+	if l.cfg.FakeTime {
+		// Only the wall clock is faked: CLOCK_MONOTONIC stays true, so the
+		// history's timestamps and the server's own timers are unaffected.
+		env = []string{
+			"LD_PRELOAD=" + l.bins.FaketimeLib,
+			"FAKETIME_TIMESTAMP_FILE=" + filepath.Join(n.Dir, "faketime.rc"),
+			"FAKETIME_NO_CACHE=1",
+			"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		}
+	}
+	p, err := spawn(bin, args, env, filepath.Join(n.Dir, "stdout.log"), l.cfg.Detached)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	l.mu.Lock()
+	l.procs[name] = p
+	i := l.index(name)
+	l.nodes[i].PID, l.nodes[i].Killed, l.nodes[i].Paused = p.pid(), false, false
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *Local) waitPing(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := l.adm.do(ctx, addr, "PING"); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			n, _ := l.nodeByAddr(addr)
+			return fmt.Errorf("%s (%s) did not answer PING within 10s; see %s", n.Name, addr, n.LogFile)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// Down stops every node: SIGKILL, since nothing is persisted that a run needs.
+func (l *Local) Down() error {
+	l.adm.close()
+	for _, n := range l.Nodes() {
+		if n.PID == 0 {
+			continue
+		}
+		// A stopped process must be continued to act on SIGTERM; SIGKILL needs not.
+		_ = signalPID(n.PID, syscall.SIGKILL)
+		if !waitGone(n.PID, 5*time.Second) {
+			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
+		}
+		l.setPID(n.Name, 0, true)
+	}
+	return l.saveState()
+}
+
+func (l *Local) setPID(name string, pid int, killed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := l.index(name); i >= 0 {
+		l.nodes[i].PID, l.nodes[i].Killed, l.nodes[i].Paused = pid, killed, false
+	}
+}
+
+func (l *Local) mustNode(name string) (Node, error) {
+	n, ok := l.Node(name)
+	if !ok {
+		return n, fmt.Errorf("no node named %q", name)
+	}
+	return n, nil
+}
+
+// Kill sends SIGKILL and waits until the process is gone.
+func (l *Local) Kill(name string) error {
+	n, err := l.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is already down", name)
+	}
+	if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
+		return err
+	}
+	waitGone(n.PID, 5*time.Second)
+	l.adm.drop(n.Addr)
+	l.setPID(name, 0, true)
+	return l.saveState()
+}
+
+// Stop sends SIGTERM (SIGCONT first, in case it is paused) and waits.
+func (l *Local) Stop(name string) error {
+	n, err := l.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return nil
+	}
+	_ = signalPID(n.PID, syscall.SIGCONT)
+	if err := signalPID(n.PID, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if !waitGone(n.PID, 10*time.Second) {
+		_ = signalPID(n.PID, syscall.SIGKILL)
+		waitGone(n.PID, 5*time.Second)
+	}
+	l.adm.drop(n.Addr)
+	l.setPID(name, 0, true)
+	return l.saveState()
+}
+
+// Pause sends SIGSTOP: the node keeps its sockets but answers nothing.
+func (l *Local) Pause(name string) error { return l.signalPaused(name, syscall.SIGSTOP, true) }
+
+// Resume sends SIGCONT.
+func (l *Local) Resume(name string) error { return l.signalPaused(name, syscall.SIGCONT, false) }
+
+func (l *Local) signalPaused(name string, sig syscall.Signal, paused bool) error {
+	n, err := l.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is down", name)
+	}
+	if err := signalPID(n.PID, sig); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.nodes[l.index(name)].Paused = paused
+	l.mu.Unlock()
+	return nil
+}
+
+// Restart starts a stopped or killed node again (killing it first if it runs).
+func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) error {
+	n, err := l.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID != 0 {
+		if err := l.Kill(name); err != nil {
+			return err
+		}
+	}
+	if n.Kind != RoleSentinel && mode == AsReplica {
+		if err := l.writeConfig(n, true); err != nil {
+			return err
+		}
+	}
+	if err := l.start(name); err != nil {
+		return err
+	}
+	if err := l.waitPing(ctx, n.Addr); err != nil {
+		return err
+	}
+	return l.saveState()
+}
+
+// CollectLogs copies every node's log into dst as <name>.log.
+func (l *Local) CollectLogs(dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dst, err)
+	}
+	for _, n := range l.Nodes() {
+		if err := copyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", dst, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Close()
+}
+
+// state is cluster.json: what `cluster status` and `cluster down` read back.
+type state struct {
+	Config  Config `json:"config"`
+	Version string `json:"version"`
+	Nodes   []Node `json:"nodes"`
+	Initial string `json:"initial_primary"`
+}
+
+// StateFile is the name of the topology record in a run directory.
+const StateFile = "cluster.json"
+
+func (l *Local) saveState() error {
+	s := state{Config: l.cfg, Version: l.bins.Version, Nodes: l.Nodes(), Initial: l.initialPrimary}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode cluster state: %w", err)
+	}
+	return writeFile(filepath.Join(l.cfg.Dir, StateFile), string(b)+"\n")
+}
+
+// LoadLocal reopens a detached cluster from its run directory.
+func LoadLocal(dir string, bins Binaries) (*Local, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("no cluster in %s (no %s): start one with 'lockjepsen cluster up --dir %s'", dir, StateFile, dir)
+		}
+		return nil, fmt.Errorf("read cluster state: %w", err)
+	}
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s/%s is corrupt: %w", dir, StateFile, err)
+	}
+	bins.Version = s.Version
+	l := &Local{cfg: s.Config, bins: bins, nodes: s.Nodes, procs: map[string]*proc{}, adm: newAdmin(), initialPrimary: s.Initial}
+	return l, nil
+}

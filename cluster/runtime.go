@@ -1,0 +1,75 @@
+// Package cluster starts and breaks a Valkey 9 primary/replica set under
+// Sentinel. Runtime is what the nemesis and runner use; Local runs the nodes as
+// processes on loopback, and a Docker runtime can implement the same interface
+// without changing its callers.
+package cluster
+
+import (
+	"context"
+	"time"
+)
+
+// Role of a node.
+type Role string
+
+const (
+	RolePrimary  Role = "primary"
+	RoleReplica  Role = "replica"
+	RoleSentinel Role = "sentinel"
+)
+
+// Node is one Valkey server or Sentinel.
+type Node struct {
+	Name     string `json:"name"` // valkey-0.., sentinel-0..
+	Kind     Role   `json:"kind"` // RoleSentinel for Sentinels, else RolePrimary/RoleReplica as started
+	Addr     string `json:"addr"` // host:port clients use
+	PID      int    `json:"pid"`  // 0 while the node is down
+	Dir      string `json:"dir"`
+	LogFile  string `json:"log"`
+	Paused   bool   `json:"paused,omitempty"`
+	Killed   bool   `json:"killed,omitempty"`
+	ClockOff string `json:"clock_offset,omitempty"`
+}
+
+// RestartMode says how a killed node comes back.
+type RestartMode int
+
+const (
+	// AsReplica rewrites the node's config to replicate the current primary
+	// (asked of Sentinel) before starting it: the safe default.
+	AsReplica RestartMode = iota
+	// WithOldConfig starts the node with the config it had. A former primary then
+	// comes back as an empty, writable primary for ~10 s until Sentinel demotes
+	// it, and writes it accepts in that window vanish: a lesson, not a default.
+	WithOldConfig
+)
+
+// Runtime starts, observes and breaks a topology.
+type Runtime interface {
+	Up(ctx context.Context) error // start everything and wait until ready
+	Down() error                  // stop everything the runtime started
+	Nodes() []Node                // Valkey nodes then Sentinels
+	Node(name string) (Node, bool)
+	SentinelAddrs() []string
+	Version() string
+
+	Kill(name string) error    // SIGKILL
+	Pause(name string) error   // SIGSTOP
+	Resume(name string) error  // SIGCONT
+	Restart(ctx context.Context, name string, mode RestartMode) error
+	Stop(name string) error    // graceful stop (SIGTERM), the node stays down
+	SetClockOffset(name, offset string) error // libfaketime offset such as "+120" or "-1.5"; "" resets
+
+	Primary(ctx context.Context) (Node, error) // the primary as Sentinel names it
+	// WaitFailover waits until a majority of Sentinels name a primary other than from.
+	WaitFailover(ctx context.Context, from string) (Node, error)
+	WaitReady(ctx context.Context) error // one primary, replicas linked, Sentinels agree
+	CollectLogs(dst string) error        // copy node logs into dst
+}
+
+// Timeouts used while waiting; generous because a loaded 2-core machine is slow.
+const (
+	readyTimeout    = 30 * time.Second
+	pollEvery       = 50 * time.Millisecond
+	commandDeadline = 2 * time.Second
+)

@@ -1,0 +1,211 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// sentinelVotes asks every reachable Sentinel for the primary and returns the
+// address a majority of all Sentinels names ("" when there is no majority).
+func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
+	votes := map[string]int{}
+	answers := map[string]string{}
+	sentinels := l.SentinelAddrs()
+	for _, s := range sentinels {
+		n, _ := l.nodeByAddr(s)
+		if n.PID == 0 || n.Paused {
+			continue
+		}
+		addr, err := l.adm.sentinelPrimary(ctx, s)
+		if err != nil {
+			answers[n.Name] = "error: " + err.Error()
+			continue
+		}
+		answers[n.Name] = addr
+		votes[addr]++
+	}
+	for addr, v := range votes {
+		if v > len(sentinels)/2 {
+			return addr, answers
+		}
+	}
+	return "", answers
+}
+
+// Primary returns the node a majority of Sentinels names as primary.
+func (l *Local) Primary(ctx context.Context) (Node, error) {
+	addr, answers := l.sentinelVotes(ctx)
+	if addr == "" {
+		return Node{}, fmt.Errorf("no majority of Sentinels agrees on a primary: %v", answers)
+	}
+	n, ok := l.nodeByAddr(addr)
+	if !ok {
+		return Node{}, fmt.Errorf("Sentinels name %s, which is not a node of this cluster", addr)
+	}
+	return n, nil
+}
+
+// WaitFailover waits until a majority of Sentinels name a primary other than
+// the node `from`, and that node answers as a primary.
+func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
+	old, err := l.mustNode(from)
+	if err != nil {
+		return Node{}, err
+	}
+	for {
+		if addr, _ := l.sentinelVotes(ctx); addr != "" && addr != old.Addr {
+			if inf, err := l.adm.info(ctx, addr, "replication"); err == nil && inf["role"] == "master" {
+				n, _ := l.nodeByAddr(addr)
+				return n, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Node{}, fmt.Errorf("no failover away from %s: %w", from, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// WaitReady waits until one primary is named by every live Sentinel, every live
+// replica's link to it is up, and every Sentinel sees all live replicas and the
+// other Sentinels.
+func (l *Local) WaitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	var last error
+	for {
+		if last = l.readyOnce(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not ready after %v: %w", readyTimeout, last)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+func (l *Local) readyOnce(ctx context.Context) error {
+	primary, err := l.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	if primary.PID == 0 || primary.Paused {
+		return fmt.Errorf("Sentinels still name %s, which is down or paused", primary.Name)
+	}
+	inf, err := l.adm.info(ctx, primary.Addr, "replication")
+	if err != nil {
+		return err
+	}
+	if inf["role"] != "master" {
+		return fmt.Errorf("%s is named primary but reports role %s", primary.Name, inf["role"])
+	}
+	var liveReplicas []string
+	for _, n := range l.ValkeyNodes() {
+		if n.Name == primary.Name || n.PID == 0 || n.Paused {
+			continue
+		}
+		liveReplicas = append(liveReplicas, n.Addr)
+		ri, err := l.adm.info(ctx, n.Addr, "replication")
+		if err != nil {
+			return err
+		}
+		if ri["role"] != "slave" || ri["master_host"]+":"+ri["master_port"] != primary.Addr {
+			return fmt.Errorf("%s does not replicate %s yet (role %s, master %s:%s)", n.Name, primary.Name, ri["role"], ri["master_host"], ri["master_port"])
+		}
+		if ri["master_link_status"] != "up" {
+			return fmt.Errorf("%s: master_link_status %s", n.Name, ri["master_link_status"])
+		}
+	}
+	sentinels := l.SentinelAddrs()
+	for _, s := range sentinels {
+		sn, _ := l.nodeByAddr(s)
+		if sn.PID == 0 || sn.Paused {
+			continue
+		}
+		p, err := l.adm.sentinelPrimary(ctx, s)
+		if err != nil {
+			return err
+		}
+		if p != primary.Addr {
+			return fmt.Errorf("%s names %s, the others %s", sn.Name, p, primary.Addr)
+		}
+		reps, err := l.adm.sentinelList(ctx, s, "REPLICAS")
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, r := range reps {
+			if !strings.Contains(r["flags"], "down") && !strings.Contains(r["flags"], "disconnected") {
+				seen[r["ip"]+":"+r["port"]] = true
+			}
+		}
+		for _, want := range liveReplicas {
+			if !seen[want] {
+				n, _ := l.nodeByAddr(want)
+				return fmt.Errorf("%s does not yet see replica %s as healthy", sn.Name, n.Name)
+			}
+		}
+		others, err := l.adm.sentinelList(ctx, s, "SENTINELS")
+		if err != nil {
+			return err
+		}
+		if len(others) < len(sentinels)-1 {
+			return fmt.Errorf("%s sees %d other Sentinels, want %d", sn.Name, len(others), len(sentinels)-1)
+		}
+	}
+	return nil
+}
+
+// Status describes each node as it reports itself, for `cluster status`.
+type Status struct {
+	Node
+	Role    string `json:"role"` // what the node says now: master, slave, sentinel, down, paused
+	Detail  string `json:"detail"`
+	Primary string `json:"sentinel_primary,omitempty"`
+}
+
+// Status asks every node for its role and link state.
+func (l *Local) Status(ctx context.Context) []Status {
+	var out []Status
+	for _, n := range l.Nodes() {
+		s := Status{Node: n}
+		switch {
+		case n.PID == 0:
+			s.Role = "down"
+		case !alive(n.PID):
+			s.Role, s.Detail = "down", fmt.Sprintf("pid %d is gone", n.PID)
+		case n.Paused:
+			s.Role = "paused"
+		case n.Kind == RoleSentinel:
+			s.Role = "sentinel"
+			if p, err := l.adm.sentinelPrimary(ctx, n.Addr); err == nil {
+				pn, _ := l.nodeByAddr(p)
+				s.Primary = pn.Name
+				s.Detail = "primary " + pn.Name
+			} else {
+				s.Detail = err.Error()
+			}
+		default:
+			inf, err := l.adm.info(ctx, n.Addr, "replication")
+			if err != nil {
+				s.Role, s.Detail = "unreachable", err.Error()
+				break
+			}
+			s.Role = inf["role"]
+			if s.Role == "slave" {
+				pn, _ := l.nodeByAddr(inf["master_host"] + ":" + inf["master_port"])
+				s.Detail = fmt.Sprintf("of %s, link %s", pn.Name, inf["master_link_status"])
+			} else {
+				s.Detail = fmt.Sprintf("%s replicas connected", inf["connected_slaves"])
+			}
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind != RoleSentinel && out[j].Kind == RoleSentinel })
+	return out
+}

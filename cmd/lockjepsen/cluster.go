@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+)
+
+func init() {
+	register(command{name: "cluster", summary: "start, inspect, break and stop a local Valkey 9 + Sentinel topology", run: runCluster})
+}
+
+const defaultClusterDir = ".lockjepsen/cluster"
+
+func runCluster(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, `usage: lockjepsen cluster <up|status|kill-primary|down> [flags]
+
+  up            start 1 primary, --replicas replicas and --sentinels Sentinels on loopback;
+                returns once all replicas are linked and all Sentinels agree
+  status        each node's role, address, pid and link, as the nodes report it
+  kill-primary  SIGKILL the primary, time the failover, restart the old primary as a replica
+  down          stop every node of the cluster
+`)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitValid
+	}
+	switch args[0] {
+	case "up":
+		return clusterUp(args[1:])
+	case "status":
+		return clusterStatus(args[1:])
+	case "kill-primary":
+		return clusterKillPrimary(args[1:])
+	case "down":
+		return clusterDown(args[1:])
+	}
+	return fail("cluster: unknown subcommand %q (want up, status, kill-primary or down)", args[0])
+}
+
+// clusterFlags registers the topology flags shared by `cluster up` and `run`.
+func clusterFlags(fs *flag.FlagSet, c *cluster.Config) {
+	d := cluster.Defaults()
+	fs.IntVar(&c.Replicas, "replicas", d.Replicas, "number of replicas")
+	fs.IntVar(&c.Sentinels, "sentinels", d.Sentinels, "number of Sentinels (quorum: a majority)")
+	fs.DurationVar(&c.DownAfter, "down-after", d.DownAfter, "Sentinel down-after-milliseconds (below ~200ms healthy nodes get flagged down)")
+	fs.DurationVar(&c.FailoverTimeout, "failover-timeout", d.FailoverTimeout, "Sentinel failover-timeout (500ms aborts failovers; 1s-3s works)")
+	fs.IntVar(&c.MinReplicasToWrite, "min-replicas-to-write", 0, "nodes refuse writes (NOREPLICAS) with fewer replicas than this in sync")
+	fs.IntVar(&c.MinReplicasMaxLag, "min-replicas-max-lag", d.MinReplicasMaxLag, "seconds a replica may lag and still count for min-replicas-to-write")
+	fs.BoolVar(&c.AppendOnly, "appendonly", false, "turn on the AOF on every node")
+	fs.StringVar(&c.AppendFsync, "appendfsync", d.AppendFsync, "AOF fsync policy: always, everysec or no")
+	fs.IntVar(&c.BasePort, "base-port", 0, "first port of a consecutive range (default: free ports chosen by the kernel)")
+	fs.BoolVar(&c.FakeTime, "fake-time", false, "start nodes under libfaketime so their wall clocks can be moved")
+}
+
+func clusterUp(args []string) int {
+	fs := newFlagSet("cluster up", "cluster up [flags]")
+	cfg := cluster.Defaults()
+	clusterFlags(fs, &cfg)
+	fs.StringVar(&cfg.Dir, "dir", defaultClusterDir, "run directory for node configs, data and logs")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail("cluster up: unexpected argument %q", fs.Arg(0))
+	}
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if old, err := cluster.LoadLocal(cfg.Dir, bins); err == nil {
+		for _, n := range old.Nodes() {
+			if n.PID != 0 && processAlive(n.PID) {
+				return fail("a cluster is already running in %s (%s pid %d): 'lockjepsen cluster down --dir %s' first, or use another --dir", cfg.Dir, n.Name, n.PID, cfg.Dir)
+			}
+		}
+	}
+	cfg.Detached = true
+	l, err := cluster.NewLocal(cfg, bins)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	if err := l.Up(ctx); err != nil {
+		return fail("cluster up: %v", err)
+	}
+	fmt.Printf("cluster ready in %v (Valkey %s), run directory %s\n\n", time.Since(start).Round(time.Millisecond), l.Version(), l.Config().Dir)
+	printStatus(l)
+	fmt.Printf("\ntry: valkey-cli -p %s SET lock:{demo} mytoken NX PX 30000\n", portOf(l.Nodes()[0].Addr))
+	fmt.Printf("     lockjepsen cluster kill-primary --dir %s ; lockjepsen cluster down --dir %s\n", cfg.Dir, cfg.Dir)
+	return exitValid
+}
+
+func loadCluster(name string, args []string) (*cluster.Local, int, bool) {
+	fs := newFlagSet("cluster "+name, "cluster "+name+" [--dir DIR]")
+	dir := fs.String("dir", defaultClusterDir, "run directory given to 'cluster up'")
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		return nil, fail("%v", err), false
+	}
+	l, err := cluster.LoadLocal(*dir, bins)
+	if err != nil {
+		return nil, fail("%v", err), false
+	}
+	return l, 0, true
+}
+
+func clusterStatus(args []string) int {
+	l, code, ok := loadCluster("status", args)
+	if !ok {
+		return code
+	}
+	printStatus(l)
+	return exitValid
+}
+
+func printStatus(l *cluster.Local) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tADDRESS\tPID\tVERSION\tDETAIL")
+	for _, s := range l.Status(ctx) {
+		pid := "-"
+		if s.PID != 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, roleWord(s.Role), s.Addr, pid, l.Version(), s.Detail)
+	}
+	tw.Flush()
+}
+
+func roleWord(r string) string {
+	switch r {
+	case "master":
+		return "primary"
+	case "slave":
+		return "replica"
+	}
+	return r
+}
+
+func clusterKillPrimary(args []string) int {
+	l, code, ok := loadCluster("kill-primary", args)
+	if !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := l.Primary(ctx)
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Printf("SIGKILL %s (%s, pid %d), the primary\n", p.Name, p.Addr, p.PID)
+	start := time.Now()
+	if err := l.Kill(p.Name); err != nil {
+		return fail("%v", err)
+	}
+	np, err := l.WaitFailover(ctx, p.Name)
+	if err != nil {
+		return fail("%v", err)
+	}
+	fmt.Printf("Sentinels promoted %s (%s) after %v\n", np.Name, np.Addr, time.Since(start).Round(time.Millisecond))
+	if err := l.Restart(ctx, p.Name, cluster.AsReplica); err != nil {
+		return fail("restart %s: %v", p.Name, err)
+	}
+	if err := l.WaitReady(ctx); err != nil {
+		return fail("%v", err)
+	}
+	fmt.Printf("%s restarted as a replica of %s; cluster ready again after %v\n\n", p.Name, np.Name, time.Since(start).Round(time.Millisecond))
+	printStatus(l)
+	return exitValid
+}
+
+func clusterDown(args []string) int {
+	l, code, ok := loadCluster("down", args)
+	if !ok {
+		return code
+	}
+	if err := l.Down(); err != nil {
+		return fail("cluster down: %v", err)
+	}
+	fmt.Println("cluster stopped")
+	return exitValid
+}
+
+func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func portOf(addr string) string {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[i+1:]
+		}
+	}
+	return addr
+}
