@@ -53,11 +53,11 @@ type Runtime interface {
 	SentinelAddrs() []string
 	Version() string
 
-	Kill(name string) error    // SIGKILL
-	Pause(name string) error   // SIGSTOP
-	Resume(name string) error  // SIGCONT
+	Kill(name string) error   // SIGKILL
+	Pause(name string) error  // SIGSTOP
+	Resume(name string) error // SIGCONT
 	Restart(ctx context.Context, name string, mode RestartMode) error
-	Stop(name string) error    // graceful stop (SIGTERM), the node stays down
+	Stop(name string) error                   // graceful stop (SIGTERM), the node stays down
 	SetClockOffset(name, offset string) error // libfaketime offset such as "+120" or "-1.5"; "" resets
 
 	Primary(ctx context.Context) (Node, error) // the primary as Sentinel names it
