@@ -92,3 +92,5 @@ func waitGone(pid int, timeout time.Duration) bool {
 	}
 	return !alive(pid)
 }
+
+func syscallKill(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }

@@ -1,0 +1,47 @@
+# lockjepsen: every build, install and test step goes through this file.
+GO      ?= go
+BIN     := bin/lockjepsen
+PKGS    := ./...
+# Tests get more time than the default 10 minutes: the end-to-end runs are real.
+TESTFLAGS ?= -count=1 -timeout 40m
+
+.PHONY: all setup setup-ci build demo test vet fmt bench figures clean
+
+all: build
+
+## setup: make Valkey 9 and libfaketime available (builds Valkey 9.1.2 once into /var/cache/lockjepsen)
+setup:
+	@bash scripts/setup.sh >/dev/null
+
+## setup-ci: setup plus what the tests need (PostgreSQL, bookworm's redis-server 7.0, Chromium)
+setup-ci:
+	@bash scripts/setup.sh --ci >/dev/null
+
+build:
+	$(GO) build -o $(BIN) ./cmd/lockjepsen
+
+## demo: the main job, the failover race on the local runtime
+demo: setup build
+	./$(BIN) run --scenario failover-race
+
+## test: everything CI runs; starts the services the tests need
+test: setup-ci build vet
+	@fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
+	LOCKJEPSEN_PG_DSN=$$(bash scripts/start-postgres.sh) $(GO) test $(TESTFLAGS) $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w .
+
+## bench: the Go benchmarks (checker, history writer, resource)
+bench: setup-ci
+	LOCKJEPSEN_PG_DSN=$$(bash scripts/start-postgres.sh) $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## figures: the cluster timing figures (median of 5)
+figures: setup build
+	./$(BIN) bench cluster --trials 5
+
+clean:
+	rm -rf bin

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"too many replicas", func(c *Config) { c.Replicas = 9 }, "--replicas"},
+		{"no sentinels", func(c *Config) { c.Sentinels = 0 }, "--sentinels"},
+		{"down-after too small", func(c *Config) { c.DownAfter = 50 * time.Millisecond }, "--down-after"},
+		{"failover-timeout aborts", func(c *Config) { c.FailoverTimeout = 500 * time.Millisecond }, "--failover-timeout"},
+		{"min-replicas above replicas", func(c *Config) { c.MinReplicasToWrite = 3 }, "--min-replicas-to-write"},
+		{"bad appendfsync", func(c *Config) { c.AppendFsync = "sometimes" }, "--appendfsync"},
+		{"base port too low", func(c *Config) { c.BasePort = 80 }, "--base-port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Defaults()
+			c.Dir = t.TempDir()
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want one naming %s", err, tt.wantErr)
+			}
+			if tt.wantErr == "" && c.Quorum != 2 {
+				t.Fatalf("quorum %d, want 2 of 3", c.Quorum)
+			}
+		})
+	}
+}
+
+func TestBasePortInUseIsNamed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().(*net.TCPAddr).Port
+	c := Defaults()
+	c.Dir = t.TempDir()
+	c.BasePort = busy - 2
+	_, err = NewLocal(c, Binaries{Server: "unused"})
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(busy)) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("error %v, want one naming port %d as in use", err, busy)
+	}
+}
+
+// An older server is refused with its version and the way to get 9.x; the
+// older server here is Debian bookworm's real redis-server 7.0.
+func TestOlderServerIsRefused(t *testing.T) {
+	redis := "/usr/bin/redis-server"
+	if _, err := os.Stat(redis); err != nil {
+		t.Fatalf("%s missing: scripts/setup.sh --ci installs it", redis)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(redis, filepath.Join(dir, "valkey-server")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOCKJEPSEN_VALKEY_BIN", dir)
+	_, err := FindBinaries()
+	if err == nil || !strings.Contains(err.Error(), "7.0") || !strings.Contains(err.Error(), "make setup") {
+		t.Fatalf("error %v, want a refusal naming version 7.0 and 'make setup'", err)
+	}
+}
+
+func TestClockFaultsWithoutLibfaketimeAreRefused(t *testing.T) {
+	c := Defaults()
+	c.Dir, c.FakeTime = t.TempDir(), true
+	_, err := NewLocal(c, Binaries{Server: "x"})
+	if err == nil || !strings.Contains(err.Error(), "libfaketime") {
+		t.Fatalf("error %v, want one naming libfaketime", err)
+	}
+}
+
+func TestClockOffsetSyntax(t *testing.T) {
+	for _, ok := range []string{"+120", "-1.5", "+2m", "+0"} {
+		if !offsetRE.MatchString(ok) {
+			t.Errorf("%q rejected", ok)
+		}
+	}
+	for _, bad := range []string{"120", "+", "+1.5.2", "abc", "+1w"} {
+		if offsetRE.MatchString(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
