@@ -108,4 +108,3 @@ func openStore(t testing.TB, cfg Config) *Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
-
