@@ -1,0 +1,141 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// Caps is what the server can do, as far as the recipes care.
+type Caps struct {
+	Product string `json:"product"` // valkey | redis
+	// Version is valkey_version on Valkey (redis_version stays 7.2.4 there for
+	// compatibility), redis_version on Redis.
+	Version  string          `json:"version"`
+	Commands map[string]bool `json:"commands"` // COMMAND INFO SET DELIFEQ DELEX EVALSHA WAITAOF
+	IFEQ     bool            `json:"ifeq"`     // SET ... IFEQ, Valkey 8.1+
+	Lua      bool            `json:"lua"`      // a Lua engine is loaded (Valkey 9.1 can be built without)
+	AOF      bool            `json:"aof"`      // appendonly is on (WAITAOF numlocal > 0 needs it)
+}
+
+// String names the server, e.g. "Valkey 9.1.2".
+func (c Caps) String() string {
+	p := "Redis"
+	if c.Product == "valkey" {
+		p = "Valkey"
+	}
+	return p + " " + c.Version
+}
+
+var probeCommands = []string{"SET", "DELIFEQ", "DELEX", "EVALSHA", "WAITAOF"}
+
+// Detect asks the server with COMMAND INFO and INFO.
+func Detect(ctx context.Context, c valkey.Client) (Caps, error) {
+	caps := Caps{Commands: map[string]bool{}}
+	infos, err := c.Do(ctx, c.B().CommandInfo().CommandName(probeCommands...).Build()).ToArray()
+	if err != nil {
+		return caps, fmt.Errorf("COMMAND INFO: %w", err)
+	}
+	for i, m := range infos {
+		// COMMAND INFO answers nil in the place of an unknown command.
+		if i < len(probeCommands) && !m.IsNil() {
+			caps.Commands[probeCommands[i]] = true
+		}
+	}
+	info, err := c.Do(ctx, c.B().Info().Section("server").Section("persistence").Section("scriptingengines").Build()).ToString()
+	if err != nil {
+		// Servers before 7.0 take one section only.
+		if info, err = c.Do(ctx, c.B().Arbitrary("INFO").Build()).ToString(); err != nil {
+			return caps, fmt.Errorf("INFO: %w", err)
+		}
+	}
+	kv := parseInfo(info)
+	if v := kv["valkey_version"]; v != "" {
+		caps.Product, caps.Version = "valkey", v
+	} else {
+		caps.Product, caps.Version = "redis", kv["redis_version"]
+	}
+	caps.IFEQ = caps.Product == "valkey" && versionAtLeast(caps.Version, 8, 1)
+	caps.Lua = caps.Commands["EVALSHA"]
+	if n, present := kv["engines_count"]; present && n == "0" {
+		caps.Lua = false
+	}
+	caps.AOF = kv["aof_enabled"] == "1"
+	return caps, nil
+}
+
+func parseInfo(s string) map[string]string {
+	kv := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, found := strings.Cut(strings.TrimSpace(line), ":"); found && !strings.HasPrefix(k, "#") {
+			kv[k] = v
+		}
+	}
+	return kv
+}
+
+func versionAtLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, _ := strconv.Atoi(parts[0])
+	mi, _ := strconv.Atoi(parts[1])
+	return ma > major || (ma == major && mi >= minor)
+}
+
+// Support says whether caps can run cfg's recipe and options; the error names
+// what is missing and the version that has it.
+func (c Caps) Support(cfg Config) error {
+	var missing []string
+	switch cfg.Recipe {
+	case Native:
+		if !c.IFEQ {
+			missing = append(missing, "SET ... IFEQ to extend (Valkey 8.1 or newer)")
+		}
+		if !c.Commands["DELIFEQ"] {
+			missing = append(missing, "DELIFEQ to release (Valkey 9.0 or newer)")
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("recipe native refused: %s lacks %s; native needs Valkey 9.0 or newer on every node that can become primary (or use recipe lua on this server)",
+				c, strings.Join(missing, " and "))
+		}
+	case Lua, Redsync, Valkeylock:
+		if !c.Lua {
+			return fmt.Errorf("recipe %s refused: %s has no Lua engine (EVALSHA unknown or INFO scriptingengines engines_count:0, e.g. a Valkey 9.1 build with BUILD_LUA=no); load the Lua engine, or use recipe native (Valkey 9.0 or newer)", cfg.Recipe, c)
+		}
+	}
+	if cfg.WaitAOF.on() {
+		if !c.Commands["WAITAOF"] {
+			return fmt.Errorf("WAITAOF refused: %s does not know WAITAOF (Redis 7.2 or any Valkey has it)", c)
+		}
+		if cfg.WaitAOF.Local > 0 && !c.AOF {
+			return fmt.Errorf("WAITAOF %d %d refused: appendonly is off on %s, so no local fsync can be counted; turn on --appendonly or use WAITAOF 0 %d", cfg.WaitAOF.Local, cfg.WaitAOF.Replicas, c, cfg.WaitAOF.Replicas)
+		}
+	}
+	return nil
+}
+
+// Check connects as cfg says, detects the server's capabilities and refuses
+// a recipe or option it cannot run. The runner calls it before a run starts.
+func Check(ctx context.Context, cfg Config) (Caps, error) {
+	if err := cfg.Validate(); err != nil {
+		return Caps{}, err
+	}
+	c, err := Connect(cfg)
+	if err != nil {
+		return Caps{}, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	caps, err := Detect(ctx, c)
+	if err != nil {
+		return caps, fmt.Errorf("capability check: %w", err)
+	}
+	return caps, caps.Support(cfg)
+}

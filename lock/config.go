@@ -1,0 +1,159 @@
+package lock
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// Config says where the server is and how a recipe behaves. It is part of the
+// client process's JSON config, so every field has a JSON name.
+type Config struct {
+	Recipe string `json:"recipe"`
+	// Sentinels and MasterSet locate the primary; Addr instead talks to one
+	// server directly (capability checks against a lone server, tests).
+	Sentinels []string `json:"sentinels,omitempty"`
+	MasterSet string   `json:"master_set,omitempty"`
+	Addr      string   `json:"addr,omitempty"`
+
+	// Fencing draws a fencing token with every acquire:
+	// MULTI; SET lock:{name} tok NX PX ttl; INCR fence:{name}; EXEC.
+	Fencing bool `json:"fencing,omitempty"`
+	// Wait, when Replicas > 0, sends WAIT replicas timeout after a granted
+	// acquire; fewer acks release the lock and report the acquire failed.
+	Wait WaitOpt `json:"wait,omitempty"`
+	// WaitAOF, when Local or Replicas > 0, sends WAITAOF local replicas timeout
+	// after a granted acquire, with the same rule.
+	WaitAOF WaitAOFOpt `json:"waitaof,omitempty"`
+
+	// TTL and RenewEvery configure valkeylock, whose lease length and extend
+	// interval are fixed when the locker is made.
+	TTL        time.Duration `json:"-"`
+	RenewEvery time.Duration `json:"-"`
+	OpTimeout  time.Duration `json:"-"`
+}
+
+// WaitOpt is WAIT numreplicas timeout.
+type WaitOpt struct {
+	Replicas  int   `json:"replicas"`
+	TimeoutMs int64 `json:"timeout_ms"`
+}
+
+// WaitAOFOpt is WAITAOF numlocal numreplicas timeout.
+type WaitAOFOpt struct {
+	Local     int   `json:"local"`
+	Replicas  int   `json:"replicas"`
+	TimeoutMs int64 `json:"timeout_ms"`
+}
+
+func (w WaitOpt) on() bool    { return w.Replicas > 0 }
+func (w WaitAOFOpt) on() bool { return w.Local > 0 || w.Replicas > 0 }
+
+// Recipe names.
+const (
+	Native     = "native"
+	Lua        = "lua"
+	Unsafe     = "unsafe"
+	Redsync    = "redsync"
+	Valkeylock = "valkeylock"
+)
+
+type recipeSpec struct {
+	summary string
+	// token: the recipe's own commands carry the token, so fencing and WAIT
+	// (which must share the acquire's connection) can wrap them.
+	ours bool
+	open func(cfg Config) (Lock, error)
+}
+
+var recipes = map[string]recipeSpec{
+	Native:     {"SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, openNative},
+	Lua:        {"SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, openLua},
+	Unsafe:     {"SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, openUnsafe},
+	Redsync:    {"github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, openRedsync},
+	Valkeylock: {"valkey-go's valkeylock, KeyMajority 1, self-renewing", false, openValkeylock},
+}
+
+// Names lists the recipes.
+func Names() []string {
+	out := make([]string, 0, len(recipes))
+	for n := range recipes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Summary describes a recipe in one line.
+func Summary(name string) string { return recipes[name].summary }
+
+// Validate checks the config without contacting a server.
+func (c *Config) Validate() error {
+	spec, ok := recipes[c.Recipe]
+	if !ok {
+		return fmt.Errorf("unknown recipe %q (want one of %v)", c.Recipe, Names())
+	}
+	if len(c.Sentinels) == 0 && c.Addr == "" {
+		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
+	}
+	if !spec.ours {
+		// The library sends its own commands on its own connections: an INCR or
+		// a WAIT on another connection would not cover them.
+		switch {
+		case c.Fencing:
+			return fmt.Errorf("recipe %s cannot fence: the library's SET NX is not ours to wrap in MULTI with an INCR; use native or lua", c.Recipe)
+		case c.Wait.on():
+			return fmt.Errorf("recipe %s cannot WAIT: WAIT counts only its own connection's writes, and the library writes on its own; use native or lua", c.Recipe)
+		case c.WaitAOF.on():
+			return fmt.Errorf("recipe %s cannot WAITAOF: it counts only its own connection's writes, and the library writes on its own; use native or lua", c.Recipe)
+		}
+	}
+	if c.Wait.Replicas < 0 || c.Wait.TimeoutMs < 0 || c.WaitAOF.Local < 0 || c.WaitAOF.Local > 1 || c.WaitAOF.Replicas < 0 || c.WaitAOF.TimeoutMs < 0 {
+		return fmt.Errorf("wait options: replicas and timeouts must be >= 0, WAITAOF local 0 or 1")
+	}
+	return nil
+}
+
+// Open validates cfg and connects the recipe.
+func Open(cfg Config) (Lock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l, err := recipes[cfg.Recipe].open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open recipe %s: %w", cfg.Recipe, err)
+	}
+	return l, nil
+}
+
+// clientOption builds the valkey-go options: Sentinel discovery unless a
+// direct address is given. Retries are off because a retried SET NX or
+// DELIFEQ after a lost reply would hide the unknown outcome the history must
+// record; client-side caching is off because locks never read through it.
+func (c *Config) clientOption() valkey.ClientOption {
+	o := valkey.ClientOption{DisableRetry: true, DisableCache: true}
+	if c.Addr != "" {
+		o.InitAddress = []string{c.Addr}
+		o.ForceSingleClient = true
+		return o
+	}
+	o.InitAddress = c.Sentinels
+	ms := c.MasterSet
+	if ms == "" {
+		ms = "lockjepsen"
+	}
+	o.Sentinel = valkey.SentinelOption{MasterSet: ms}
+	return o
+}
+
+// Connect opens a plain valkey-go client with the recipe's connection
+// options; tests and the capability check use it.
+func Connect(cfg Config) (valkey.Client, error) {
+	c, err := valkey.NewClient(cfg.clientOption())
+	if err != nil {
+		return nil, fmt.Errorf("connect to Valkey: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,124 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/valkeygo"
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/valkey-io/valkey-go"
+	"github.com/valkey-io/valkey-go/valkeycompat"
+)
+
+// redsyncLock drives github.com/go-redsync/redsync/v4 unchanged, with one pool
+// (the Sentinel-discovered primary) so its quorum is 1. The caller's token is
+// the mutex's value (WithGenValueFunc), so the history's token is the one
+// stored in Valkey. A mutex's expiry is fixed when it is made: Extend resets
+// it to the acquire's ttl.
+type redsyncLock struct {
+	c  valkey.Client
+	rs *redsync.Redsync
+
+	mu      sync.Mutex
+	mutexes map[string]*redsync.Mutex // by token
+}
+
+func openRedsync(cfg Config) (Lock, error) {
+	c, err := Connect(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pool := valkeygo.NewPool(valkeycompat.NewAdapter(c))
+	return &redsyncLock{c: c, rs: redsync.New(pool), mutexes: map[string]*redsync.Mutex{}}, nil
+}
+
+func (l *redsyncLock) Recipe() string                      { return Redsync }
+func (l *redsyncLock) SelfRenewing() bool                  { return false }
+func (l *redsyncLock) Lost(string, string) <-chan struct{} { return nil }
+func (l *redsyncLock) SafeRelease() bool                   { return true }
+func (l *redsyncLock) Observe(Observer)                    {}
+func (l *redsyncLock) Close()                              { l.c.Close() }
+
+func (l *redsyncLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (int64, Result) {
+	m := l.rs.NewMutex(key,
+		redsync.WithExpiry(ttl),
+		redsync.WithTries(1),
+		redsync.WithGenValueFunc(func() (string, error) { return token, nil }))
+	l.mu.Lock()
+	l.mutexes[token] = m
+	l.mu.Unlock()
+	err := m.TryLockContext(ctx)
+	if err != nil {
+		return 0, redsyncResult("redsync TryLock", err)
+	}
+	return 0, ok()
+}
+
+func (l *redsyncLock) mutex(token string) (*redsync.Mutex, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m, found := l.mutexes[token]
+	return m, found
+}
+
+func (l *redsyncLock) Extend(ctx context.Context, key, token string, _ time.Duration) Result {
+	m, found := l.mutex(token)
+	if !found {
+		return fail(fmt.Errorf("redsync Extend: no mutex for this token: %w", ErrRefused))
+	}
+	extended, err := m.ExtendContext(ctx)
+	if err == nil && !extended {
+		err = redsync.ErrExtendFailed
+	}
+	if err != nil {
+		return redsyncResult("redsync Extend", err)
+	}
+	return ok()
+}
+
+func (l *redsyncLock) Release(ctx context.Context, key, token string) Result {
+	m, found := l.mutex(token)
+	if !found {
+		return fail(fmt.Errorf("redsync Unlock: no mutex for this token: %w", ErrRefused))
+	}
+	l.mu.Lock()
+	delete(l.mutexes, token)
+	l.mu.Unlock()
+	released, err := m.UnlockContext(ctx)
+	if err == nil && !released {
+		err = errors.New("redsync: not unlocked")
+	}
+	if err != nil {
+		return redsyncResult("redsync Unlock", err)
+	}
+	return ok()
+}
+
+// redsyncResult classifies redsync's errors: a server error (RedisError) by
+// what the server or network said; its own verdicts (taken, failed, already
+// expired) are definite refusals.
+func redsyncResult(op string, err error) Result {
+	err = fmt.Errorf("%s: %w", op, err)
+	var re *redsync.RedisError
+	if errors.As(err, &re) {
+		return Result{Classify(re.Err), err}
+	}
+	var taken *redsync.ErrTaken
+	switch {
+	case errors.As(err, &taken), errors.Is(err, redsync.ErrFailed),
+		errors.Is(err, redsync.ErrExtendFailed), errors.Is(err, redsync.ErrLockAlreadyExpired):
+		return fail(err)
+	}
+	var nodeTaken *redsync.ErrNodeTaken
+	if errors.As(err, &nodeTaken) {
+		return fail(err)
+	}
+	if c := Classify(err); c != history.Info {
+		return Result{c, err}
+	}
+	return Result{history.Info, err}
+}
