@@ -460,3 +460,23 @@ func LoadLocal(dir string, bins Binaries) (*Local, error) {
 	l := &Local{cfg: s.Config, bins: bins, nodes: s.Nodes, procs: map[string]*proc{}, adm: newAdmin(), initialPrimary: s.Initial}
 	return l, nil
 }
+
+// Command runs one command on a node and returns its reply as text; the
+// nemesis uses it for CLIENT KILL and the like.
+func (l *Local) Command(ctx context.Context, name string, args ...string) (string, error) {
+	n, err := l.mustNode(name)
+	if err != nil {
+		return "", err
+	}
+	r, err := l.adm.do(ctx, n.Addr, args...)
+	if err != nil {
+		return "", err
+	}
+	if s, err := r.ToString(); err == nil {
+		return s, nil
+	}
+	if i, err := r.AsInt64(); err == nil {
+		return fmt.Sprint(i), nil
+	}
+	return "", nil
+}

@@ -65,6 +65,8 @@ type Runtime interface {
 	WaitFailover(ctx context.Context, from string) (Node, error)
 	WaitReady(ctx context.Context) error // one primary, replicas linked, Sentinels agree
 	CollectLogs(dst string) error        // copy node logs into dst
+	// Command runs one command on a node (CLIENT KILL, INFO ...).
+	Command(ctx context.Context, name string, args ...string) (string, error)
 }
 
 // Timeouts used while waiting; generous because a loaded 2-core machine is slow.

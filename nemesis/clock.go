@@ -1,0 +1,5 @@
+package nemesis
+
+import "github.com/lockjepsen/lockjepsen/truetime"
+
+var nowTrue = truetime.Now

@@ -1,0 +1,38 @@
+// Package nemesis injects faults into a running lockjepsen test: each fault has
+// its heal, logs itself as history events (process "nemesis"), and is scheduled
+// from a seed so that a run's schedule can be replayed exactly. Targets (the
+// current primary, the current holder) are chosen when the fault fires.
+package nemesis
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// Holder is a client that holds a lock right now, as the history shows.
+type Holder struct {
+	Client int
+	Key    string
+	Since  int64 // true time of the acquire's ok
+}
+
+// Env is what a fault acts on; the runner implements it.
+type Env interface {
+	Cluster() cluster.Runtime
+	// Log records a nemesis event (Process, Type and Time are filled in).
+	Log(e history.Event)
+	// Holders lists the clients holding a lock now.
+	Holders() []Holder
+	// AwaitAcquire waits until some client's acquire returns ok after true time
+	// `after`, and reports whether one did before ctx ended.
+	AwaitAcquire(ctx context.Context, after int64) bool
+	PauseClient(client int) error
+	ResumeClient(client int) error
+	// SkewClient sets a client's decision clock: offset added, rate multiplied.
+	SkewClient(client int, offset time.Duration, rate float64) error
+	TTL() time.Duration
+	DownAfter() time.Duration
+}

@@ -1,0 +1,296 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+type fault struct {
+	doc string
+	// plan draws the step's parameters from the schedule's generator.
+	plan func(rng *rand.Rand, p PlanParams) Step
+	// span is how long the fault and its aftermath (failover, rejoin) occupy.
+	span func(s Step, p PlanParams) time.Duration
+	run  func(ctx context.Context, env Env, s Step) error
+}
+
+// failoverSpan covers detection (down-after), election and the old node's rejoin.
+func failoverSpan(_ Step, p PlanParams) time.Duration { return p.DownAfter + 5*time.Second }
+
+func heldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Second }
+
+var faults = map[string]fault{
+	"kill-primary": {
+		doc:  "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
+		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+		span: failoverSpan,
+		run:  runKillPrimary,
+	},
+	"cut-replication": {
+		doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
+			"SIGKILL the primary, resume the replicas 50ms later; the promoted replica never saw the lock",
+		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+		span: failoverSpan,
+		run:  runCutReplication,
+	},
+	"fast-restart": {
+		doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
+			"and without AOF the replicas resync from an empty primary, so every lock vanishes",
+		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+		span: func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
+		run:  runFastRestart,
+	},
+	"pause-primary": {
+		doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
+			"primary serves clients still connected to it until Sentinel demotes it",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: 2*p.DownAfter + 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
+		},
+		span: func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
+		run:  runPausePrimary,
+	},
+	"pause-client": {
+		doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
+			"still holds the lock, and writes",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: p.TTL + p.TTL/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
+		},
+		span: heldSpan,
+		run:  runPauseClient,
+	},
+	"clock-bump": {
+		doc: "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
+			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
+		},
+		span: heldSpan,
+		run:  runClockBump,
+	},
+	"skew-client": {
+		doc: "slow a holder's own clock (rate < 1): it believes its lease lasts longer than it does",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1)), Rate: 0.25 + float64(rng.IntN(3))*0.05}
+		},
+		span: heldSpan,
+		run:  runSkewClient,
+	},
+}
+
+// Run executes one step; it returns once the fault is healed.
+func Run(ctx context.Context, env Env, s Step) error {
+	f, ok := faults[s.Fault]
+	if !ok {
+		return fmt.Errorf("unknown fault %q", s.Fault)
+	}
+	if err := f.run(ctx, env, s); err != nil {
+		return fmt.Errorf("fault %s: %w", s.Fault, err)
+	}
+	return nil
+}
+
+func logf(env Env, f, node string, role cluster.Role, format string, a ...any) {
+	env.Log(history.Event{F: f, Node: node, Role: string(role), Detail: fmt.Sprintf(format, a...)})
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// failoverAndRejoin waits for Sentinel to promote a replica away from old,
+// logs it, and restarts old as a replica of the new primary.
+func failoverAndRejoin(ctx context.Context, env Env, old cluster.Node) error {
+	c := env.Cluster()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	np, err := c.WaitFailover(wctx, old.Name)
+	if err != nil {
+		return err
+	}
+	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s; %s was primary", np.Name, old.Name)
+	if err := c.Restart(ctx, old.Name, cluster.AsReplica); err != nil {
+		return err
+	}
+	logf(env, "restart", old.Name, cluster.RoleReplica, "%s restarted as a replica of %s", old.Name, np.Name)
+	return nil
+}
+
+func runKillPrimary(ctx context.Context, env Env, _ Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d)", p.Name, p.PID)
+	if err := c.Kill(p.Name); err != nil {
+		return err
+	}
+	return failoverAndRejoin(ctx, env, p)
+}
+
+// runCutReplication is the sequence that reproduced the double grant 8 of 8
+// times on loopback: a naive kill loses nothing, because bytes already in the
+// replication socket survive SIGKILL; pausing the replicas first, then dropping
+// their links, leaves the lock on the primary alone.
+func runCutReplication(ctx context.Context, env Env, _ Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	var replicas []cluster.Node
+	for _, n := range c.Nodes() {
+		if n.Kind != cluster.RoleSentinel && n.Name != p.Name && n.PID != 0 {
+			replicas = append(replicas, n)
+		}
+	}
+	for _, r := range replicas {
+		if err := c.Pause(r.Name); err != nil {
+			return err
+		}
+	}
+	if _, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+		return err
+	}
+	logf(env, "cut-replication", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
+	cut := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	got := env.AwaitAcquire(actx, cut)
+	cancel()
+	// Let the lucky holder settle into its job before the primary dies.
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		return err
+	}
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); an acquire landed after the cut: %v", p.Name, p.PID, got)
+	if err := c.Kill(p.Name); err != nil {
+		return err
+	}
+	_ = sleep(ctx, 50*time.Millisecond)
+	for _, r := range replicas {
+		if err := c.Resume(r.Name); err != nil {
+			return err
+		}
+	}
+	logf(env, "heal-replication", p.Name, cluster.RoleReplica, "resumed %d replicas", len(replicas))
+	return failoverAndRejoin(ctx, env, p)
+}
+
+func runFastRestart(ctx context.Context, env Env, _ Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "fast-restart", p.Name, cluster.RolePrimary, "SIGKILL %s and restart it at once with its old config", p.Name)
+	if err := c.Kill(p.Name); err != nil {
+		return err
+	}
+	if err := c.Restart(ctx, p.Name, cluster.WithOldConfig); err != nil {
+		return err
+	}
+	logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back before Sentinel noticed; replicas resync from it", p.Name)
+	return sleep(ctx, 2*time.Second)
+}
+
+func runPausePrimary(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "pause-node", p.Name, cluster.RolePrimary, "SIGSTOP %s for %v", p.Name, s.Duration.Round(time.Millisecond))
+	if err := c.Pause(p.Name); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	if err := c.Resume(p.Name); err != nil {
+		return err
+	}
+	logf(env, "resume-node", p.Name, cluster.RolePrimary, "SIGCONT %s", p.Name)
+	if sleepErr != nil {
+		return sleepErr
+	}
+	if np, err := c.Primary(ctx); err == nil && np.Name != p.Name {
+		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was paused", np.Name, p.Name)
+	}
+	return nil
+}
+
+func pickHolder(ctx context.Context, env Env) (Holder, error) {
+	for {
+		if hs := env.Holders(); len(hs) > 0 {
+			return hs[0], nil
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return Holder{}, fmt.Errorf("no client held a lock: %w", err)
+		}
+	}
+}
+
+func clientNode(c int) string { return fmt.Sprintf("client-%d", c) }
+
+func runPauseClient(ctx context.Context, env Env, s Step) error {
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	h, err := pickHolder(hctx, env)
+	cancel()
+	if err != nil {
+		return err
+	}
+	logf(env, "pause-client", clientNode(h.Client), "client", "SIGSTOP client %d, holder of %s, for %v (TTL %v)", h.Client, h.Key, s.Duration.Round(time.Millisecond), env.TTL())
+	if err := env.PauseClient(h.Client); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	if err := env.ResumeClient(h.Client); err != nil {
+		return err
+	}
+	logf(env, "resume-client", clientNode(h.Client), "client", "SIGCONT client %d", h.Client)
+	return sleepErr
+}
+
+func runClockBump(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.SetClockOffset(p.Name, s.Offset); err != nil {
+		return err
+	}
+	logf(env, "clock-bump", p.Name, cluster.RolePrimary, "wall clock of %s moved %ss", p.Name, s.Offset)
+	sleepErr := sleep(ctx, s.Duration)
+	if err := c.SetClockOffset(p.Name, ""); err != nil {
+		return err
+	}
+	logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
+	return sleepErr
+}
+
+func runSkewClient(ctx context.Context, env Env, s Step) error {
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	h, err := pickHolder(hctx, env)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := env.SkewClient(h.Client, 0, s.Rate); err != nil {
+		return err
+	}
+	logf(env, "skew-client", clientNode(h.Client), "client", "client %d's clock now runs at %.2fx", h.Client, s.Rate)
+	sleepErr := sleep(ctx, s.Duration)
+	if err := env.SkewClient(h.Client, 0, 1); err != nil {
+		return err
+	}
+	logf(env, "unskew-client", clientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
+	return sleepErr
+}

@@ -1,0 +1,91 @@
+package nemesis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Step is one planned fault: when it fires (offset from the start of the
+// workload), which fault, and its parameters. Targets are chosen at run time.
+type Step struct {
+	At       time.Duration `json:"at_ns"`
+	Fault    string        `json:"fault"`
+	Duration time.Duration `json:"duration_ns,omitempty"` // how long the fault is held before its heal
+	Offset   string        `json:"offset,omitempty"`      // clock faults: libfaketime offset
+	Rate     float64       `json:"rate,omitempty"`        // client clock skew: rate of the skewed clock
+}
+
+func (s Step) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%6.1fs %s", s.At.Seconds(), s.Fault)
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, " for %v", s.Duration.Round(time.Millisecond))
+	}
+	if s.Offset != "" {
+		fmt.Fprintf(&b, " offset %s", s.Offset)
+	}
+	if s.Rate != 0 {
+		fmt.Fprintf(&b, " rate %.2f", s.Rate)
+	}
+	return b.String()
+}
+
+// PlanParams shape a schedule.
+type PlanParams struct {
+	Faults    []string      // fault kinds to draw from; empty = no faults
+	Seed      int64
+	TimeLimit time.Duration // workload length; faults fire inside it
+	Interval  time.Duration // mean gap between faults
+	Warmup    time.Duration // fault-free start, so clients are holding locks when the first fault fires
+	Settle    time.Duration // fault-free tail before the time limit
+	TTL       time.Duration
+	DownAfter time.Duration
+}
+
+// Plan draws a schedule from the seed: the same parameters and seed always give
+// the same steps. Each fault is given time to run its course (heal and
+// failover) before the next one fires.
+func Plan(p PlanParams) ([]Step, error) {
+	for _, f := range p.Faults {
+		if _, ok := faults[f]; !ok {
+			return nil, fmt.Errorf("unknown fault %q (known: %s)", f, strings.Join(Names(), ", "))
+		}
+	}
+	if len(p.Faults) == 0 {
+		return nil, nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6c6f636b6a657073))
+	var steps []Step
+	t := p.Warmup
+	for {
+		kind := p.Faults[rng.IntN(len(p.Faults))]
+		s := faults[kind].plan(rng, p)
+		s.Fault, s.At = kind, t
+		if s.At+faults[kind].span(s, p) > p.TimeLimit-p.Settle {
+			break
+		}
+		steps = append(steps, s)
+		gap := p.Interval/2 + time.Duration(rng.Int64N(int64(p.Interval)+1))
+		t += faults[kind].span(s, p) + gap
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("--time-limit %v leaves no room for a %s fault after the %v warm-up: use at least %v", p.TimeLimit, p.Faults[0], p.Warmup, p.Warmup+p.Settle+faults[p.Faults[0]].span(Step{}, p)+time.Second)
+	}
+	return steps, nil
+}
+
+// Names lists the known faults.
+func Names() []string {
+	var out []string
+	for k := range faults {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Describe explains a fault in one line, for --help and the README.
+func Describe(name string) string { return faults[name].doc }

@@ -1,0 +1,77 @@
+package nemesis
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func params(seed int64, faults ...string) PlanParams {
+	return PlanParams{
+		Faults: faults, Seed: seed, TimeLimit: 60 * time.Second, Interval: 4 * time.Second,
+		Warmup: 3 * time.Second, Settle: time.Second, TTL: 3 * time.Second, DownAfter: time.Second,
+	}
+}
+
+func TestSameSeedSameSchedule(t *testing.T) {
+	all := Names()
+	for _, seed := range []int64{1, 2, 42, -7} {
+		a, err := Plan(params(seed, all...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := Plan(params(seed, all...))
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: schedules differ:\n%v\n%v", seed, a, b)
+		}
+		if len(a) < 3 {
+			t.Fatalf("seed %d: only %d faults in 60 s", seed, len(a))
+		}
+	}
+	a, _ := Plan(params(1, all...))
+	b, _ := Plan(params(2, all...))
+	if reflect.DeepEqual(a, b) {
+		t.Fatal("seeds 1 and 2 gave the same schedule")
+	}
+}
+
+func TestScheduleFitsAndDoesNotOverlap(t *testing.T) {
+	p := params(9, Names()...)
+	steps, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end time.Duration
+	for i, s := range steps {
+		if s.At < p.Warmup || s.At < end {
+			t.Fatalf("step %d (%v) starts at %v, before the warm-up or the previous fault's end %v", i, s.Fault, s.At, end)
+		}
+		end = s.At + faults[s.Fault].span(s, p)
+		if end > p.TimeLimit-p.Settle {
+			t.Fatalf("step %d ends at %v, past the time limit", i, end)
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		p    PlanParams
+		want string
+	}{
+		{"unknown fault", params(1, "meteor"), `unknown fault "meteor"`},
+		{"no room", func() PlanParams { p := params(1, "kill-primary"); p.TimeLimit = 4 * time.Second; return p }(), "--time-limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Plan(tt.p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if s, err := Plan(params(1)); err != nil || s != nil {
+		t.Fatalf("no faults: %v, %v", s, err)
+	}
+}
