@@ -1,0 +1,100 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The explanations are read by workshop attendees: one or two sentences, times
+// in seconds since the run began, clients by slot number, no model jargon.
+
+func secs(t, t0 int64) string { return fmt.Sprintf("%.3f s", rel(t, t0)) }
+
+func causeClause(cause string, faults []string) string {
+	where := ""
+	if len(faults) > 0 {
+		where = " (" + strings.Join(faults[:min(len(faults), 3)], ", ") + ")"
+	}
+	switch cause {
+	case "failover":
+		return "It happened around a failover" + where + ": the promoted replica never received the first grant, so it handed the lock out again."
+	case "fast-restart":
+		return "It happened around a fast restart" + where + ": the primary came back empty before Sentinel noticed, forgot the first grant and granted again."
+	case "split-brain":
+		return "It happened while a primary was paused or cut off" + where + ": two nodes acted as primary and each granted the lock (split brain)."
+	case "server-clock":
+		return "It happened around a server clock change" + where + ": the server's clock jumped, so the first lease expired early."
+	case "client-pause":
+		return "The first client had been paused" + where + " longer than its lease, so its lease expired honestly while it still believed it held the lock."
+	case "client-clock":
+		return "The first client's clock was skewed" + where + ", so it believed its lease lasted longer than it did."
+	}
+	return "No injected fault was in force at the time, which points at the lock recipe, the server, or a client slower than its lease."
+}
+
+func explainWitness(w witness, t0 int64, cause string, faults []string) string {
+	h := w.holder
+	switch w.kind {
+	case "non-holder-release":
+		return fmt.Sprintf("Client %d released %s at %s while client %d certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
+			w.op.Client, w.key, secs(w.op.Call, t0), h.grant.Client, secs(h.start, t0), secs(h.end, t0))
+	case "non-holder-extend":
+		return fmt.Sprintf("Client %d extended %s at %s while client %d certainly held it: the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
+			w.op.Client, w.key, secs(w.op.Call, t0), h.grant.Client)
+	}
+	return fmt.Sprintf("Clients %d and %d held %s at the same time: client %d's lease was certainly alive from %s to %s, yet the lock service also granted the lock to client %d at %s. A correct lock server never grants a lock whose lease cannot have expired. %s",
+		h.grant.Client, w.op.Client, w.key, h.grant.Client, secs(h.start, t0), secs(h.end, t0), w.op.Client, secs(w.op.Return, t0), causeClause(cause, faults))
+}
+
+func explainStuckLock(key string, o *Op, from, to, t0 int64) string {
+	s := fmt.Sprintf("No single correct lock server could have given the replies seen on %s between %s and %s, although no two leases were certainly alive at once (unknown outcomes leave several possibilities, and none fits).",
+		key, secs(from, t0), secs(to, t0))
+	if o != nil {
+		s += fmt.Sprintf(" The first reply that cannot be explained is client %d's %s %s at %s.", o.Client, o.F, o.Outcome, secs(o.Call, t0))
+	}
+	return s
+}
+
+func explainLostUpdate(key string, a, b *Section) string {
+	return fmt.Sprintf("Clients %d and %d both read %d from the resource for %s and both had %d accepted, so one increment was lost: both acted as holder at once and the resource took both writes. A fenced resource rejects the write that carries the older fence.",
+		a.Client, b.Client, a.ReadValue, key, b.WriteValue)
+}
+
+func explainStuckResource(key string, s *Section, from, to, t0 int64) string {
+	out := fmt.Sprintf("The values the resource returned for %s between %s and %s cannot come from critical sections running one at a time.", key, secs(from, t0), secs(to, t0))
+	if s != nil {
+		out += fmt.Sprintf(" The first section that does not fit is client %d's (read %d, write %d) starting at %s.", s.Client, s.ReadValue, s.WriteValue, secs(s.Call, t0))
+	}
+	return out
+}
+
+func explainDoubleHolder(d DoubleHolder, t0 int64) string {
+	var b strings.Builder
+	if d.DoubleGrant {
+		fmt.Fprintf(&b, "Clients %d and %d both held %s for %.0f ms from %s: the lock service granted it twice. ", d.StaleClient, d.NewClient, d.Key, d.OverlapMs, secs(d.Start, t0))
+		b.WriteString(causeClause(d.Cause, d.Faults))
+	} else {
+		fmt.Fprintf(&b, "Client %d's lease on %s expired while it still acted as holder; client %d was then granted the lock, legitimately, and for %.0f ms both acted as holder. ", d.StaleClient, d.Key, d.NewClient, d.OverlapMs)
+		b.WriteString(causeClause(d.Cause, d.Faults))
+	}
+	switch d.StaleWrite {
+	case "accepted":
+		fmt.Fprintf(&b, " Client %d's stale write reached the resource and was accepted: the fence did not stop it.", d.StaleClient)
+	case "rejected":
+		fmt.Fprintf(&b, " Client %d's stale write was rejected by the fence: no harm done.", d.StaleClient)
+	case "unknown":
+		fmt.Fprintf(&b, " Client %d sent a write after the new grant; whether it landed is unknown.", d.StaleClient)
+	default:
+		fmt.Fprintf(&b, " Client %d did not write after the new grant.", d.StaleClient)
+	}
+	return b.String()
+}
+
+func explainFence(f FenceIssue) string {
+	if f.Kind == "duplicate" {
+		return fmt.Sprintf("Fence %d on %s was handed to client %d and again to client %d: a failover lost the INCR that issued it, so a fenced resource cannot tell the two holders apart by number alone.",
+			f.Fence, f.Key, f.Clients[0], f.Clients[1])
+	}
+	return fmt.Sprintf("Client %d received fence %d on %s after client %d had already received %d: the fence counter went backwards (a failover lost INCRs), so a fenced resource will reject the newer holder.",
+		f.Clients[1], f.Fence, f.Key, f.Clients[0], f.Previous)
+}

@@ -1,0 +1,51 @@
+package checker
+
+import (
+	"sort"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// fenceIssues finds fence numbers handed to two tokens and numbers lower than
+// one already handed out before the grant was even asked for. INCR runs on
+// the primary; a failover that loses it hands out the same number again.
+func fenceIssues(keyOps map[string][]*Op, keys []string) FenceTokens {
+	var ft FenceTokens
+	for _, key := range keys {
+		var grants []*Op
+		for _, o := range keyOps[key] {
+			if o.F == history.FAcquire && o.Outcome == history.OK && o.Fence != 0 {
+				grants = append(grants, o)
+			}
+		}
+		first := make(map[int64]*Op)
+		for _, g := range grants {
+			if p, dup := first[g.Fence]; dup && p.Token != g.Token {
+				ft.Duplicates++
+				ft.List = append(ft.List, FenceIssue{Kind: "duplicate", Key: key, Fence: g.Fence, Previous: p.Fence,
+					Clients: []int{p.Client, g.Client}, Time: g.Return})
+			} else if !dup {
+				first[g.Fence] = g
+			}
+		}
+		// grants is in call order; walk the same grants in return order to
+		// know the highest fence returned before each call.
+		byRet := append([]*Op(nil), grants...)
+		sort.Slice(byRet, func(i, j int) bool { return byRet[i].Return < byRet[j].Return })
+		var best *Op
+		j := 0
+		for _, g := range grants {
+			for ; j < len(byRet) && byRet[j].Return < g.Call; j++ {
+				if best == nil || byRet[j].Fence > best.Fence {
+					best = byRet[j]
+				}
+			}
+			if best != nil && g.Fence < best.Fence {
+				ft.Regressions++
+				ft.List = append(ft.List, FenceIssue{Kind: "regression", Key: key, Fence: g.Fence, Previous: best.Fence,
+					Clients: []int{best.Client, g.Client}, Time: g.Return})
+			}
+		}
+	}
+	return ft
+}

@@ -1,0 +1,154 @@
+package checker
+
+import (
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// keyCheck is everything one lock key or resource row contributed.
+type keyCheck struct {
+	key       string
+	res       KeyResult
+	witnesses []witness
+	lost      [][2]*Section
+	// Set when porcupine found no linearization without a direct witness.
+	stuck   *Op
+	stuckS  *Section
+	segFrom int64
+	segTo   int64
+	// The picture's model and data, drawn after all checks finish.
+	model porcupine.Model
+	info  *porcupine.LinearizationInfo
+	from  int64
+	to    int64
+}
+
+func toOperations(ops []*Op, eps int64) []porcupine.Operation {
+	out := make([]porcupine.Operation, len(ops))
+	for i, o := range ops {
+		out[i] = porcupine.Operation{ClientId: o.Client, Input: &lockInput{op: o, eps: eps}, Call: o.Call, Return: o.Return}
+	}
+	return out
+}
+
+func modelFrom(init lockState, t0 int64) porcupine.Model {
+	m := lockModel(t0)
+	m.Init = func() any { return lockStates{init} }
+	return m
+}
+
+// checkLockKey decides one key: the direct check first, porcupine on the rest
+// (segment by segment, within the budget), and a porcupine window around the
+// first witness for the picture.
+func checkLockKey(key string, ops []*Op, opts Options, t0 int64, draw bool) *keyCheck {
+	began := time.Now()
+	deadline := began.Add(opts.Budget)
+	eps := int64(opts.Epsilon)
+	kc := &keyCheck{key: key, res: KeyResult{Ops: len(ops), Valid: Valid}}
+	defer func() { kc.res.CheckMs = ms(time.Since(began)) }()
+
+	// Failed operations constrain nothing; see lockInput.
+	live := make([]*Op, 0, len(ops))
+	for _, o := range ops {
+		if o.Outcome != "fail" {
+			live = append(live, o)
+		}
+	}
+	kc.witnesses = findWitnesses(ops, eps)
+	kc.res.Witnesses = len(kc.witnesses)
+	if len(kc.witnesses) > 0 {
+		kc.res.Valid, kc.res.Porcupine = Invalid, "skipped"
+		if draw {
+			w := kc.witnesses[0]
+			start := w.start
+			if w.holder != nil {
+				start = min(start, w.holder.grant.Call)
+			}
+			seg := windowSegment(live, start, w.end, opts.WindowOps)
+			m := modelFrom(seg.init, t0)
+			_, info := porcupine.CheckOperationsVerbose(m, toOperations(seg.ops, eps), remaining(deadline))
+			kc.model, kc.info = m, &info
+			kc.from, kc.to = span(seg.ops)
+		}
+		return kc
+	}
+	kc.res.Porcupine = "ok"
+	segs := lockSegments(live, opts.ChunkOps)
+	kc.res.Segments = len(segs)
+	for _, seg := range segs {
+		left := remaining(deadline)
+		if left <= 0 {
+			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
+			return kc
+		}
+		m := modelFrom(seg.init, t0)
+		pops := toOperations(seg.ops, eps)
+		switch porcupine.CheckOperationsTimeout(m, pops, left) {
+		case porcupine.Ok:
+			continue
+		case porcupine.Unknown:
+			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
+			return kc
+		}
+		kc.res.Valid, kc.res.Porcupine = Invalid, "illegal"
+		kc.segFrom, kc.segTo = span(seg.ops)
+		_, info := porcupine.CheckOperationsVerbose(m, pops, remaining(deadline)+time.Second)
+		kc.stuck = stuckOp(seg.ops, info)
+		if draw {
+			kc.model, kc.info = m, &info
+			kc.from, kc.to = kc.segFrom, kc.segTo
+		}
+		return kc
+	}
+	return kc
+}
+
+// stuckOp names the first operation porcupine could not place: among those
+// missing from the longest partial linearization, the one that returned
+// first, because some operation had to take effect before that return.
+func stuckOp(ops []*Op, info porcupine.LinearizationInfo) *Op {
+	parts := info.PartialLinearizations()
+	if len(parts) == 0 {
+		return nil
+	}
+	var longest []int
+	for _, l := range parts[0] {
+		if len(l) > len(longest) {
+			longest = l
+		}
+	}
+	in := make(map[int]bool, len(longest))
+	for _, id := range longest {
+		in[id] = true
+	}
+	var best *Op
+	for id, o := range ops {
+		if !in[id] && (best == nil || o.Return < best.Return) {
+			best = o
+		}
+	}
+	return best
+}
+
+func span(ops []*Op) (int64, int64) {
+	if len(ops) == 0 {
+		return 0, 0
+	}
+	from, to := ops[0].Call, ops[0].Call
+	for _, o := range ops {
+		from = min(from, o.Call)
+		end := o.Return
+		if end == never {
+			end = o.Done
+		}
+		to = max(to, end, o.Call)
+	}
+	return from, to
+}
+
+func remaining(deadline time.Time) time.Duration {
+	return time.Until(deadline)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

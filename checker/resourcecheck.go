@@ -1,0 +1,129 @@
+package checker
+
+import (
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+func sectionOperations(secs []*Section) []porcupine.Operation {
+	out := make([]porcupine.Operation, len(secs))
+	for i, s := range secs {
+		out[i] = porcupine.Operation{ClientId: s.Client, Input: s, Call: s.Call, Return: s.Return}
+	}
+	return out
+}
+
+// checkResourceKey decides one resource row the way checkLockKey decides a key.
+func checkResourceKey(key string, secs []*Section, opts Options, draw bool) *keyCheck {
+	began := time.Now()
+	deadline := began.Add(opts.Budget)
+	kc := &keyCheck{key: key, res: KeyResult{Ops: len(secs), Valid: Valid}}
+	defer func() { kc.res.CheckMs = ms(time.Since(began)) }()
+	m := resourceModel()
+
+	kc.lost = lostUpdates(secs)
+	kc.res.Witnesses = len(kc.lost)
+	if len(kc.lost) > 0 {
+		kc.res.Valid, kc.res.Porcupine = Invalid, "skipped"
+		if draw {
+			win := sectionWindow(secs, kc.lost[0][0], kc.lost[0][1], opts.WindowOps)
+			_, info := porcupine.CheckOperationsVerbose(m, sectionOperations(win), remaining(deadline))
+			kc.model, kc.info = m, &info
+			kc.from, kc.to = sectionSpan(win)
+		}
+		return kc
+	}
+	kc.res.Porcupine = "ok"
+	segs := resourceSegments(secs, opts.ChunkOps)
+	kc.res.Segments = len(segs)
+	for _, seg := range segs {
+		left := remaining(deadline)
+		if left <= 0 {
+			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
+			return kc
+		}
+		pops := sectionOperations(seg)
+		switch porcupine.CheckOperationsTimeout(m, pops, left) {
+		case porcupine.Ok:
+			continue
+		case porcupine.Unknown:
+			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
+			return kc
+		}
+		kc.res.Valid, kc.res.Porcupine = Invalid, "illegal"
+		kc.segFrom, kc.segTo = sectionSpan(seg)
+		_, info := porcupine.CheckOperationsVerbose(m, pops, remaining(deadline)+time.Second)
+		kc.stuckS = stuckSection(seg, info)
+		if draw {
+			kc.model, kc.info = m, &info
+			kc.from, kc.to = kc.segFrom, kc.segTo
+		}
+		return kc
+	}
+	return kc
+}
+
+// sectionWindow takes the sections that overlap the two colliding ones, plus
+// a few on either side for context, capped at max.
+func sectionWindow(secs []*Section, a, b *Section, maxOps int) []*Section {
+	from, to := a.Call, max(a.Return, b.Return)
+	if to == never {
+		to = max(a.Call, b.Call)
+	}
+	lo, hi := -1, -1
+	for i, s := range secs {
+		if s.Return >= from && s.Call <= to {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i + 1
+		}
+	}
+	if lo < 0 {
+		return nil
+	}
+	lo, hi = max(0, lo-5), min(len(secs), hi+5)
+	if hi-lo > maxOps {
+		hi = lo + maxOps
+	}
+	return secs[lo:hi]
+}
+
+func sectionSpan(secs []*Section) (int64, int64) {
+	if len(secs) == 0 {
+		return 0, 0
+	}
+	from, to := secs[0].Call, secs[0].Call
+	for _, s := range secs {
+		from = min(from, s.Call)
+		if s.Return != never {
+			to = max(to, s.Return)
+		}
+	}
+	return from, to
+}
+
+func stuckSection(secs []*Section, info porcupine.LinearizationInfo) *Section {
+	parts := info.PartialLinearizations()
+	if len(parts) == 0 {
+		return nil
+	}
+	var longest []int
+	for _, l := range parts[0] {
+		if len(l) > len(longest) {
+			longest = l
+		}
+	}
+	in := make(map[int]bool, len(longest))
+	for _, id := range longest {
+		in[id] = true
+	}
+	var best *Section
+	for id, s := range secs {
+		if !in[id] && (best == nil || s.Return < best.Return) {
+			best = s
+		}
+	}
+	return best
+}

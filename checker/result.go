@@ -1,0 +1,267 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Validity is a three-valued verdict. It is written to JSON as true, false or
+// "unknown", the way Jepsen reports :valid?, so that a script reading
+// results.json cannot mistake "no verdict" for "valid".
+type Validity int8
+
+const (
+	Valid Validity = iota
+	Invalid
+	Unknown
+)
+
+func (v Validity) String() string {
+	switch v {
+	case Valid:
+		return "valid"
+	case Invalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
+// MarshalJSON writes true, false or "unknown".
+func (v Validity) MarshalJSON() ([]byte, error) {
+	switch v {
+	case Valid:
+		return []byte("true"), nil
+	case Invalid:
+		return []byte("false"), nil
+	}
+	return []byte(`"unknown"`), nil
+}
+
+// UnmarshalJSON accepts what MarshalJSON writes, so results.json round-trips.
+func (v *Validity) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*v = Valid
+	case "false":
+		*v = Invalid
+	case `"unknown"`:
+		*v = Unknown
+	default:
+		return fmt.Errorf("validity must be true, false or \"unknown\", got %s", b)
+	}
+	return nil
+}
+
+// and combines verdicts: any invalid part makes the whole invalid; otherwise any
+// unknown part makes it unknown.
+func and(vs ...Validity) Validity {
+	out := Valid
+	for _, v := range vs {
+		if v == Invalid {
+			return Invalid
+		}
+		if v == Unknown {
+			out = Unknown
+		}
+	}
+	return out
+}
+
+// Options tune the checker. The zero value is usable: Defaults fills it.
+type Options struct {
+	// Epsilon widens every lease's expiry bounds: a lease granted at call..return
+	// with ttl expires in [call+ttl-Epsilon, return+ttl+Epsilon]. It absorbs
+	// Valkey's millisecond truncation of PX and clock-rate drift between the
+	// server's clock and CLOCK_MONOTONIC.
+	Epsilon time.Duration
+	// Budget is porcupine's time budget per lock key and per resource row. When
+	// it runs out without a verdict the part is "unknown".
+	Budget time.Duration
+	// Dir, when set, receives the porcupine HTML visualisations.
+	Dir string
+	// ChunkOps is the size porcupine segments are grown to before they are cut
+	// at a point where the key's state is known; it bounds porcupine's
+	// quadratic memory.
+	ChunkOps int
+	// WindowOps caps the operations drawn in one visualisation.
+	WindowOps int
+}
+
+// Defaults fills unset options.
+func (o Options) Defaults() Options {
+	if o.Epsilon == 0 {
+		o.Epsilon = 10 * time.Millisecond
+	}
+	if o.Budget == 0 {
+		o.Budget = 10 * time.Second
+	}
+	if o.ChunkOps == 0 {
+		o.ChunkOps = 2000
+	}
+	if o.WindowOps == 0 {
+		o.WindowOps = 400
+	}
+	return o
+}
+
+// Result is the checker's verdict, written as results.json. Every field is
+// documented in docs/checker.md.
+type Result struct {
+	Valid    Validity       `json:"valid"`
+	Lock     LockResult     `json:"lock"`
+	Resource ResourceResult `json:"resource"`
+
+	DoubleHolders      int            `json:"double_holders"`
+	DoubleHolderList   []DoubleHolder `json:"double_holder_list"`
+	ExposureMs         Exposure       `json:"exposure_ms"`
+	StaleWrites        StaleWrites    `json:"stale_writes"`
+	FenceTokens        FenceTokens    `json:"fence_tokens"`
+	Failovers          int            `json:"failovers"`
+	Ops                map[string]*OpCounts `json:"ops"`
+	LatencyMs          Latency        `json:"latency_ms"`
+	Violations         []Violation    `json:"violations"`
+	Visualizations     []string       `json:"visualizations"`
+	Options            OptionsEcho    `json:"options"`
+	StartTime          int64          `json:"start_time"`
+	DurationMs         float64        `json:"duration_ms"`
+	CheckMs            float64        `json:"check_ms"`
+	ResourceLogChecked bool           `json:"resource_log_checked"`
+}
+
+// LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).
+type LockResult struct {
+	Valid Validity              `json:"valid"`
+	Keys  map[string]*KeyResult `json:"keys"`
+}
+
+// ResourceResult is the mutual-exclusion-at-the-resource verdict (2).
+type ResourceResult struct {
+	Valid       Validity              `json:"valid"`
+	Keys        map[string]*KeyResult `json:"keys"`
+	Sections    int                   `json:"sections"`
+	LostUpdates int                   `json:"lost_updates"`
+}
+
+// KeyResult is one porcupine partition's verdict and how it was reached.
+type KeyResult struct {
+	Valid Validity `json:"valid"`
+	Ops   int      `json:"ops"`
+	// Witnesses counts definite violations found by the direct check.
+	Witnesses int `json:"witnesses"`
+	// Porcupine is ok | illegal | unknown | skipped (a witness already decided).
+	Porcupine string  `json:"porcupine"`
+	Segments  int     `json:"segments"`
+	CheckMs   float64 `json:"check_ms"`
+}
+
+// Exposure measures how long two clients acted as holder at once.
+type Exposure struct {
+	Total float64 `json:"total"`
+	Max   float64 `json:"max"`
+}
+
+// StaleWrites counts writes sent by a holder after another client was granted
+// the same lock.
+type StaleWrites struct {
+	Attempted int `json:"attempted"`
+	Rejected  int `json:"rejected"`
+	Accepted  int `json:"accepted"`
+	Unknown   int `json:"unknown"`
+}
+
+// FenceTokens lists fence numbers handed out twice or going backwards.
+type FenceTokens struct {
+	Duplicates  int          `json:"duplicates"`
+	Regressions int          `json:"regressions"`
+	List        []FenceIssue `json:"list"`
+}
+
+// FenceIssue is one duplicated or regressing fence number.
+type FenceIssue struct {
+	Kind     string `json:"kind"` // duplicate | regression
+	Key      string `json:"key"`
+	Fence    int64  `json:"fence"`
+	Previous int64  `json:"previous"` // the fence it repeats or falls below
+	Clients  []int  `json:"clients"`
+	Time     int64  `json:"time"`
+}
+
+// OpCounts counts one operation's outcomes.
+type OpCounts struct {
+	OK   int `json:"ok"`
+	Fail int `json:"fail"`
+	Info int `json:"info"`
+}
+
+// Latency holds percentiles per operation.
+type Latency struct {
+	Acquire Percentiles `json:"acquire"`
+}
+
+// Percentiles of completed (ok or fail) operations, in ms.
+type Percentiles struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// OptionsEcho records the options a verdict was reached with.
+type OptionsEcho struct {
+	EpsilonMs float64 `json:"epsilon_ms"`
+	BudgetS   float64 `json:"budget_s"`
+}
+
+// DoubleHolder is an interval in which two clients both acted as holder.
+type DoubleHolder struct {
+	Key string `json:"key"`
+	// Stale is the client that acquired first; New the one granted during its tenure.
+	StaleClient int    `json:"stale_client"`
+	NewClient   int    `json:"new_client"`
+	StaleToken  string `json:"stale_token"`
+	NewToken    string `json:"new_token"`
+	Start       int64  `json:"start"`
+	End         int64  `json:"end"`
+	OverlapMs   float64 `json:"overlap_ms"`
+	// DoubleGrant is true when the lock service granted both at once (a lock
+	// violation); false when the stale holder's lease had expired honestly.
+	DoubleGrant bool     `json:"double_grant"`
+	Cause       string   `json:"cause"`
+	Faults      []string `json:"faults"`
+	// StaleWrite: none | accepted | rejected | unknown.
+	StaleWrite  string `json:"stale_write"`
+	Explanation string `json:"explanation"`
+}
+
+// Violation is one finding, explained for a workshop attendee.
+type Violation struct {
+	// Kind: double-grant, non-holder-release, non-holder-extend,
+	// lock-not-linearizable, lost-update, resource-not-linearizable,
+	// stale-write-accepted, duplicate-fence, fence-regression.
+	Kind string `json:"kind"`
+	// Affects names the verdict it falsifies: lock, resource, or none for
+	// findings that are reported without changing valid.
+	Affects     string   `json:"affects"`
+	Key         string   `json:"key"`
+	Clients     []int    `json:"clients"`
+	Tokens      []string `json:"tokens,omitempty"`
+	Start       int64    `json:"start"`
+	End         int64    `json:"end"`
+	StartS      float64  `json:"start_s"` // seconds since the first event
+	EndS        float64  `json:"end_s"`
+	Cause       string   `json:"cause"`
+	Faults      []string `json:"faults,omitempty"`
+	Events      []int64  `json:"events,omitempty"` // history indexes involved
+	Explanation string   `json:"explanation"`
+	Picture     string   `json:"picture,omitempty"` // HTML file, relative to the run directory
+}
+
+// MarshalIndent is the form results.json is written in.
+func (r *Result) MarshalIndent() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode results: %w", err)
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,144 @@
+package checker
+
+import (
+	"sort"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// Section is one critical section: a read of the resource's value and the
+// write of value+1 that follows it from the same client under the same token.
+// porcupine treats it as one operation from the read's call to the write's
+// return.
+type Section struct {
+	Key    string
+	Token  string
+	Client int
+	Fence  int64
+	Read   *Op // nil for a write without a successful read before it
+	Write  *Op // nil for a read the client did not follow with a write
+	Call   int64
+	Return int64 // never when the write's outcome is unknown
+
+	ReadValue  int64
+	WriteValue int64
+	// Effect: applied (the write was accepted), none (rejected, failed, or no
+	// write), unknown (the write's fate is unknown even to the resource log).
+	Effect string
+}
+
+// Effects of a section on the resource.
+const (
+	effApplied = "applied"
+	effNone    = "none"
+	effUnknown = "unknown"
+)
+
+// attemptIndex looks up the resource's own record of a write, which settles the
+// verdict of a write whose reply the client never saw.
+type attemptIndex map[attemptKey]history.Attempt
+
+type attemptKey struct {
+	token string
+	value int64
+}
+
+func indexAttempts(as []history.Attempt) attemptIndex {
+	idx := make(attemptIndex)
+	for _, a := range as {
+		if a.Op != history.FWrite {
+			continue
+		}
+		k := attemptKey{a.Token, a.Value}
+		if prev, ok := idx[k]; ok && prev.Verdict == history.Accepted {
+			continue // a retried write counts as accepted if any try was
+		}
+		idx[k] = a
+	}
+	return idx
+}
+
+// writeVerdict is the resource's verdict on a write: accepted, rejected, or ""
+// when nobody knows. The resource log wins over the client's view because the
+// resource decided.
+func writeVerdict(w *Op, idx attemptIndex) (verdict string, decided int64) {
+	if w.Value != nil && idx != nil {
+		if a, ok := idx[attemptKey{w.Token, *w.Value}]; ok && a.Time >= w.Call {
+			return a.Verdict, a.Time
+		}
+	}
+	switch {
+	case w.Outcome == history.OK:
+		return history.Accepted, w.Return
+	case w.Outcome == history.Fail:
+		// A fail without a verdict never reached the resource: as good as rejected.
+		return history.Rejected, w.Return
+	}
+	return "", never
+}
+
+// buildSections pairs reads with writes per client slot.
+func buildSections(ops []Op, idx attemptIndex) []*Section {
+	var out []*Section
+	pending := make(map[int]*Op) // client → successful read awaiting its write
+	flush := func(c int) {
+		if r := pending[c]; r != nil {
+			out = append(out, &Section{Key: r.Key, Token: r.Token, Client: c, Fence: r.Fence, Read: r,
+				Call: r.Call, Return: r.Return, ReadValue: *r.Value, Effect: effNone})
+			delete(pending, c)
+		}
+	}
+	order := make([]*Op, 0, len(ops))
+	for i := range ops {
+		if ops[i].F == history.FRead || ops[i].F == history.FWrite {
+			order = append(order, &ops[i])
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].Call < order[j].Call })
+	for _, o := range order {
+		if o.F == history.FRead {
+			flush(o.Client)
+			// A rejected or unknown read observed nothing the model can use.
+			if o.Outcome == history.OK && o.Verdict != history.Rejected && o.Value != nil {
+				pending[o.Client] = o
+			}
+			continue
+		}
+		if o.Value == nil {
+			flush(o.Client)
+			continue
+		}
+		r := pending[o.Client]
+		if r != nil && r.Token != o.Token {
+			flush(o.Client)
+			r = nil
+		}
+		delete(pending, o.Client)
+		s := &Section{Key: o.Key, Token: o.Token, Client: o.Client, Fence: o.Fence, Read: r, Write: o,
+			Call: o.Call, WriteValue: *o.Value}
+		if r != nil {
+			s.Call, s.ReadValue = r.Call, *r.Value
+		}
+		v, decided := writeVerdict(o, idx)
+		switch v {
+		case history.Accepted:
+			s.Effect, s.Return = effApplied, max(decided, s.Call)
+		case history.Rejected:
+			s.Effect, s.Return = effNone, max(decided, s.Call)
+			if o.Outcome == history.OK || o.Outcome == history.Fail {
+				s.Return = o.Return
+			}
+		default:
+			s.Effect, s.Return = effUnknown, never
+		}
+		if s.Effect == effApplied && o.Known() {
+			s.Return = o.Return
+		}
+		out = append(out, s)
+	}
+	for c := range pending {
+		flush(c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
