@@ -115,11 +115,7 @@ func (b *basic) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 func (b *basic) setNX(ctx context.Context, c valkey.CoreClient, key, token string, ttl time.Duration) (int64, Result) {
 	set := c.B().Set().Key(key).Value(token).Nx().PxMilliseconds(ttl.Milliseconds()).Build()
 	if !b.cfg.Fencing {
-		err := c.Do(ctx, set).Error()
-		if err != nil {
-			return 0, result(fmt.Errorf("SET NX: %w", err))
-		}
-		return 0, ok()
+		return 0, nilOK("SET NX PX", c.Do(ctx, set).Error(), "another client holds the lock")
 	}
 	res := c.DoMulti(ctx,
 		c.B().Multi().Build(),
@@ -141,7 +137,7 @@ func (b *basic) setNX(ctx context.Context, c valkey.CoreClient, key, token strin
 	fence, ferr := replies[1].AsInt64()
 	if serr := replies[0].Error(); serr != nil {
 		// The counter moved anyway; the number is not ours to use.
-		return 0, result(fmt.Errorf("SET NX in MULTI (fence %d not handed out): %w", fence, serr))
+		return 0, nilOK(fmt.Sprintf("SET NX PX in MULTI (fence %d not handed out)", fence), serr, "another client holds the lock")
 	}
 	if ferr != nil {
 		return 0, Result{history.Info, fmt.Errorf("INCR in MULTI: %w", ferr)}
@@ -191,7 +187,7 @@ func nilOK(cmd string, err error, whatNil string) Result {
 	if err == nil {
 		return ok()
 	}
-	if valkey.IsValkeyNil(err) {
+	if errors.Is(err, valkey.Nil) {
 		return fail(fmt.Errorf("%s returned nil: %s", cmd, whatNil))
 	}
 	return result(fmt.Errorf("%s: %w", cmd, err))

@@ -23,11 +23,10 @@ func Classify(err error) history.Type {
 	if err == nil {
 		return history.OK
 	}
-	if valkey.IsValkeyNil(err) {
-		return history.Fail
-	}
-	if _, isErr := valkey.IsValkeyErr(err); isErr {
-		return history.Fail
+	// valkey-go's IsValkeyNil/IsValkeyErr do not look through wrapping.
+	var reply *valkey.ValkeyError
+	if errors.As(err, &reply) {
+		return history.Fail // a nil reply or an error reply: the server answered
 	}
 	if errors.Is(err, ErrRefused) {
 		return history.Fail
