@@ -33,10 +33,25 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			}
 		}
 	}
+	// Until it releases, a client believes it holds the lock for ttl after its
+	// last successful grant or extend was sent, whether or not it acts.
+	belief := make(map[string]int64)
+	release := make(map[string]int64)
 	for i := range ops {
 		o := &ops[i]
 		a := by[o.Token]
-		if a == nil || o.F == history.FAcquire || o.Call < a.grant.Call {
+		if a == nil || o.Call < a.grant.Call {
+			continue
+		}
+		if (o.F == history.FAcquire || o.F == history.FExtend) && o.Outcome == history.OK {
+			belief[o.Token] = max(belief[o.Token], o.Call+o.TTL)
+		}
+		if o.F == history.FRelease {
+			if _, seen := release[o.Token]; !seen {
+				release[o.Token] = o.Call
+			}
+		}
+		if o.F == history.FAcquire {
 			continue
 		}
 		// A read or write may land at the resource until its reply; a release,
@@ -54,6 +69,11 @@ func actingIntervals(ops []Op) map[string][]*acting {
 	}
 	out := make(map[string][]*acting)
 	for _, a := range order {
+		until := belief[a.token]
+		if r, ok := release[a.token]; ok {
+			until = min(until, r)
+		}
+		a.end = max(a.end, until)
 		out[a.key] = append(out[a.key], a)
 	}
 	return out

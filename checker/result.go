@@ -112,21 +112,21 @@ type Result struct {
 	Lock     LockResult     `json:"lock"`
 	Resource ResourceResult `json:"resource"`
 
-	DoubleHolders      int            `json:"double_holders"`
-	DoubleHolderList   []DoubleHolder `json:"double_holder_list"`
-	ExposureMs         Exposure       `json:"exposure_ms"`
-	StaleWrites        StaleWrites    `json:"stale_writes"`
-	FenceTokens        FenceTokens    `json:"fence_tokens"`
-	Failovers          int            `json:"failovers"`
+	DoubleHolders      int                  `json:"double_holders"`
+	DoubleHolderList   []DoubleHolder       `json:"double_holder_list"`
+	ExposureMs         Exposure             `json:"exposure_ms"`
+	StaleWrites        StaleWrites          `json:"stale_writes"`
+	FenceTokens        FenceTokens          `json:"fence_tokens"`
+	Failovers          int                  `json:"failovers"`
 	Ops                map[string]*OpCounts `json:"ops"`
-	LatencyMs          Latency        `json:"latency_ms"`
-	Violations         []Violation    `json:"violations"`
-	Visualizations     []string       `json:"visualizations"`
-	Options            OptionsEcho    `json:"options"`
-	StartTime          int64          `json:"start_time"`
-	DurationMs         float64        `json:"duration_ms"`
-	CheckMs            float64        `json:"check_ms"`
-	ResourceLogChecked bool           `json:"resource_log_checked"`
+	LatencyMs          Latency              `json:"latency_ms"`
+	Violations         []Violation          `json:"violations"`
+	Visualizations     []string             `json:"visualizations"`
+	Options            OptionsEcho          `json:"options"`
+	StartTime          int64                `json:"start_time"`
+	DurationMs         float64              `json:"duration_ms"`
+	CheckMs            float64              `json:"check_ms"`
+	ResourceLogChecked bool                 `json:"resource_log_checked"`
 }
 
 // LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).
@@ -217,12 +217,12 @@ type OptionsEcho struct {
 type DoubleHolder struct {
 	Key string `json:"key"`
 	// Stale is the client that acquired first; New the one granted during its tenure.
-	StaleClient int    `json:"stale_client"`
-	NewClient   int    `json:"new_client"`
-	StaleToken  string `json:"stale_token"`
-	NewToken    string `json:"new_token"`
-	Start       int64  `json:"start"`
-	End         int64  `json:"end"`
+	StaleClient int     `json:"stale_client"`
+	NewClient   int     `json:"new_client"`
+	StaleToken  string  `json:"stale_token"`
+	NewToken    string  `json:"new_token"`
+	Start       int64   `json:"start"`
+	End         int64   `json:"end"`
 	OverlapMs   float64 `json:"overlap_ms"`
 	// DoubleGrant is true when the lock service granted both at once (a lock
 	// violation); false when the stale holder's lease had expired honestly.

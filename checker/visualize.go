@@ -31,8 +31,8 @@ func draw(dir, prefix string, kc *keyCheck, fs []fault, marks []porcupine.Annota
 		}
 		anns = append(anns, porcupine.Annotation{
 			Tag: "nemesis", Start: max(f.start, kc.from), End: end,
-			Description: f.String(),
-			Details:     fmt.Sprintf("%s from %s to %s", f.String(), secs(f.start, t0), healed(f.end, t0)),
+			Description:     f.String(),
+			Details:         fmt.Sprintf("%s from %s to %s", f.String(), secs(f.start, t0), healed(f.end, t0)),
 			BackgroundColor: bg,
 		})
 	}

@@ -115,7 +115,9 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 		if h != nil && h.token == q.Token {
 			h = top[1]
 		}
-		if h == nil || q.Return >= h.end {
+		// A holder granted during another's tenure is already reported as a
+		// double grant; its own later releases and extends follow from it.
+		if h == nil || q.Return >= h.end || (q.F != history.FAcquire && seen[[2]string{h.token, q.Token}]) {
 			continue
 		}
 		switch q.F {

@@ -1,0 +1,331 @@
+package checker
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+const (
+	ok   = history.OK
+	fail = history.Fail
+	info = history.Info
+)
+
+type want struct {
+	lock, resource Validity
+	kinds          []string // violation kinds, in order
+	cause          string   // cause of the first violation, if any
+	doubleHolders  int
+	dhCause        string // cause of the first double holder
+	stale          StaleWrites
+	dupFences      int
+	regressions    int
+}
+
+func TestCheckClasses(t *testing.T) {
+	cases := []struct {
+		name string
+		h    *hb
+		want want
+	}{
+		{
+			name: "clean",
+			h: newHB().
+				acq(0, "A", 1000, 0, 1, ok, 1).
+				acq(1, "B", 1000, 0.5, 1.5, fail, 0).
+				read(0, "A", 1, 0, 2, 3, ok).write(0, "A", 1, 1, 3, 4, ok).
+				ext(0, "A", 1000, 4.5, 5, ok).
+				rel(0, "A", 5, 6, ok).
+				acq(1, "B", 1000, 7, 8, ok, 3).
+				read(1, "B", 3, 1, 9, 10, ok).write(1, "B", 3, 2, 10, 11, ok).
+				rel(1, "B", 12, 13, ok),
+			want: want{lock: Valid, resource: Valid},
+		},
+		{
+			name: "failover double grant",
+			h: newHB().
+				nem("cut-replication", "valkey-1", 0).
+				acq(0, "A", 1000, 10, 11, ok, 7).
+				nem("kill", "valkey-1", 20).
+				nem("failover", "valkey-2", 30).
+				acq(1, "B", 1000, 40, 41, ok, 7).
+				read(1, "B", 7, 5, 42, 43, ok).write(1, "B", 7, 6, 43, 44, ok).
+				read(0, "A", 7, 6, 45, 46, fail).
+				rel(1, "B", 50, 51, ok).
+				rel(0, "A", 52, 53, fail),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"double-grant", "duplicate-fence"}, cause: "failover",
+				doubleHolders: 1, dhCause: "failover", dupFences: 1},
+		},
+		{
+			name: "expired lease, stale write accepted",
+			h: newHB().
+				acq(0, "A", 100, 10, 11, ok, 1).
+				read(0, "A", 1, 0, 12, 13, ok).
+				nem("pause-client", "client-0", 14).
+				acq(1, "B", 100, 200, 201, ok, 2).
+				read(1, "B", 2, 0, 202, 203, ok).write(1, "B", 2, 1, 204, 205, ok).
+				rel(1, "B", 206, 207, ok).
+				nem("resume-client", "client-0", 300).
+				write(0, "A", 1, 1, 301, 302, ok).
+				rel(0, "A", 303, 304, fail),
+			want: want{lock: Valid, resource: Invalid, kinds: []string{"stale-write-accepted", "lost-update"}, cause: "client-pause",
+				doubleHolders: 1, dhCause: "client-pause", stale: StaleWrites{Attempted: 1, Accepted: 1}},
+		},
+		{
+			name: "expired lease, stale write rejected",
+			h: newHB().
+				acq(0, "A", 100, 10, 11, ok, 1).
+				read(0, "A", 1, 0, 12, 13, ok).
+				nem("pause-client", "client-0", 14).
+				acq(1, "B", 100, 200, 201, ok, 2).
+				read(1, "B", 2, 0, 202, 203, ok).write(1, "B", 2, 1, 204, 205, ok).
+				rel(1, "B", 206, 207, ok).
+				nem("resume-client", "client-0", 300).
+				write(0, "A", 1, 1, 301, 302, fail).
+				rel(0, "A", 303, 304, fail),
+			want: want{lock: Valid, resource: Valid, doubleHolders: 1, dhCause: "client-pause",
+				stale: StaleWrites{Attempted: 1, Rejected: 1}},
+		},
+		{
+			name: "unsafe release of another's lock",
+			h: newHB().
+				acq(1, "B", 5, 0, 1, ok, 0).
+				nem("pause-client", "client-1", 2).
+				acq(0, "A", 1000, 10, 11, ok, 0).
+				nem("resume-client", "client-1", 19).
+				rel(1, "B", 20, 21, ok).
+				acq(2, "C", 1000, 30, 31, ok, 0),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"non-holder-release", "double-grant"}, doubleHolders: 2, dhCause: "client-pause"},
+		},
+		{
+			name: "info acquire that took effect",
+			h: newHB().
+				acq(0, "A", 1000, 0, 0, info, 0).
+				rel(100, "A", 20, 21, ok).
+				acq(1, "B", 1000, 30, 31, ok, 0).
+				rel(1, "B", 32, 33, ok),
+			want: want{lock: Valid, resource: Valid},
+		},
+		{
+			name: "info acquire that did not take effect",
+			h: newHB().
+				acq(0, "A", 1000, 0, 50, info, 0).
+				acq(1, "B", 1000, 20, 21, ok, 0).
+				rel(1, "B", 30, 31, ok),
+			want: want{lock: Valid, resource: Valid},
+		},
+		{
+			name: "info acquire cannot launder a double grant",
+			h: newHB().
+				acq(0, "A", 1000, 0, 1, ok, 0).
+				acq(2, "C", 1000, 5, 50, info, 0).
+				acq(1, "B", 1000, 10, 11, ok, 0),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"double-grant"}, cause: "none", doubleHolders: 1},
+		},
+		{
+			name: "info release that took effect",
+			h: newHB().
+				acq(0, "A", 1000, 0, 1, ok, 0).
+				rel(0, "A", 5, 55, info).
+				acq(1, "B", 1000, 10, 11, ok, 0),
+			want: want{lock: Valid, resource: Valid},
+		},
+		{
+			name: "info release that did not take effect",
+			h: newHB().
+				acq(0, "A", 100, 0, 1, ok, 0).
+				rel(0, "A", 5, 55, info).
+				ext(100, "A", 100, 60, 61, ok).
+				rel(100, "A", 70, 71, ok),
+			want: want{lock: Valid, resource: Valid},
+		},
+		{
+			name: "grant after a lease proven by an unknown acquire (porcupine only)",
+			h: newHB().
+				acq(0, "A", 1000, 0, 50, info, 0).
+				ext(100, "A", 1000, 60, 61, ok).
+				acq(1, "B", 1000, 100, 101, ok, 0),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"lock-not-linearizable"}},
+		},
+		{
+			name: "duplicate and regressing fences",
+			h: newHB().
+				acq(0, "A", 1000, 0, 1, ok, 5).rel(0, "A", 2, 3, ok).
+				acq(1, "B", 1000, 4, 5, ok, 5).rel(1, "B", 6, 7, ok).
+				acq(2, "C", 1000, 8, 9, ok, 3).rel(2, "C", 10, 11, ok),
+			want: want{lock: Valid, resource: Valid, kinds: []string{"duplicate-fence", "fence-regression"}, dupFences: 1, regressions: 1},
+		},
+		{
+			name: "crashed run: operations still in flight",
+			h: newHB().
+				acq(0, "A", 1000, 0, 1, ok, 1).
+				read(0, "A", 1, 0, 2, 3, ok).
+				write(0, "A", 1, 1, 4, 0, ""),
+			want: want{lock: Valid, resource: Valid},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Check(c.h.build(), nil, Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertWant(t, r, c.want)
+		})
+	}
+}
+
+func assertWant(t *testing.T, r *Result, w want) {
+	t.Helper()
+	var kinds []string
+	for _, v := range r.Violations {
+		kinds = append(kinds, v.Kind)
+		if v.Explanation == "" {
+			t.Errorf("violation %s has no explanation", v.Kind)
+		}
+	}
+	dump := func() string { b, _ := json.MarshalIndent(r, "", " "); return string(b) }
+	if r.Lock.Valid != w.lock || r.Resource.Valid != w.resource {
+		t.Fatalf("lock %v resource %v, want %v %v\n%s", r.Lock.Valid, r.Resource.Valid, w.lock, w.resource, dump())
+	}
+	if !slices.Equal(kinds, w.kinds) {
+		t.Fatalf("violations %v, want %v\n%s", kinds, w.kinds, dump())
+	}
+	if w.cause != "" && r.Violations[0].Cause != w.cause {
+		t.Errorf("cause %q, want %q", r.Violations[0].Cause, w.cause)
+	}
+	if r.DoubleHolders != w.doubleHolders {
+		t.Errorf("double holders %d, want %d\n%s", r.DoubleHolders, w.doubleHolders, dump())
+	}
+	if w.dhCause != "" && r.DoubleHolderList[0].Cause != w.dhCause {
+		t.Errorf("double holder cause %q, want %q", r.DoubleHolderList[0].Cause, w.dhCause)
+	}
+	if r.StaleWrites != w.stale {
+		t.Errorf("stale writes %+v, want %+v", r.StaleWrites, w.stale)
+	}
+	if r.FenceTokens.Duplicates != w.dupFences || r.FenceTokens.Regressions != w.regressions {
+		t.Errorf("fences %+v, want %d duplicates %d regressions", r.FenceTokens, w.dupFences, w.regressions)
+	}
+	want := and(w.lock, w.resource)
+	if r.Valid != want {
+		t.Errorf("valid %v, want %v", r.Valid, want)
+	}
+	// Every failed partition gets a picture.
+	if (r.Lock.Valid == Invalid || r.Resource.Valid == Invalid) && len(r.Visualizations) == 0 {
+		t.Errorf("no visualisation for an invalid history")
+	}
+}
+
+func TestResourceLogSettlesUnknownWrite(t *testing.T) {
+	h := newHB().
+		acq(0, "A", 100, 10, 11, ok, 1).
+		read(0, "A", 1, 0, 12, 13, ok).
+		write(0, "A", 1, 1, 150, 200, info).
+		acq(1, "B", 100, 120, 121, ok, 2).
+		read(1, "B", 2, 0, 122, 123, ok).write(1, "B", 2, 1, 124, 125, ok)
+	events := h.build()
+	// Without the resource log the stale write might never have landed.
+	r, err := Check(events, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Resource.Valid != Valid || r.StaleWrites.Unknown != 1 {
+		t.Fatalf("without log: resource %v stale %+v", r.Resource.Valid, r.StaleWrites)
+	}
+	log := []history.Attempt{{Time: ms2ns(160), Op: "write", RunID: "job", Token: "A", Fence: 1, Value: 1, Verdict: history.Accepted}}
+	r, err = Check(events, log, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Resource.Valid != Invalid || r.StaleWrites.Accepted != 1 || !r.ResourceLogChecked {
+		t.Fatalf("with log: resource %v stale %+v", r.Resource.Valid, r.StaleWrites)
+	}
+}
+
+func TestCorruptHistory(t *testing.T) {
+	cases := map[string][]history.Event{
+		"completion without invoke": {{Index: 0, Time: 1, Process: 0, Type: ok, F: "acquire", Key: "k", Token: "A"}},
+		"two ops in flight": {
+			{Index: 0, Time: 1, Process: 0, Type: history.Invoke, F: "acquire", Key: "k", Token: "A"},
+			{Index: 1, Time: 2, Process: 0, Type: history.Invoke, F: "release", Key: "k", Token: "A"},
+		},
+		"mismatched completion": {
+			{Index: 0, Time: 1, Process: 0, Type: history.Invoke, F: "acquire", Key: "k", Token: "A"},
+			{Index: 1, Time: 2, Process: 0, Type: ok, F: "release", Key: "k", Token: "A"},
+		},
+	}
+	for name, ev := range cases {
+		if _, err := Check(ev, nil, Options{}); err == nil || !strings.Contains(err.Error(), "event ") {
+			t.Errorf("%s: err %v, want one naming the event", name, err)
+		}
+	}
+}
+
+func TestResultJSONKeys(t *testing.T) {
+	r, err := Check(newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).build(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.MarshalIndent()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"valid", "lock.valid", "resource.valid", "double_holders", "exposure_ms.total",
+		"exposure_ms.max", "stale_writes.attempted", "stale_writes.rejected", "stale_writes.accepted",
+		"fence_tokens.duplicates", "fence_tokens.regressions", "failovers", "ops.acquire.ok", "ops.release.info",
+		"latency_ms.acquire.p50", "latency_ms.acquire.p99", "violations"} {
+		var cur any = m
+		for _, p := range strings.Split(path, ".") {
+			mm, isMap := cur.(map[string]any)
+			if !isMap {
+				t.Fatalf("%s: not an object at %s", path, p)
+			}
+			v, found := mm[p]
+			if !found {
+				t.Fatalf("results.json lacks %s", path)
+			}
+			cur = v
+		}
+	}
+	if m["valid"] != true {
+		t.Errorf("valid = %v, want true", m["valid"])
+	}
+}
+
+func TestVisualisationWritten(t *testing.T) {
+	dir := t.TempDir()
+	h := newHB().nem("kill", "valkey-1", 5).
+		acq(0, "A", 1000, 0, 1, ok, 0).acq(1, "B", 1000, 10, 11, ok, 0).nem("restart", "valkey-1", 20)
+	r, err := Check(h.build(), nil, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Visualizations) != 1 || r.Violations[0].Picture != r.Visualizations[0] {
+		t.Fatalf("pictures %v, violation picture %q", r.Visualizations, r.Violations[0].Picture)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, r.Visualizations[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "kill valkey-1") {
+		t.Errorf("picture lacks the nemesis annotation")
+	}
+}
+
+func TestUnknownWhenBudgetExhausted(t *testing.T) {
+	r, err := Check(newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).build(), nil, Options{Budget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lock.Valid != Unknown || r.Valid != Unknown {
+		t.Fatalf("lock %v valid %v, want unknown", r.Lock.Valid, r.Valid)
+	}
+}
