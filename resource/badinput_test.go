@@ -37,7 +37,7 @@ func TestBadInput(t *testing.T) {
 		{"init without run", "/v1/runs", `{}`, 400, "run_id is missing"},
 		{"no such endpoint", "/v1/delete", `{}`, 404, "no such endpoint"},
 	}
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		t.Run(string(b.name), func(t *testing.T) {
 			svc, c := startService(t, b.fresh(t, ModeReadWrite), "job-1")
 			ctx := ctxT(t)

@@ -22,7 +22,7 @@ func BenchmarkAcceptedWrites(b *testing.B) {
 	for i := range runs {
 		runs[i] = fmt.Sprintf("bench-%02d", i)
 	}
-	for _, be := range backends(b) {
+	for _, be := range allBackends {
 		for _, via := range []string{"http", "embedded"} {
 			b.Run(string(be.name)+"/"+via, func(b *testing.B) {
 				cfg := be.fresh(b, ModeWrite)

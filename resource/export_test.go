@@ -38,7 +38,7 @@ func parseAttempts(b []byte) ([]history.Attempt, error) {
 // TestExportSameFromStoreAndService: the CLI exports from the database, the
 // runner may export over HTTP; both must give the same lines.
 func TestExportSameFromStoreAndService(t *testing.T) {
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		t.Run(string(b.name), func(t *testing.T) {
 			svc, c := startService(t, b.fresh(t, ModeReadWrite), "job-1", "job-2")
 			ctx := ctxT(t)

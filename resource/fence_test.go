@@ -23,7 +23,7 @@ func TestConcurrentWritersFencesIncrease(t *testing.T) {
 		writers  = 64
 		sections = 16 // critical sections per writer: read, then write value+1
 	)
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		for _, mode := range []Mode{ModeWrite, ModeReadWrite} {
 			t.Run(fmt.Sprintf("%s/%s", b.name, mode), func(t *testing.T) {
 				_, c := startService(t, b.fresh(t, mode), "job-1")

@@ -25,7 +25,7 @@ func TestLessonWriteVsReadWrite(t *testing.T) {
 		{ModeWrite, history.Accepted, "", true},
 		{ModeReadWrite, history.Rejected, "rejected: fence 1 is older than last_fence 2 — a newer holder has read or written", false},
 	}
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		for _, tc := range tests {
 			t.Run(string(b.name)+"/"+string(tc.mode), func(t *testing.T) {
 				_, c := startService(t, b.fresh(t, tc.mode), "invoice-run")

@@ -91,7 +91,7 @@ func spawn(t *testing.T, cfg Config) (*exec.Cmd, *Client) {
 // still there, so a stale holder is still turned away and the holder that set
 // last_fence can continue. A graceful stop (SIGTERM) keeps them too.
 func TestRestartKeepsData(t *testing.T) {
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		t.Run(string(b.name), func(t *testing.T) {
 			cfg := b.fresh(t, ModeReadWrite)
 			cfg.Runs = []string{"job-1"}

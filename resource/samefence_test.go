@@ -35,7 +35,7 @@ func TestSameFenceTwoHolders(t *testing.T) {
 		"AR AW BR BW", // one section after the other
 		"BR AR AW BW",
 	}
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		for _, mode := range Modes {
 			for _, order := range orders {
 				t.Run(fmt.Sprintf("%s/%s/%s", b.name, mode, strings.ReplaceAll(order, " ", "-")), func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestSameFenceTwoHolders(t *testing.T) {
 // after round; each round both present the round's number.
 func TestSameFenceRace(t *testing.T) {
 	const rounds = 40
-	for _, b := range backends(t) {
+	for _, b := range allBackends {
 		for _, mode := range []Mode{ModeWrite, ModeReadWrite} {
 			t.Run(fmt.Sprintf("%s/%s", b.name, mode), func(t *testing.T) {
 				_, c := startService(t, b.fresh(t, mode), "job-1")
