@@ -1,0 +1,252 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/resource"
+)
+
+// Serve is the whole client process: it reads the ClientConfig from the first
+// line of in, then runs cycles until a stop control, EOF on in, or ctx ends.
+// Events go to out. It returns when the current cycle has released its lock.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, logw io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	if !sc.Scan() {
+		return fmt.Errorf("client: no config line on stdin: %v", sc.Err())
+	}
+	var cfg ClientConfig
+	dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return fmt.Errorf("client: config line: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	c, err := newClient(cfg, out, logw)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	stopped := make(chan struct{})
+	var once sync.Once
+	go readControls(sc, c.clock, func() { once.Do(func() { close(stopped) }) }, c.logf)
+	return c.run(ctx, stopped)
+}
+
+type client struct {
+	cfg   ClientConfig
+	lk    lock.Lock
+	res   Section
+	clock *Clock
+	em    *emitter
+	rng   *rand.Rand
+	logw  io.Writer
+
+	obsMu   sync.Mutex
+	obsPids map[string]history.Process // valkeylock's own extends in flight, by token
+}
+
+func newClient(cfg ClientConfig, out, logw io.Writer) (*client, error) {
+	if logw == nil {
+		logw = os.Stderr
+	}
+	lk, err := lock.Open(cfg.Lock)
+	if err != nil {
+		return nil, fmt.Errorf("client %d: %w", cfg.Slot, err)
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = int64(cfg.Slot) + 1
+	}
+	c := &client{cfg: cfg, lk: lk, clock: NewClock(), em: newEmitter(out, cfg.Slot, cfg.NumClients),
+		rng: rand.New(rand.NewSource(seed + int64(cfg.Slot)*7919)), logw: logw, obsPids: map[string]history.Process{}}
+	if cfg.ClockOffsetMs != 0 || cfg.ClockRate != 0 {
+		c.clock.Set(time.Duration(cfg.ClockOffsetMs*float64(time.Millisecond)), cfg.ClockRate)
+	}
+	if cfg.ResourceAddr != "" {
+		c.res = resource.NewClient(cfg.ResourceAddr)
+	}
+	lk.Observe(c.observe)
+	return c, nil
+}
+
+func (c *client) close() {
+	c.lk.Close()
+	if rc, isClient := c.res.(*resource.Client); isClient {
+		rc.Close()
+	}
+}
+
+func (c *client) logf(format string, a ...any) {
+	fmt.Fprintf(c.logw, "client %d: "+format+"\n", append([]any{c.cfg.Slot}, a...)...)
+}
+
+func (c *client) run(ctx context.Context, stopped <-chan struct{}) error {
+	for n := 0; c.cfg.MaxCycles == 0 || n < c.cfg.MaxCycles; n++ {
+		select {
+		case <-stopped:
+			return nil
+		case <-ctx.Done():
+			return nil
+		default:
+		}
+		c.cycle(ctx)
+		if err := c.em.failed(); err != nil {
+			return err // stdout is gone: the runner is not listening
+		}
+		if p := ms(c.cfg.PauseMs); p > 0 {
+			t := time.NewTimer(p)
+			select {
+			case <-t.C:
+			case <-stopped:
+				t.Stop()
+				return nil
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func (c *client) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.OpTimeout())
+}
+
+// cycle is one acquire → hold (renew, section) → release.
+func (c *client) cycle(ctx context.Context) {
+	key := c.cfg.Keys[c.rng.Intn(len(c.cfg.Keys))]
+	tok := lock.NewToken()
+	ttl := c.cfg.TTL()
+	ev := history.Event{F: history.FAcquire, Key: key, Token: tok, TTLMs: ttl.Milliseconds()}
+	p := c.em.invoke(ev)
+	// The lease is counted from before the request left: the server's TTL
+	// starts later, so this end is never later than the server's.
+	granted := c.clock.Now()
+	octx, cancel := c.opCtx(ctx)
+	fence, r := c.lk.Acquire(octx, key, tok, ttl)
+	cancel()
+	ev.Fence, ev.Error = fence, r.Error()
+	c.em.complete(p, r.Outcome, ev)
+	switch r.Outcome {
+	case history.Fail:
+		return
+	case history.Info:
+		// The lock may be ours; a token-checked release frees it early and can
+		// harm nobody. A bare DEL could, so unsafe waits for the TTL instead.
+		if c.lk.SafeRelease() {
+			c.release(ctx, key, tok)
+		}
+		return
+	}
+	h := newHold(key, tok, fence, granted+int64(ttl))
+	var wg sync.WaitGroup
+	hctx, endHold := context.WithCancel(ctx)
+	if c.lk.SelfRenewing() {
+		lost := c.lk.Lost(key, tok)
+		go func() {
+			select {
+			case <-lost:
+				h.lose()
+			case <-hctx.Done():
+			}
+		}()
+	} else {
+		wg.Add(2)
+		go func() { defer wg.Done(); c.renew(ctx, hctx, h, granted) }()
+		go func() { defer wg.Done(); c.watchExpiry(hctx, h) }()
+	}
+	if !c.cfg.NoSection {
+		c.section(ctx, h)
+	}
+	endHold()
+	wg.Wait() // no extend in flight when the release goes out
+	c.release(ctx, key, tok)
+}
+
+func (c *client) release(ctx context.Context, key, tok string) {
+	ev := history.Event{F: history.FRelease, Key: key, Token: tok}
+	p := c.em.invoke(ev)
+	octx, cancel := c.opCtx(ctx)
+	r := c.lk.Release(octx, key, tok)
+	cancel()
+	ev.Error = r.Error()
+	c.em.complete(p, r.Outcome, ev)
+}
+
+// renew extends the lease every Renew after the last grant, by the decision
+// clock, until the hold ends or an extend is not ok.
+func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
+	ttl := c.cfg.TTL()
+	next := granted + int64(c.cfg.Renew())
+	for {
+		if c.clock.SleepUntil(hctx, next) != nil {
+			return
+		}
+		ev := history.Event{F: history.FExtend, Key: h.key, Token: h.token, TTLMs: ttl.Milliseconds()}
+		p := c.em.invoke(ev)
+		start := c.clock.Now()
+		// Not hctx: an extend already sent is finished and recorded even if
+		// the section ends meanwhile.
+		octx, cancel := c.opCtx(ctx)
+		r := c.lk.Extend(octx, h.key, h.token, ttl)
+		cancel()
+		ev.Error = r.Error()
+		c.em.complete(p, r.Outcome, ev)
+		if !r.Ok() {
+			h.lose()
+			return
+		}
+		h.extendTo(start + int64(ttl))
+		next = start + int64(c.cfg.Renew())
+	}
+}
+
+// watchExpiry ends the hold when the decision clock passes the lease's end:
+// a renewal stuck in flight must not let the section run past it.
+func (c *client) watchExpiry(hctx context.Context, h *hold) {
+	for {
+		end := h.end()
+		if c.clock.SleepUntil(hctx, end) != nil {
+			return
+		}
+		if h.end() <= c.clock.Now() {
+			h.lose()
+			return
+		}
+	}
+}
+
+// observe records a self-renewing library's own extends.
+func (c *client) observe(f, key, token string, t history.Type, ttl time.Duration, err error) {
+	ev := history.Event{F: f, Key: key, Token: token, TTLMs: ttl.Milliseconds()}
+	c.obsMu.Lock()
+	defer c.obsMu.Unlock()
+	if t == history.Invoke {
+		c.obsPids[token] = c.em.invoke(ev)
+		return
+	}
+	p, found := c.obsPids[token]
+	if !found {
+		return
+	}
+	delete(c.obsPids, token)
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	c.em.complete(p, t, ev)
+}
