@@ -33,6 +33,10 @@ type Config struct {
 	// clock can be moved at run time (SetClockOffset).
 	FakeTime bool
 
+	// Runtime is "local" (processes on loopback, the default) or "docker"
+	// (containers on a private network, partitions possible).
+	Runtime string `json:"runtime,omitempty"`
+
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).
 	Detached bool

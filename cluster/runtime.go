@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -75,3 +76,19 @@ const (
 	pollEvery       = 50 * time.Millisecond
 	commandDeadline = 2 * time.Second
 )
+
+// New makes the runtime cfg.Runtime names.
+func New(cfg Config, bins Binaries) (Runtime, error) {
+	switch cfg.Runtime {
+	case "", "local":
+		return NewLocal(cfg, bins)
+	case "docker":
+		return newDocker(cfg, bins)
+	}
+	return nil, fmt.Errorf("--runtime %q: want local or docker", cfg.Runtime)
+}
+
+// newDocker is replaced by the Docker runtime when it is built in.
+var newDocker = func(Config, Binaries) (Runtime, error) {
+	return nil, fmt.Errorf("the docker runtime is not available in this build")
+}

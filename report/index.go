@@ -1,0 +1,119 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// Page is what index.html shows.
+type Page struct {
+	Title    string
+	Scenario string
+	Teaches  string
+	Summary  string
+	Result   *checker.Result
+	Config   string // config.json, pretty
+	Files    []string
+}
+
+func verdictWord(v checker.Validity) string {
+	switch v {
+	case checker.Valid:
+		return "valid"
+	case checker.Invalid:
+		return "INVALID"
+	}
+	return "unknown"
+}
+
+func verdictClass(v checker.Validity) string {
+	switch v {
+	case checker.Valid:
+		return "ok"
+	case checker.Invalid:
+		return "bad"
+	}
+	return "unk"
+}
+
+var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join}
+
+var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em} .ok{color:#0a7d32} .bad{color:#c62828} .unk{color:#b26a00}
+.verdicts span{display:inline-block;margin-right:1.5em;font-weight:600}
+table{border-collapse:collapse;margin:1em 0} td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left;vertical-align:top}
+img{max-width:100%;border:1px solid #ddd} pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}
+.teach{background:#eef5ff;padding:.6em 1em;border-left:4px solid #4285f4}
+</style></head><body>
+<h1>{{.Title}}</h1>
+{{if .Teaches}}<p class="teach">{{.Teaches}}</p>{{end}}
+<p class="verdicts">
+<span class="{{cls .Result.Valid}}">overall: {{word .Result.Valid}}</span>
+<span class="{{cls .Result.Lock.Valid}}">lock: {{word .Result.Lock.Valid}}</span>
+<span class="{{cls .Result.Resource.Valid}}">resource: {{word .Result.Resource.Valid}}</span>
+</p>
+<p>Double holders: <b>{{.Result.DoubleHolders}}</b> (exposure {{printf "%.0f" .Result.ExposureMs.Total}} ms in all, longest {{printf "%.0f" .Result.ExposureMs.Max}} ms).
+Stale writes: {{.Result.StaleWrites.Attempted}} attempted, <b>{{.Result.StaleWrites.Rejected}} rejected by the fence</b>, {{.Result.StaleWrites.Accepted}} accepted.
+Failovers: {{.Result.Failovers}}. Fence numbers handed out twice: {{.Result.FenceTokens.Duplicates}}.</p>
+<h2>Timeline</h2>
+<p>One row per client; bars are lock holds coloured by key (red outline: part of a double grant). Yellow bands: faults in force;
+red bands: two clients acting as holder at once. Red crosses: writes the fence turned away; red triangles: stale writes that landed.</p>
+<a href="timeline.svg"><img src="timeline.png" alt="timeline of lock holds, faults and writes"></a>
+{{if .Result.Violations}}<h2>What went wrong</h2>
+<table><tr><th>kind</th><th>key</th><th>clients</th><th>when (s)</th><th>cause</th><th>explanation</th><th>picture</th></tr>
+{{range .Result.Violations}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td><td>{{if .Picture}}<a href="{{.Picture}}">porcupine</a>{{end}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Result.DoubleHolderList}}<h2>Double holders and the fence</h2>
+<table><tr><th>key</th><th>stale client</th><th>new client</th><th>overlap ms</th><th>double grant</th><th>cause</th><th>stale write</th><th>explanation</th></tr>
+{{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{printf "%.0f" .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.Explanation}}</td></tr>
+{{end}}</table>{{end}}
+<h2>Summary</h2>
+<pre>{{.Summary}}</pre>
+<h2>Files</h2>
+<ul>{{range .Files}}<li><a href="{{.}}">{{.}}</a></li>{{end}}</ul>
+<h2>Configuration</h2>
+<pre>{{.Config}}</pre>
+</body></html>
+`))
+
+// WriteIndex writes dir/index.html. Links are relative, so the page opens from
+// disk in any browser and survives the folder being moved.
+func WriteIndex(dir string, p Page) error {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		if name == "index.html" || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".addr") {
+			continue
+		}
+		if e.IsDir() {
+			if name == "logs" || name == "porcupine" {
+				sub, _ := os.ReadDir(filepath.Join(dir, name))
+				for _, s := range sub {
+					p.Files = append(p.Files, name+"/"+s.Name())
+				}
+			}
+			continue
+		}
+		p.Files = append(p.Files, name)
+	}
+	f, err := os.Create(filepath.Join(dir, "index.html.tmp"))
+	if err != nil {
+		return fmt.Errorf("create index.html: %w", err)
+	}
+	if err := indexTmpl.Execute(f, p); err != nil {
+		f.Close()
+		return fmt.Errorf("render index.html: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write index.html: %w", err)
+	}
+	return os.Rename(filepath.Join(dir, "index.html.tmp"), filepath.Join(dir, "index.html"))
+}

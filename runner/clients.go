@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/workload"
+)
+
+func (r *run) lockConfig() lock.Config {
+	return lock.Config{
+		Recipe:    r.cfg.Recipe,
+		Sentinels: r.cluster.SentinelAddrs(),
+		MasterSet: cluster.MasterName,
+		Fencing:   Fenced(r.cfg.Recipe),
+		Wait:      r.cfg.Wait,
+		WaitAOF:   r.cfg.WaitAOF,
+	}
+}
+
+func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.ClientConfig {
+	return workload.ClientConfig{
+		Slot: slot, NumClients: r.cfg.Clients, Lock: lc, Keys: keys,
+		TTLMs:   r.cfg.TTL.Milliseconds(),
+		ThinkMs: r.cfg.Job.Think.Milliseconds(),
+		PauseMs: r.cfg.Job.Pause.Milliseconds(),
+		// STEPS
+		ResourceAddr: r.res.addr,
+		Seed:         r.cfg.Seed*1000 + int64(slot) + 1,
+	}
+}
+
+// startClient starts one client process; its diagnostics go to
+// clients/<slot>.log in the run directory.
+var startClient = func(ctx context.Context, exe string, cfg workload.ClientConfig, dir string) (clientHandle, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "clients"), 0o755); err != nil {
+		return nil, fmt.Errorf("create clients dir: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "clients", fmt.Sprintf("client-%d.log", cfg.Slot)))
+	if err != nil {
+		return nil, fmt.Errorf("create client log: %w", err)
+	}
+	c, err := workload.StartClientWith(ctx, exe, cfg, workload.StartOptions{Stderr: f})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return clientAdapter{c}, nil
+}
+
+type clientAdapter struct{ *workload.Client }
+
+func (c clientAdapter) Stop() { _ = c.Client.Stop() }
+
+// Fenced reports whether a recipe draws fencing tokens (MULTI/SET NX/INCR/EXEC).
+// The third-party libraries cannot: they are driven unchanged.
+func Fenced(recipe string) bool {
+	return recipe == lock.Native || recipe == lock.Lua || recipe == lock.Unsafe
+}

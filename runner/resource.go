@@ -1,0 +1,85 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// resourceProc is the fenced resource, run as its own process as users deploy
+// it; it dies with the runner (parent-death signal).
+type resourceProc struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{}
+}
+
+func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []string) (*resourceProc, error) {
+	ready := filepath.Join(dir, "resource.addr")
+	args := []string{"resource", "serve", "--addr", "127.0.0.1:0", "--mode", mode, "--ready-file", ready}
+	if dsn != "" {
+		args = append(args, "--dsn", dsn, "--schema", "run_"+strings.ReplaceAll(filepath.Base(dir), "-", "_"))
+	} else {
+		args = append(args, "--db", filepath.Join(dir, "resource.db"))
+	}
+	for _, r := range runs {
+		args = append(args, "--run", r)
+	}
+	logf, err := os.Create(filepath.Join(dir, "resource.log"))
+	if err != nil {
+		return nil, fmt.Errorf("create resource log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start resource service: %w", err)
+	}
+	p := &resourceProc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			p.addr = strings.TrimSpace(string(b))
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			b, _ := os.ReadFile(filepath.Join(dir, "resource.log"))
+			return nil, fmt.Errorf("resource service exited: %s", strings.TrimSpace(string(b)))
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("resource service not ready after 20s, see %s", filepath.Join(dir, "resource.log"))
+		}
+	}
+}
+
+// export writes the attempts log as resource.jsonl.
+func (p *resourceProc) export(exe, out string) error {
+	cmd := exec.Command(exe, "resource", "export", "--addr", p.addr, "--out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("export attempts: %v: %s", err, b)
+	}
+	return nil
+}
+
+func (p *resourceProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}

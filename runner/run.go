@@ -1,0 +1,351 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/truetime"
+)
+
+// clientHandle is one lock client process.
+type clientHandle interface {
+	PID() int
+	Events() <-chan history.Event
+	SetClock(offset time.Duration, rate float64) error
+	Stop()
+	Wait() error
+}
+
+func signalClient(c clientHandle, sig string) error {
+	s := syscall.SIGSTOP
+	if sig == "CONT" {
+		s = syscall.SIGCONT
+	}
+	if err := syscall.Kill(c.PID(), s); err != nil {
+		return fmt.Errorf("SIG%s client pid %d: %w", sig, c.PID(), err)
+	}
+	return nil
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Dir      string
+	Checked  bool   // the checker ran
+	ExitCode int    // 0 valid, 1 invalid, 2 could not be carried out
+	Err      error  // why the run could not be carried out
+	Summary  string // the checker's human summary
+}
+
+type run struct {
+	cfg       Config
+	exe       string
+	dir       string
+	out       io.Writer
+	cluster   cluster.Runtime
+	res       *resourceProc
+	hist      *history.Writer
+	nem       *history.Writer
+	track     *tracker
+	clients   []clientHandle
+	histMu    sync.Mutex
+	start     time.Time
+	stepsDone int
+}
+
+// record writes one event to history.jsonl (and, for the nemesis, nemesis.jsonl).
+func (r *run) record(e history.Event) {
+	r.histMu.Lock()
+	defer r.histMu.Unlock()
+	written, err := r.hist.Write(e)
+	if err != nil {
+		fmt.Fprintf(r.out, "\nlockjepsen: %v\n", err)
+		return
+	}
+	if !e.IsClient() {
+		_, _ = r.nem.Write(written)
+	}
+	r.track.observe(written)
+}
+
+// Keys returns the lock keys and the resource rows they protect.
+func Keys(n int) (keys, runs []string) {
+	for i := 1; i <= n; i++ {
+		keys = append(keys, fmt.Sprintf("lock:{job-%d}", i))
+		runs = append(runs, fmt.Sprintf("job-%d", i))
+	}
+	return keys, runs
+}
+
+// Run carries out one run in cfg.Out. Every phase leaves what it produced on
+// disk, so a run that fails or is interrupted halfway is still checkable with
+// `lockjepsen check DIR`.
+func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
+	o := Outcome{Dir: cfg.Out, ExitCode: 2}
+	exe, err := os.Executable()
+	if err != nil {
+		o.Err = fmt.Errorf("find own executable: %w", err)
+		return o
+	}
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		o.Err = fmt.Errorf("create %s: %w", cfg.Out, err)
+		return o
+	}
+	cfg.Versions = Versions{Valkey: bins.Version, Lockjepsen: Version, Go: runtime.Version()}
+	cfg.Cluster.Dir = filepath.Join(cfg.Out, "cluster")
+	if err := writeJSON(filepath.Join(cfg.Out, "config.json"), cfg); err != nil {
+		o.Err = err
+		return o
+	}
+	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, track: newTracker(cfg.TTL)}
+	defer r.teardown()
+	if r.hist, err = history.Create(filepath.Join(cfg.Out, "history.jsonl")); err != nil {
+		o.Err = err
+		return o
+	}
+	if r.nem, err = history.Create(filepath.Join(cfg.Out, "nemesis.jsonl")); err != nil {
+		o.Err = err
+		return o
+	}
+
+	phase := func(s string) { fmt.Fprintf(progress, "%-9s %s\n", "["+time.Now().Format("15:04:05")+"]", s) }
+
+	phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
+	if r.cluster, err = cluster.New(cfg.Cluster, bins); err != nil {
+		o.Err = err
+		return o
+	}
+	if err := r.cluster.Up(ctx); err != nil {
+		o.Err = fmt.Errorf("cluster up: %w", err)
+		return o
+	}
+	keys, runs := Keys(cfg.Keys)
+	lcfg := r.lockConfig()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	caps, err := lock.Check(cctx, lcfg)
+	cancel()
+	if err != nil {
+		o.Err = fmt.Errorf("recipe %s on this server: %w", cfg.Recipe, err)
+		return o
+	}
+	phase(fmt.Sprintf("server: %s", caps))
+
+	phase(fmt.Sprintf("resource: fence mode %s, %s", cfg.Fence, backendName(cfg.ResourceDSN)))
+	if r.res, err = startResource(ctx, exe, cfg.Out, cfg.Fence, cfg.ResourceDSN, runs); err != nil {
+		o.Err = err
+		return o
+	}
+
+	phase(fmt.Sprintf("clients: %d processes, recipe %s, %d key(s), TTL %v", cfg.Clients, cfg.Recipe, cfg.Keys, cfg.TTL))
+	var pumps sync.WaitGroup
+	for i := 0; i < cfg.Clients; i++ {
+		c, err := startClient(context.Background(), exe, r.clientConfig(i, keys, lcfg), cfg.Out)
+		if err != nil {
+			o.Err = fmt.Errorf("start client %d: %w", i, err)
+			return o
+		}
+		r.clients = append(r.clients, c)
+		pumps.Add(1)
+		go func() {
+			defer pumps.Done()
+			for e := range c.Events() {
+				r.record(e)
+			}
+		}()
+	}
+
+	r.start = time.Now()
+	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
+	nemErr := r.playSchedule(ctx)
+	interrupted := ctx.Err() != nil
+	fmt.Fprintln(progress)
+
+	phase("heal: every fault healed; waiting for one primary with replicas in sync")
+	r.healAll()
+	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	healErr := r.cluster.WaitReady(hctx)
+	hcancel()
+
+	phase("stop: clients finish their operation and release")
+	for _, c := range r.clients {
+		c.Stop()
+	}
+	for _, c := range r.clients {
+		_ = c.Wait()
+	}
+	pumps.Wait()
+	r.finishLogs()
+
+	if nemErr != nil && !interrupted {
+		o.Err = fmt.Errorf("nemesis: %w (history kept; check it with 'lockjepsen check %s')", nemErr, cfg.Out)
+	}
+	if healErr != nil && !interrupted {
+		fmt.Fprintf(progress, "warning: cluster did not settle: %v\n", healErr)
+	}
+	phase("check")
+	res, code, err := CheckDir(cfg.Out)
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	o.Checked, o.ExitCode, o.Summary = true, code, res
+	if interrupted {
+		o.Err = fmt.Errorf("interrupted: the history up to the interruption is in %s", cfg.Out)
+		o.ExitCode = 2
+	}
+	if o.Err != nil && o.ExitCode == 0 {
+		o.ExitCode = 2
+	}
+	return o
+}
+
+func backendName(dsn string) string {
+	if dsn != "" {
+		return "PostgreSQL"
+	}
+	return "SQLite"
+}
+
+// playSchedule runs the nemesis steps at their times, printing progress, until
+// the time limit.
+func (r *run) playSchedule(ctx context.Context) error {
+	deadline := r.start.Add(r.cfg.TimeLimit)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	stepErr := make(chan error, 1)
+	next := 0
+	running := false
+	var firstErr error
+	for {
+		now := time.Now()
+		if !running && next < len(r.cfg.Schedule) && now.Sub(r.start) >= r.cfg.Schedule[next].At {
+			s := r.cfg.Schedule[next]
+			next++
+			running = true
+			go func() { stepErr <- nemesis.Run(ctx, env{r}, s) }()
+		}
+		if now.After(deadline) && !running {
+			return firstErr
+		}
+		select {
+		case <-ctx.Done():
+			if running {
+				<-stepErr
+			}
+			return ctx.Err()
+		case err := <-stepErr:
+			running = false
+			r.stepsDone++
+			if err != nil && firstErr == nil && ctx.Err() == nil {
+				firstErr = err
+				fmt.Fprintf(r.out, "\nnemesis: %v\n", err)
+			}
+		case <-tick.C:
+			r.printProgress()
+		}
+	}
+}
+
+func (r *run) printProgress() {
+	r.track.drain(truetime.Now() - int64(time.Second))
+	ops, faults, suspects := r.track.counts()
+	el := time.Since(r.start)
+	fmt.Fprintf(r.out, "\r  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d   ",
+		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
+}
+
+// healAll resumes, restarts and resets whatever a fault may have left broken,
+// so the checker sees a settled system.
+func (r *run) healAll() {
+	for _, c := range r.clients {
+		_ = signalClient(c, "CONT")
+	}
+	for _, n := range r.cluster.Nodes() {
+		if n.Paused {
+			_ = r.cluster.Resume(n.Name)
+		}
+		if n.ClockOff != "" && n.ClockOff != "+0" {
+			_ = r.cluster.SetClockOffset(n.Name, "")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range r.cluster.Nodes() {
+		if n.Killed {
+			_ = r.cluster.Restart(ctx, n.Name, cluster.AsReplica)
+		}
+	}
+}
+
+// finishLogs closes the history, exports the resource's attempts and copies
+// node logs; it runs on every path out of a run that got that far.
+func (r *run) finishLogs() {
+	r.histMu.Lock()
+	if r.hist != nil {
+		_ = r.hist.Close()
+		_ = r.nem.Close()
+	}
+	r.histMu.Unlock()
+	if r.res != nil {
+		if err := r.res.export(r.exe, filepath.Join(r.dir, "resource.jsonl")); err != nil {
+			fmt.Fprintf(r.out, "warning: %v\n", err)
+		}
+	}
+	if r.cluster != nil {
+		_ = r.cluster.CollectLogs(filepath.Join(r.dir, "logs"))
+	}
+	// Sort the arrival-ordered history by true time, atomically, so the file
+	// on disk is in the documented order.
+	path := filepath.Join(r.dir, "history.jsonl")
+	if ev, err := history.ReadFile(path); err == nil {
+		for i := range ev {
+			ev[i].Index = int64(i)
+		}
+		_ = history.WriteFile(path, ev)
+	}
+}
+
+// teardown ends every process this run started, whatever happened.
+func (r *run) teardown() {
+	for _, c := range r.clients {
+		_ = syscall.Kill(c.PID(), syscall.SIGKILL)
+	}
+	if r.res != nil {
+		r.res.stop()
+	}
+	if r.cluster != nil {
+		_ = r.cluster.CollectLogs(filepath.Join(r.dir, "logs"))
+		_ = r.cluster.Down()
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+var errNoHistory = errors.New("no history.jsonl")

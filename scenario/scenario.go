@@ -1,0 +1,117 @@
+// Package scenario holds the named presets of faults and knobs that teach one
+// lesson each. Every knob can still be overridden by a flag of `lockjepsen run`.
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Job shapes the work a client does while it holds a lock.
+type Job struct {
+	Steps int           `json:"steps"` // critical sections (read v, think, write v+1) per hold
+	Think time.Duration `json:"think_ns"`
+	Pause time.Duration `json:"pause_ns"` // between a release and the next acquire
+}
+
+// Scenario is a preset.
+type Scenario struct {
+	Name      string        `json:"name"`
+	Teaches   string        `json:"teaches"`
+	Faults    []string      `json:"faults"`
+	Clients   int           `json:"clients"`
+	Keys      int           `json:"keys"`
+	TTL       time.Duration `json:"ttl_ns"`
+	TimeLimit time.Duration `json:"time_limit_ns"`
+	Interval  time.Duration `json:"interval_ns"` // mean gap between faults
+	Job       Job           `json:"job"`
+	FakeTime  bool          `json:"fake_time"` // nodes under libfaketime
+	// Expect is what the scenario's lesson predicts; the tests and the
+	// reproduction figures check it.
+	Expect string `json:"expect"`
+}
+
+// short jobs: a section or two, for throughput and for lessons about expiry.
+var shortJob = Job{Steps: 1, Think: 10 * time.Millisecond, Pause: 20 * time.Millisecond}
+
+// long jobs outlast a failover, renewing every TTL/3 as the seed's invoice run
+// does: without them the first holder finishes before the second grant.
+var longJob = Job{Steps: 40, Think: 60 * time.Millisecond, Pause: 50 * time.Millisecond}
+
+var all = map[string]Scenario{
+	"baseline": {
+		Teaches: "no faults: the lock, the resource and the checker agree that all is well (a false alarm here is a bug)",
+		Clients: 16, Keys: 4, TTL: 2 * time.Second, TimeLimit: 30 * time.Second, Job: shortJob,
+		Expect: "valid",
+	},
+	"failover-race": {
+		Teaches: "asynchronous replication: a lock acknowledged by a primary that dies before replicating it is granted " +
+			"again by the promoted replica; the fence turns one holder's writes away",
+		Faults: []string{"cut-replication"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 6 * time.Second, Job: longJob,
+		Expect: "lock invalid (double grant, failover)",
+	},
+	"fast-restart": {
+		Teaches: "a primary restarted faster than down-after, without persistence, comes back empty and its replicas " +
+			"resync from it: every lock vanishes, even WAIT-acknowledged ones",
+		Faults: []string{"fast-restart"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 5 * time.Second, Job: longJob,
+		Expect: "lock invalid (double grant, fast-restart)",
+	},
+	"split-brain": {
+		Teaches: "a paused primary is replaced; resumed, it still serves the clients connected to it until Sentinel demotes it",
+		Faults: []string{"pause-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob,
+		Expect: "lock may be invalid (split brain)",
+	},
+	"paused-client": {
+		Teaches: "a client paused past its TTL loses its lock honestly (the lock check stays valid) but wakes up and " +
+			"writes anyway: only the fence protects the data",
+		Faults: []string{"pause-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "lock valid; resource invalid without a fence",
+	},
+	"clock-jump": {
+		Teaches: "Valkey expires keys by its wall clock: a jump forward on the primary ends a lease early and the lock " +
+			"is granted twice",
+		Faults: []string{"clock-bump"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: longJob, FakeTime: true,
+		Expect: "lock invalid (double grant, server-clock)",
+	},
+	"client-clock-skew": {
+		Teaches: "a client whose clock runs slow believes its lease lasts longer than it does and keeps writing after it expired",
+		Faults: []string{"skew-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 40, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "resource invalid without a fence",
+	},
+	"random": {
+		Teaches: "a mix of every local fault, drawn from the seed",
+		Faults: []string{"kill-primary", "cut-replication", "fast-restart", "pause-primary", "pause-client", "clock-bump", "skew-client"},
+		Clients: 16, Keys: 2, TTL: 3 * time.Second, TimeLimit: 60 * time.Second, Interval: 3 * time.Second,
+		Job: longJob, FakeTime: true, Expect: "depends on the seed",
+	},
+}
+
+// Get returns a preset by name.
+func Get(name string) (Scenario, error) {
+	s, ok := all[name]
+	if !ok {
+		return s, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	s.Name = name
+	return s, nil
+}
+
+// Names lists the presets.
+func Names() []string {
+	out := make([]string, 0, len(all))
+	for k := range all {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
