@@ -197,6 +197,13 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 		if c.clock.SleepUntil(hctx, next) != nil {
 			return
 		}
+		if c.clock.Now() >= h.end() {
+			// By this client's clock the lease is over (a clock jump woke us
+			// late): it is lost, and extending it would be acting on a lease
+			// the client no longer believes it has.
+			h.lose()
+			return
+		}
 		ev := history.Event{F: history.FExtend, Key: h.key, Token: h.token, TTLMs: ttl.Milliseconds()}
 		p := c.em.invoke(ev)
 		start := c.clock.Now()

@@ -52,10 +52,20 @@ func runTests(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := l.Up(ctx); err != nil {
-		return 0, fmt.Errorf("cluster up: %w", err)
+	// A loaded 2-core machine sometimes misses the 30 s readiness wait; one
+	// more try beats a red build for a slow start.
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err = l.Up(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		l.Down()
+		if attempt == 2 {
+			return 0, fmt.Errorf("cluster up: %w", err)
+		}
+		fmt.Fprintln(os.Stderr, "cluster up failed, retrying:", err)
 	}
 	defer l.Down()
 	testCluster, sentinels = l, l.SentinelAddrs()
