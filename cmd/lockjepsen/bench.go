@@ -3,74 +3,149 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
-	"sort"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/workload"
 )
 
 func init() {
-	register(command{name: "bench", summary: "print timing figures: 'bench cluster' (up-to-ready, failover)", run: runBench})
+	register(command{name: "bench", run: runBench,
+		summary: "lock cycles/s with N client processes beside valkey-benchmark SET on the same cluster"})
 }
 
+// runBench measures what a lock costs next to a plain SET: N client processes
+// (each on its own key, so the figure is throughput, not contention) cycle
+// acquire+release with no critical section, then valkey-benchmark -t set runs
+// with the same concurrency against the same primary.
 func runBench(args []string) int {
-	if len(args) == 0 || args[0] != "cluster" {
-		return fail("bench: want 'bench cluster [--trials N]'")
-	}
-	fs := newFlagSet("bench cluster", "bench cluster [--trials N] [topology flags]")
-	cfg := cluster.Defaults()
-	clusterFlags(fs, &cfg)
-	trials := fs.Int("trials", 5, "clusters to start (each is killed once)")
-	if code, ok := parseFlags(fs, args[1:]); !ok {
+	fs := newFlagSet("bench", "bench [flags]")
+	clients := fs.Int("clients", 16, "client processes, and valkey-benchmark's -c")
+	dur := fs.Duration("duration", 10*time.Second, "how long the lock clients run")
+	recipe := fs.String("recipe", lock.Native, "lock recipe")
+	fencing := fs.Bool("fencing", false, "draw a fencing token with every acquire")
+	requests := fs.Int("requests", 200000, "valkey-benchmark -n")
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
-	}
-	if *trials < 1 {
-		return fail("--trials %d: want 1 or more", *trials)
 	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {
 		return fail("%v", err)
 	}
-	var up, writable, advertised []time.Duration
-	for i := 0; i < *trials; i++ {
-		dir, err := os.MkdirTemp("", "lockjepsen-bench-")
-		if err != nil {
-			return fail("%v", err)
-		}
-		c := cfg
-		c.Dir = dir
-		l, err := cluster.NewLocal(c, bins)
-		if err != nil {
-			return fail("%v", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		start := time.Now()
-		if err := l.Up(ctx); err != nil {
-			cancel()
-			return fail("trial %d: %v", i+1, err)
-		}
-		up = append(up, time.Since(start))
-		ft, err := l.MeasureFailover(ctx)
-		cancel()
-		l.Down()
-		os.RemoveAll(dir)
-		if err != nil {
-			return fail("trial %d: %v", i+1, err)
-		}
-		writable = append(writable, ft.Writable)
-		advertised = append(advertised, ft.Advertised)
-		fmt.Fprintf(os.Stderr, "trial %d: up %v, writable %v, advertised %v\n", i+1, up[i].Round(time.Millisecond), ft.Writable.Round(time.Millisecond), ft.Advertised.Round(time.Millisecond))
+	exe, err := os.Executable()
+	if err != nil {
+		return fail("bench: find own executable: %v", err)
 	}
-	fmt.Printf("Valkey %s, %d replicas, %d Sentinels, down-after %v, failover-timeout %v; median of %d:\n", bins.Version, cfg.Replicas, cfg.Sentinels, cfg.DownAfter, cfg.FailoverTimeout, *trials)
-	fmt.Printf("  cluster up to ready:                       %v\n", median(up))
-	fmt.Printf("  SIGKILL of primary to new primary writable: %v\n", median(writable))
-	fmt.Printf("  SIGKILL of primary to Sentinel advertising: %v\n", median(advertised))
+	dir, err := os.MkdirTemp("", "lockjepsen-bench-")
+	if err != nil {
+		return fail("bench: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := cluster.Defaults()
+	cfg.Dir = dir
+	cl, err := cluster.NewLocal(cfg, bins)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ctx := context.Background()
+	if err := cl.Up(ctx); err != nil {
+		return fail("bench: cluster up: %v", err)
+	}
+	defer cl.Down()
+
+	lc := lock.Config{Recipe: *recipe, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName, Fencing: *fencing}
+	if _, err := lock.Check(ctx, lc); err != nil {
+		return fail("bench: %v", err)
+	}
+	cycles, err := benchLocks(ctx, exe, lc, *clients, *dur)
+	if err != nil {
+		return fail("bench: %v", err)
+	}
+	primary, err := cl.Primary(ctx)
+	if err != nil {
+		return fail("bench: %v", err)
+	}
+	setRate, err := benchSet(bins.Benchmark, primary.Addr, *clients, *requests)
+	if err != nil {
+		return fail("bench: %v", err)
+	}
+	lockOps := 2 * cycles
+	fmt.Printf("valkey %s, %d client processes, recipe %s (fencing %v)\n", bins.Version, *clients, *recipe, *fencing)
+	fmt.Printf("lock cycles (acquire+release):  %10.0f /s\n", cycles)
+	fmt.Printf("lock operations:                %10.0f /s\n", lockOps)
+	fmt.Printf("valkey-benchmark -t set -c %-3d  %10.0f requests/s\n", *clients, setRate)
+	fmt.Printf("ratio lock ops / SET:           %10.3f\n", lockOps/setRate)
 	return exitValid
 }
 
-func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2].Round(time.Millisecond)
+func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration) (float64, error) {
+	var done atomic.Int64
+	var counting atomic.Bool
+	var wg sync.WaitGroup
+	var procs []*workload.Client
+	for i := 0; i < n; i++ {
+		c, err := workload.StartClient(ctx, exe, workload.ClientConfig{
+			Slot: i, NumClients: n, Lock: lc, Keys: []string{fmt.Sprintf("lock:{bench-%d}", i)},
+			TTLMs: 5000, OpTimeoutMs: 2000, NoSection: true, Seed: int64(i + 1),
+		})
+		if err != nil {
+			for _, p := range procs {
+				_ = p.Kill()
+			}
+			return 0, err
+		}
+		procs = append(procs, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range c.Events() {
+				if counting.Load() && e.F == history.FRelease && e.Type == history.OK {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second) // connections up, scripts loaded
+	counting.Store(true)
+	start := time.Now()
+	time.Sleep(dur)
+	counting.Store(false)
+	elapsed := time.Since(start)
+	for _, c := range procs {
+		_ = c.Stop()
+	}
+	wg.Wait()
+	for _, c := range procs {
+		if err := c.Wait(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(done.Load()) / elapsed.Seconds(), nil
+}
+
+var rpsRE = regexp.MustCompile(`SET: ([0-9.]+) requests per second`)
+
+func benchSet(bin, addr string, c, n int) (float64, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	out, err := exec.Command(bin, "-h", host, "-p", port, "-t", "set", "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "-q").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v: %s", bin, err, out)
+	}
+	m := rpsRE.FindAllSubmatch(out, -1)
+	if m == nil {
+		return 0, fmt.Errorf("no SET rate in valkey-benchmark output %q", out)
+	}
+	return strconv.ParseFloat(string(m[len(m)-1][1]), 64)
 }
