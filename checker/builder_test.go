@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"encoding/json"
+
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -76,4 +78,14 @@ func (h *hb) build() []history.Event {
 	}
 	history.Sort(out)
 	return out
+}
+
+func jsonLine(e history.Event) ([]byte, error) {
+	b, err := json.Marshal(&e)
+	return append(b, '\n'), err
+}
+
+func jsonLineAny(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	return append(b, '\n'), err
 }

@@ -75,7 +75,11 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 		b.WriteString(causeClause(d.Cause, d.Faults))
 	} else {
 		fmt.Fprintf(&b, "Client %d's lease on %s expired while it still acted as holder; client %d was then granted the lock, legitimately, and for %.0f ms both acted as holder. ", d.StaleClient, d.Key, d.NewClient, d.OverlapMs)
-		b.WriteString(causeClause(d.Cause, d.Faults))
+		if d.Cause == "none" {
+			b.WriteString("No fault was injected on this client: it simply took longer than its lease (a stall, a slow reply).")
+		} else {
+			b.WriteString(causeClause(d.Cause, d.Faults))
+		}
 	}
 	switch d.StaleWrite {
 	case "accepted":

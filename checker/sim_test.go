@@ -25,6 +25,7 @@ type simConfig struct {
 	Failovers int     // server forgets holders this many times, spread over the run
 	FailEvery int64   // ns between failovers
 	Inject    bool    // one double grant while the holder certainly holds
+	Until     int64   // ns of simulated time after which no operation starts; 0: no limit
 }
 
 type simKey struct {
@@ -126,7 +127,7 @@ func (s *sim) us(lo, hi int64) int64 { return (lo + s.rng.Int63n(hi-lo+1)) * 100
 func (s *sim) emit(e history.Event) {
 	e.Time = s.now
 	s.events = append(s.events, e)
-	if len(s.events) >= s.cfg.Events {
+	if len(s.events) >= s.cfg.Events || (s.cfg.Until > 0 && s.now >= simStart+s.cfg.Until) {
 		s.stopped = true
 	}
 }

@@ -1,0 +1,41 @@
+package checker
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// TestWriteSampleRuns writes simulated runs for trying `lockjepsen check` by
+// hand: LOCKJEPSEN_SAMPLES=/tmp/samples go test ./checker -run SampleRuns
+func TestWriteSampleRuns(t *testing.T) {
+	out := os.Getenv("LOCKJEPSEN_SAMPLES")
+	if out == "" {
+		t.Skip("LOCKJEPSEN_SAMPLES not set")
+	}
+	for name, cfg := range map[string]simConfig{
+		"clean": {Seed: 1, Clients: 8, Keys: 2, Events: 20000, TTLms: 200, PInfo: 0.01, PPause: 0.02},
+		"fault": {Seed: 5, Clients: 16, Keys: 4, Events: 1 << 30, Until: 20e9, TTLms: 1000, PInfo: 0.0003,
+			PPause: 0.002, Failovers: 2, FailEvery: 7e9},
+	} {
+		events, attempts, _ := simulate(cfg)
+		dir := filepath.Join(out, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), events); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(dir, "resource.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range attempts {
+			b, _ := jsonLineAny(a)
+			f.Write(b)
+		}
+		f.Close()
+	}
+}

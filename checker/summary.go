@@ -1,0 +1,89 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Summary renders the result for people: the verdict first, then what
+// happened, then every violation in words.
+func (r *Result) Summary() string {
+	var b strings.Builder
+	switch r.Valid {
+	case Valid:
+		b.WriteString("VALID: no violation found.\n")
+	case Invalid:
+		b.WriteString("INVALID: violations found.\n")
+	default:
+		b.WriteString("UNKNOWN: the checker ran out of time before reaching a verdict; no violation was found, but this is NOT a pass.\n")
+	}
+	fmt.Fprintf(&b, "  lock service: %s    resource: %s\n", r.Lock.Valid, r.Resource.Valid)
+	for _, part := range []struct {
+		name string
+		keys map[string]*KeyResult
+	}{{"lock", r.Lock.Keys}, {"resource", r.Resource.Keys}} {
+		names := make([]string, 0, len(part.keys))
+		for k := range part.keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			kr := part.keys[k]
+			if kr.Valid != Valid {
+				fmt.Fprintf(&b, "    %s %s: %s (porcupine %s, %d direct witnesses, %d ops, %.0f ms)\n", part.name, k, kr.Valid, kr.Porcupine, kr.Witnesses, kr.Ops, kr.CheckMs)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nrun: %.1f s, %d failovers\n", r.DurationMs/1000, r.Failovers)
+	fmt.Fprintf(&b, "ops:")
+	for _, f := range []string{"acquire", "extend", "release", "read", "write"} {
+		if c := r.Ops[f]; c != nil && c.OK+c.Fail+c.Info > 0 {
+			fmt.Fprintf(&b, "  %s %d ok / %d fail / %d info", f, c.OK, c.Fail, c.Info)
+		}
+	}
+	fmt.Fprintf(&b, "\nacquire latency: p50 %.2f ms, p99 %.2f ms (%d completed)\n", r.LatencyMs.Acquire.P50, r.LatencyMs.Acquire.P99, r.LatencyMs.Acquire.Count)
+	fmt.Fprintf(&b, "double holders: %d, exposure %.0f ms total, %.0f ms longest\n", r.DoubleHolders, r.ExposureMs.Total, r.ExposureMs.Max)
+	fmt.Fprintf(&b, "stale writes: %d attempted, %d rejected, %d accepted, %d unknown\n",
+		r.StaleWrites.Attempted, r.StaleWrites.Rejected, r.StaleWrites.Accepted, r.StaleWrites.Unknown)
+	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
+	if len(r.Violations) > 0 {
+		b.WriteString("\nviolations:\n")
+		for i, v := range r.Violations {
+			if i == 30 {
+				fmt.Fprintf(&b, "  ... and %d more in results.json\n", len(r.Violations)-30)
+				break
+			}
+			verdict := "counts against the " + v.Affects
+			if v.Affects == "none" {
+				verdict = "reported, does not change the verdict"
+			}
+			fmt.Fprintf(&b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", i+1, v.Kind, v.Key, clientList(v.Clients), v.StartS, v.Cause, verdict, v.Explanation)
+			if v.Picture != "" {
+				fmt.Fprintf(&b, "     picture: %s\n", v.Picture)
+			}
+		}
+	}
+	if len(r.DoubleHolderList) > 0 {
+		b.WriteString("\ndouble holders:\n")
+		for i, d := range r.DoubleHolderList {
+			if i == 20 {
+				fmt.Fprintf(&b, "  ... and %d more in results.json\n", len(r.DoubleHolderList)-20)
+				break
+			}
+			fmt.Fprintf(&b, "  - %s\n", d.Explanation)
+		}
+	}
+	return b.String()
+}
+
+func clientList(cs []int) string {
+	if len(cs) == 0 {
+		return "clients ?"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprint(c)
+	}
+	return "clients " + strings.Join(parts, " & ")
+}
