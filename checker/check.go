@@ -25,7 +25,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 	opts = opts.Defaults()
 	ops, nem, err := splitHistory(events)
 	if err != nil {
-		return nil, fmt.Errorf("check: %w", err)
+		return nil, fmt.Errorf("malformed history: %w", err)
 	}
 	var t0, tEnd int64
 	if len(events) > 0 {

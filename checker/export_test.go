@@ -20,6 +20,9 @@ func TestWriteSampleRuns(t *testing.T) {
 		"fault": {Seed: 5, Clients: 16, Keys: 4, Events: 1 << 30, Until: 20e9, TTLms: 1000, PInfo: 0.0003,
 			PPause: 0.002, Failovers: 2, FailEvery: 7e9},
 	} {
+		if name == "clean" && os.Getenv("LOCKJEPSEN_SAMPLES_BIG") != "" {
+			cfg = simConfig{Seed: 42, Clients: 16, Keys: 4, Events: 1_000_000, TTLms: 500, PInfo: 0.01, PPause: 0.01}
+		}
 		events, attempts, _ := simulate(cfg)
 		dir := filepath.Join(out, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
