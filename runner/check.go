@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
@@ -23,7 +21,19 @@ const Version = "0.1.0"
 type CheckOptions struct {
 	Epsilon time.Duration
 	Budget  time.Duration
+	NoHTML  bool // skip the porcupine pictures
 }
+
+// Exit codes of a check.
+const (
+	ExitValid   = 0
+	ExitInvalid = 1
+	ExitCannot  = 2
+	// ExitUnknown: porcupine ran out of budget without a witness. Not 0, since
+	// nothing was proven (Jepsen treats unknown as not valid, so a CI gate on 0
+	// fails), and not 1, since no violation was found.
+	ExitUnknown = 3
+)
 
 // CheckDir checks a stored run: it reads history.jsonl (and resource.jsonl and
 // config.json when present), writes results.json, summary.txt, the porcupine
@@ -33,28 +43,28 @@ type CheckOptions struct {
 func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		return "", 2, fmt.Errorf("%s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
+		return "", ExitCannot, fmt.Errorf("%s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
 	}
 	hpath := filepath.Join(dir, "history.jsonl")
 	events, err := history.ReadFile(hpath)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", 2, fmt.Errorf("%s has no history.jsonl: not a lockjepsen run directory", dir)
+			return "", ExitCannot, fmt.Errorf("%s has no history.jsonl: not a lockjepsen run directory", dir)
 		}
-		return "", 2, fmt.Errorf("cannot check %s: %w", dir, err)
+		return "", ExitCannot, fmt.Errorf("cannot check %s: %w", dir, err)
 	}
 	if len(events) == 0 {
-		return "", 2, fmt.Errorf("%s is empty: the run stopped before any operation; nothing to check", hpath)
+		return "", ExitCannot, fmt.Errorf("%s is empty: the run stopped before any operation; nothing to check", hpath)
 	}
-	attempts, err := readAttempts(filepath.Join(dir, "resource.jsonl"))
+	attempts, err := checker.ReadAttemptsFile(filepath.Join(dir, "resource.jsonl"))
 	if err != nil {
-		return "", 2, err
+		return "", ExitCannot, err
 	}
 	var cfg Config
 	hasCfg := false
 	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
 		if err := json.Unmarshal(b, &cfg); err != nil {
-			return "", 2, fmt.Errorf("%s/config.json is corrupt: %v", dir, err)
+			return "", ExitCannot, fmt.Errorf("%s/config.json is corrupt: %v", dir, err)
 		}
 		hasCfg = true
 	}
@@ -64,17 +74,20 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 			opts.Epsilon = opt[0].Epsilon
 		}
 		opts.Budget = opt[0].Budget
+		if opt[0].NoHTML {
+			opts.Dir = ""
+		}
 	}
 	res, err := checker.Check(events, attempts, opts)
 	if err != nil {
-		return "", 2, fmt.Errorf("check %s: %w", dir, err)
+		return "", ExitCannot, fmt.Errorf("check %s: %w", dir, err)
 	}
 	if err := writeJSON(filepath.Join(dir, "results.json"), res); err != nil {
-		return "", 2, err
+		return "", ExitCannot, err
 	}
 	sum := summarize(dir, res, cfg, hasCfg)
 	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(sum), 0o644); err != nil {
-		return "", 2, fmt.Errorf("write summary: %w", err)
+		return "", ExitCannot, fmt.Errorf("write summary: %w", err)
 	}
 	tl := report.BuildTimeline(events, res)
 	title := "lockjepsen"
@@ -83,10 +96,10 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	}
 	p, err := tl.Plot(title)
 	if err != nil {
-		return "", 2, err
+		return "", ExitCannot, err
 	}
 	if err := report.Save(p, filepath.Join(dir, "timeline"), tl.Clients); err != nil {
-		return "", 2, err
+		return "", ExitCannot, err
 	}
 	page := report.Page{Title: title, Scenario: cfg.Scenario, Summary: sum, Result: res}
 	if sc, err := scenario.Get(cfg.Scenario); err == nil {
@@ -96,41 +109,13 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 		page.Config = string(b)
 	}
 	if err := report.WriteIndex(dir, page); err != nil {
-		return "", 2, err
+		return "", ExitCannot, err
 	}
-	code := 0
-	if res.Valid != checker.Valid {
-		code = 1
+	switch res.Valid {
+	case checker.Valid:
+		return sum, ExitValid, nil
+	case checker.Invalid:
+		return sum, ExitInvalid, nil
 	}
-	return sum, code, nil
-}
-
-func readAttempts(path string) ([]history.Attempt, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	var out []history.Attempt
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var a history.Attempt
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a resource attempt: %v", path, line, err)
-		}
-		out = append(out, a)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return out, nil
+	return sum, ExitUnknown, nil
 }
