@@ -18,17 +18,12 @@ import (
 	"github.com/lockjepsen/lockjepsen/workload"
 )
 
-func init() {
-	register(command{name: "bench", run: runBench,
-		summary: "lock cycles/s with N client processes beside valkey-benchmark SET on the same cluster"})
-}
-
 // runBench measures what a lock costs next to a plain SET: N client processes
 // (each on its own key, so the figure is throughput, not contention) cycle
 // acquire+release with no critical section, then valkey-benchmark -t set runs
 // with the same concurrency against the same primary.
-func runBench(args []string) int {
-	fs := newFlagSet("bench", "bench [flags]")
+func runBenchLocks(args []string) int {
+	fs := newFlagSet("bench locks", "bench locks [flags]")
 	clients := fs.Int("clients", 16, "client processes, and valkey-benchmark's -c")
 	dur := fs.Duration("duration", 10*time.Second, "how long the lock clients run")
 	recipe := fs.String("recipe", lock.Native, "lock recipe")

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+)
+
+func init() {
+	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET)", run: runBench})
+}
+
+func runBench(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "cluster":
+			return runBenchCluster(args[1:])
+		case "locks":
+			return runBenchLocks(args[1:])
+		}
+	}
+	return fail("bench: want 'bench cluster [--trials N]' or 'bench locks [--clients N --duration D]'")
+}
+
+func runBenchCluster(args []string) int {
+	fs := newFlagSet("bench cluster", "bench cluster [--trials N] [topology flags]")
+	cfg := cluster.Defaults()
+	clusterFlags(fs, &cfg)
+	trials := fs.Int("trials", 5, "clusters to start (each is killed once)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *trials < 1 {
+		return fail("--trials %d: want 1 or more", *trials)
+	}
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		return fail("%v", err)
+	}
+	var up, writable, advertised []time.Duration
+	for i := 0; i < *trials; i++ {
+		dir, err := os.MkdirTemp("", "lockjepsen-bench-")
+		if err != nil {
+			return fail("%v", err)
+		}
+		c := cfg
+		c.Dir = dir
+		l, err := cluster.NewLocal(c, bins)
+		if err != nil {
+			return fail("%v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		start := time.Now()
+		if err := l.Up(ctx); err != nil {
+			cancel()
+			return fail("trial %d: %v", i+1, err)
+		}
+		up = append(up, time.Since(start))
+		ft, err := l.MeasureFailover(ctx)
+		cancel()
+		l.Down()
+		os.RemoveAll(dir)
+		if err != nil {
+			return fail("trial %d: %v", i+1, err)
+		}
+		writable = append(writable, ft.Writable)
+		advertised = append(advertised, ft.Advertised)
+		fmt.Fprintf(os.Stderr, "trial %d: up %v, writable %v, advertised %v\n", i+1, up[i].Round(time.Millisecond), ft.Writable.Round(time.Millisecond), ft.Advertised.Round(time.Millisecond))
+	}
+	fmt.Printf("Valkey %s, %d replicas, %d Sentinels, down-after %v, failover-timeout %v; median of %d:\n", bins.Version, cfg.Replicas, cfg.Sentinels, cfg.DownAfter, cfg.FailoverTimeout, *trials)
+	fmt.Printf("  cluster up to ready:                       %v\n", median(up))
+	fmt.Printf("  SIGKILL of primary to new primary writable: %v\n", median(writable))
+	fmt.Printf("  SIGKILL of primary to Sentinel advertising: %v\n", median(advertised))
+	return exitValid
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2].Round(time.Millisecond)
+}
