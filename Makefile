@@ -45,3 +45,8 @@ figures: setup build
 
 clean:
 	rm -rf bin
+
+## images: build the Docker images locally (lockjepsen/valkey FROM scratch with the Valkey 9 binaries, lockjepsen/lockjepsen static); needs make setup
+.PHONY: images
+images: setup
+	@bash scripts/build-images.sh
