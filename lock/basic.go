@@ -172,12 +172,20 @@ func (b *basic) waitAcks(ctx context.Context, dc valkey.DedicatedClient) (short 
 }
 
 // intReply turns a 1/0 integer reply into ok/fail; what0 says what a 0 means.
+// ErrNotHeld marks the server's answer that the caller's token does not hold
+// the lock (a nil or 0 reply). Only this answer means "stop working": a
+// transport error leaves the lease running until its own deadline.
+var ErrNotHeld = errors.New("not held")
+
+// NotHeld reports whether r is the server saying the lock is not the caller's.
+func NotHeld(r Result) bool { return errors.Is(r.Err, ErrNotHeld) }
+
 func intReply(cmd string, v int64, err error, what0 string) Result {
 	if err != nil {
 		return result(fmt.Errorf("%s: %w", cmd, err))
 	}
 	if v == 0 {
-		return fail(fmt.Errorf("%s returned 0: %s", cmd, what0))
+		return fail(fmt.Errorf("%s returned 0: %s (%w)", cmd, what0, ErrNotHeld))
 	}
 	return ok()
 }
@@ -188,7 +196,7 @@ func nilOK(cmd string, err error, whatNil string) Result {
 		return ok()
 	}
 	if errors.Is(err, valkey.Nil) {
-		return fail(fmt.Errorf("%s returned nil: %s", cmd, whatNil))
+		return fail(fmt.Errorf("%s returned nil: %s (%w)", cmd, whatNil, ErrNotHeld))
 	}
 	return result(fmt.Errorf("%s: %w", cmd, err))
 }

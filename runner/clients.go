@@ -25,10 +25,10 @@ func (r *run) lockConfig() lock.Config {
 func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.ClientConfig {
 	return workload.ClientConfig{
 		Slot: slot, NumClients: r.cfg.Clients, Lock: lc, Keys: keys,
-		TTLMs:   r.cfg.TTL.Milliseconds(),
-		ThinkMs: r.cfg.Job.Think.Milliseconds(),
-		PauseMs: r.cfg.Job.Pause.Milliseconds(),
-		// STEPS
+		TTLMs:        r.cfg.TTL.Milliseconds(),
+		ThinkMs:      r.cfg.Job.Think.Milliseconds(),
+		PauseMs:      r.cfg.Job.Pause.Milliseconds(),
+		Steps:        r.cfg.Job.Steps,
 		ResourceAddr: r.res.addr,
 		Seed:         r.cfg.Seed*1000 + int64(slot) + 1,
 	}

@@ -171,7 +171,9 @@ func (c *client) cycle(ctx context.Context) {
 		go func() { defer wg.Done(); c.watchExpiry(hctx, h) }()
 	}
 	if !c.cfg.NoSection {
-		c.section(ctx, h)
+		for step := 0; step < c.cfg.StepsOrOne() && !h.isLost(); step++ {
+			c.section(ctx, h)
+		}
 	}
 	endHold()
 	wg.Wait() // no extend in flight when the release goes out
@@ -189,7 +191,12 @@ func (c *client) release(ctx context.Context, key, tok string) {
 }
 
 // renew extends the lease every Renew after the last grant, by the decision
-// clock, until the hold ends or an extend is not ok.
+// clock, until the hold ends or the server answers that the token does not
+// hold the lock. A transport error (the primary died, the reply was lost)
+// proves nothing: the lease runs on until its own deadline, which watchExpiry
+// enforces, and the renew is retried sooner. That is how a real lock client
+// behaves, and it is why a failover can leave the old holder working while a
+// new one is granted the lock.
 func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 	ttl := c.cfg.TTL()
 	next := granted + int64(c.cfg.Renew())
@@ -197,15 +204,8 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 		if c.clock.SleepUntil(hctx, next) != nil {
 			return
 		}
-		if c.clock.Now() >= h.end() {
-			// By this client's clock the lease is over (a clock jump woke us
-			// late): it is lost, and extending it would be acting on a lease
-			// the client no longer believes it has.
-			h.lose()
-			return
-		}
 		ev := history.Event{F: history.FExtend, Key: h.key, Token: h.token, TTLMs: ttl.Milliseconds()}
-		p := c.em.invoke(ev)
+		p := c.em.invokeOn(laneRenew, ev)
 		start := c.clock.Now()
 		// Not hctx: an extend already sent is finished and recorded even if
 		// the section ends meanwhile.
@@ -214,12 +214,16 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 		cancel()
 		ev.Error = r.Error()
 		c.em.complete(p, r.Outcome, ev)
-		if !r.Ok() {
+		switch {
+		case r.Ok():
+			h.extendTo(start + int64(ttl))
+			next = start + int64(c.cfg.Renew())
+		case lock.NotHeld(r):
 			h.lose()
 			return
+		default:
+			next = c.clock.Now() + int64(c.cfg.Renew()/4)
 		}
-		h.extendTo(start + int64(ttl))
-		next = start + int64(c.cfg.Renew())
 	}
 }
 
@@ -244,7 +248,7 @@ func (c *client) observe(f, key, token string, t history.Type, ttl time.Duration
 	c.obsMu.Lock()
 	defer c.obsMu.Unlock()
 	if t == history.Invoke {
-		c.obsPids[token] = c.em.invoke(ev)
+		c.obsPids[token] = c.em.invokeOn(laneRenew, ev)
 		return
 	}
 	p, found := c.obsPids[token]

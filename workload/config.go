@@ -15,11 +15,12 @@ type ClientConfig struct {
 	Lock       lock.Config `json:"lock"`        // recipe, Sentinels, fencing, WAIT/WAITAOF
 	Keys       []string    `json:"keys"`        // lock keys, lock:{name}; each cycle picks one at random
 
-	TTLMs       int64 `json:"ttl_ms"`        // lease asked for on acquire and extend
-	RenewMs     int64 `json:"renew_ms"`      // renew this long after the last grant, by the decision clock; 0: TTL/3
-	ThinkMs     int64 `json:"think_ms"`      // work inside the critical section, between read and write
-	PauseMs     int64 `json:"pause_ms"`      // idle time between release and the next acquire
-	OpTimeoutMs int64 `json:"op_timeout_ms"` // a lock or resource operation not answered by then is info; 0: 1000
+	TTLMs       int64 `json:"ttl_ms"`          // lease asked for on acquire and extend
+	RenewMs     int64 `json:"renew_ms"`        // renew this long after the last grant, by the decision clock; 0: TTL/3
+	ThinkMs     int64 `json:"think_ms"`        // work inside the critical section, between read and write
+	Steps       int   `json:"steps,omitempty"` // critical sections per hold (a long job, e.g. an invoice run in batches); 0: 1
+	PauseMs     int64 `json:"pause_ms"`        // idle time between release and the next acquire
+	OpTimeoutMs int64 `json:"op_timeout_ms"`   // a lock or resource operation not answered by then is info; 0: 1000
 
 	// ResourceAddr is the fenced resource service (resource.NewClient); empty
 	// means a think-only section with no read or write events. The runner must
@@ -47,6 +48,14 @@ func (c *ClientConfig) Renew() time.Duration {
 	return c.TTL() / 3
 }
 
+// StepsOrOne is the number of critical sections per hold.
+func (c *ClientConfig) StepsOrOne() int {
+	if c.Steps > 0 {
+		return c.Steps
+	}
+	return 1
+}
+
 // OpTimeout bounds every operation.
 func (c *ClientConfig) OpTimeout() time.Duration {
 	if c.OpTimeoutMs > 0 {
@@ -68,8 +77,8 @@ func (c *ClientConfig) Validate() error {
 		return fmt.Errorf("client config: ttl_ms %d, want > 0", c.TTLMs)
 	case c.Renew() >= c.TTL():
 		return fmt.Errorf("client config: renew every %v is not before the TTL %v runs out", c.Renew(), c.TTL())
-	case c.ThinkMs < 0 || c.PauseMs < 0 || c.OpTimeoutMs < 0:
-		return fmt.Errorf("client config: think, pause and op timeout must be >= 0")
+	case c.ThinkMs < 0 || c.PauseMs < 0 || c.OpTimeoutMs < 0 || c.Steps < 0:
+		return fmt.Errorf("client config: steps, think, pause and op timeout must be >= 0")
 	case c.ClockRate < 0:
 		return fmt.Errorf("client config: clock_rate %v, want > 0", c.ClockRate)
 	}
