@@ -15,7 +15,7 @@ func TestWilsonKnownValues(t *testing.T) {
 		{0, 10, 0, 0.2775},
 		{5, 10, 0.2366, 0.7634},
 		{10, 10, 0.7225, 1},
-		{1, 29, 0.0061, 0.1718},  // Newcombe example 1/29
+		{1, 29, 0.0061, 0.1718},   // Newcombe example 1/29
 		{15, 148, 0.0624, 0.1605}, // Newcombe example 15/148
 		{81, 263, 0.2553, 0.3662}, // Newcombe example 81/263
 		{0, 20, 0, 0.1611},
