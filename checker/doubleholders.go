@@ -18,6 +18,8 @@ type acting struct {
 	start  int64
 	end    int64
 	writes []*Op
+	// turnedAway is the first read or write of this tenure the fence rejected.
+	turnedAway *Op
 }
 
 func actingIntervals(ops []Op) map[string][]*acting {
@@ -65,6 +67,9 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		}
 		if o.F == history.FWrite {
 			a.writes = append(a.writes, o)
+		}
+		if (o.F == history.FRead || o.F == history.FWrite) && o.Verdict == history.Rejected && a.turnedAway == nil {
+			a.turnedAway = o
 		}
 	}
 	out := make(map[string][]*acting)
@@ -138,6 +143,10 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 					default:
 						sw.Unknown++
 					}
+				}
+				if t := b.turnedAway; t != nil && t.Call < end+slack {
+					d.NewTurnedAway = t.F
+					d.NewTurnedAwayReason = t.Reason
 				}
 				exp.Max = max(exp.Max, d.OverlapMs)
 				overlaps = append(overlaps, [2]int64{b.start, end})

@@ -32,7 +32,12 @@ func fenceIssues(keyOps map[string][]*Op, keys []string) FenceTokens {
 		// know the highest fence returned before each call.
 		byRet := append([]*Op(nil), grants...)
 		sort.Slice(byRet, func(i, j int) bool { return byRet[i].Return < byRet[j].Return })
+		// One failover that loses INCRs leaves every later grant below the
+		// old high-water mark until the counter catches up: that is one
+		// regression episode, reported once with the number of grants in it.
 		var best *Op
+		var episode *FenceIssue
+		last := int64(0)
 		j := 0
 		for _, g := range grants {
 			for ; j < len(byRet) && byRet[j].Return < g.Call; j++ {
@@ -40,11 +45,19 @@ func fenceIssues(keyOps map[string][]*Op, keys []string) FenceTokens {
 					best = byRet[j]
 				}
 			}
-			if best != nil && g.Fence < best.Fence {
-				ft.Regressions++
-				ft.List = append(ft.List, FenceIssue{Kind: "regression", Key: key, Fence: g.Fence, Previous: best.Fence,
-					Clients: []int{best.Client, g.Client}, Time: g.Return})
+			if best == nil || g.Fence >= best.Fence {
+				episode = nil
+				continue
 			}
+			if episode != nil && episode.Previous == best.Fence && g.Fence > last {
+				episode.GrantsBelow++
+				last = g.Fence
+				continue
+			}
+			ft.Regressions++
+			ft.List = append(ft.List, FenceIssue{Kind: "regression", Key: key, Fence: g.Fence, Previous: best.Fence,
+				Clients: []int{best.Client, g.Client}, Time: g.Return, GrantsBelow: 1})
+			episode, last = &ft.List[len(ft.List)-1], g.Fence
 		}
 	}
 	return ft

@@ -28,6 +28,7 @@ type Op struct {
 	Fence   int64
 	Value   *int64 // read: value seen; write: value written
 	Verdict string
+	Reason  string // a rejected read/write: the resource's words for why
 	Node    string
 
 	InvokeIndex int64
@@ -94,6 +95,9 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		}
 		if e.Verdict != "" {
 			o.Verdict = e.Verdict
+			if e.Verdict == history.Rejected {
+				o.Reason = e.Error
+			}
 		}
 		if o.Key == "" && e.Key != "" {
 			o.Key = e.Key

@@ -185,6 +185,10 @@ type FenceIssue struct {
 	Previous int64  `json:"previous"` // the fence it repeats or falls below
 	Clients  []int  `json:"clients"`
 	Time     int64  `json:"time"`
+	// GrantsBelow counts the grants of a regression episode that stayed below
+	// Previous: until the counter catches up, a fenced resource turns every one
+	// of those holders away.
+	GrantsBelow int `json:"grants_below,omitempty"`
 }
 
 // OpCounts counts one operation's outcomes.
@@ -230,8 +234,13 @@ type DoubleHolder struct {
 	Cause       string   `json:"cause"`
 	Faults      []string `json:"faults"`
 	// StaleWrite: none | accepted | rejected | unknown.
-	StaleWrite  string `json:"stale_write"`
-	Explanation string `json:"explanation"`
+	StaleWrite string `json:"stale_write"`
+	// NewTurnedAway is "read" or "write" when the fence turned the *newer*
+	// holder away during the overlap (its fence was lower than, or equal to,
+	// the stale holder's: the counter on Valkey lost INCRs); empty otherwise.
+	NewTurnedAway       string `json:"new_turned_away,omitempty"`
+	NewTurnedAwayReason string `json:"new_turned_away_reason,omitempty"`
+	Explanation         string `json:"explanation"`
 }
 
 // Violation is one finding, explained for a workshop attendee.

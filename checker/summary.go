@@ -48,31 +48,32 @@ func (r *Result) Summary() string {
 		r.StaleWrites.Attempted, r.StaleWrites.Rejected, r.StaleWrites.Accepted, r.StaleWrites.Unknown)
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
 	if len(r.Violations) > 0 {
-		b.WriteString("\nviolations:\n")
-		for i, v := range r.Violations {
-			if i == 30 {
-				fmt.Fprintf(&b, "  ... and %d more in results.json\n", len(r.Violations)-30)
-				break
+		// The first violation of each kind in full; a failover that hands a
+		// lock out a hundred times is one story, not a hundred.
+		b.WriteString("\nviolations (the first of each kind; all of them are in results.json):\n")
+		counts := map[string]int{}
+		var kinds []string
+		n := 0
+		for _, v := range r.Violations {
+			if counts[v.Kind] == 0 {
+				kinds = append(kinds, v.Kind)
+				n++
+				verdict := "counts against the " + v.Affects
+				if v.Affects == "none" {
+					verdict = "reported, does not change the verdict"
+				}
+				fmt.Fprintf(&b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", n, v.Kind, v.Key, clientList(v.Clients), v.StartS, v.Cause, verdict, v.Explanation)
+				if v.Picture != "" {
+					fmt.Fprintf(&b, "     picture: %s\n", v.Picture)
+				}
 			}
-			verdict := "counts against the " + v.Affects
-			if v.Affects == "none" {
-				verdict = "reported, does not change the verdict"
-			}
-			fmt.Fprintf(&b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", i+1, v.Kind, v.Key, clientList(v.Clients), v.StartS, v.Cause, verdict, v.Explanation)
-			if v.Picture != "" {
-				fmt.Fprintf(&b, "     picture: %s\n", v.Picture)
-			}
+			counts[v.Kind]++
 		}
-	}
-	if len(r.DoubleHolderList) > 0 {
-		b.WriteString("\ndouble holders:\n")
-		for i, d := range r.DoubleHolderList {
-			if i == 20 {
-				fmt.Fprintf(&b, "  ... and %d more in results.json\n", len(r.DoubleHolderList)-20)
-				break
-			}
-			fmt.Fprintf(&b, "  - %s\n", d.Explanation)
+		var parts []string
+		for _, k := range kinds {
+			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 		}
+		fmt.Fprintf(&b, "     in all: %s\n", strings.Join(parts, ", "))
 	}
 	return b.String()
 }

@@ -164,7 +164,9 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	}
 	logf(env, "cut-replication", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
 	cut := nowTrue()
-	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	// With long jobs a new grant comes only when a holder finishes; wait for
+	// one, or the kill would lose nothing.
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	got := env.AwaitAcquire(actx, cut)
 	cancel()
 	// Let the lucky holder settle into its job before the primary dies.

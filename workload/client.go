@@ -194,7 +194,7 @@ func (c *client) release(ctx context.Context, key, tok string) {
 // clock, until the hold ends or the server answers that the token does not
 // hold the lock. A transport error (the primary died, the reply was lost)
 // proves nothing: the lease runs on until its own deadline, which watchExpiry
-// enforces, and the renew is retried sooner. That is how a real lock client
+// enforces, and the renew is retried at the usual interval. That is how a real lock client
 // behaves, and it is why a failover can leave the old holder working while a
 // new one is granted the lock.
 func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
@@ -222,7 +222,8 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 			h.lose()
 			return
 		default:
-			next = c.clock.Now() + int64(c.cfg.Renew()/4)
+			// Retry at the usual pace, as lock libraries' watchdogs do.
+			next = c.clock.Now() + int64(c.cfg.Renew())
 		}
 	}
 }
