@@ -1,0 +1,811 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+)
+
+// The Docker runtime runs every node in its own container, from the locally
+// built lockjepsen/valkey image, and acts on them through the Docker Engine API.
+//
+// Addressing. Every node has a "home" network of its own: an internal bridge
+// network holding the node's announced address, to which every other node of
+// the run is attached as well. A node reaches a peer through the peer's home
+// network; the host (where the runner, the clients and the fenced resource
+// run) is the gateway of every bridge and reaches every home address directly,
+// without port publishing or NAT. Sentinel therefore hands the clients
+// addresses they can dial, and announces exactly those (announce-ip,
+// replica-announce-ip).
+//
+// Why one network per node rather than one shared network: a partition must
+// cut the primary off from the Sentinels and replicas while the clients on the
+// host still reach it, which is what makes it a split brain. Disconnecting a
+// node from one shared network would cut the host off too. With home networks,
+// Partition disconnects the node from every peer's home network and every peer
+// from the node's home network, and the host keeps its route to the node.
+// The networks are internal: no default route, no NAT, so no container can
+// send a packet anywhere but to the run's own networks and the host.
+
+const (
+	dockerImageRepo    = "lockjepsen/valkey"
+	dockerLabelRun     = "org.lockjepsen.run"
+	dockerLabelNode    = "org.lockjepsen.node"
+	dockerLabelOwner   = "org.lockjepsen.owner-pid"
+	dockerLabelCompose = "org.lockjepsen.compose"
+	dockerValkeyPort   = 6379
+	dockerSentinelPort = 26379
+	dockerData         = "/data"
+	dockerFaketimeLib  = "/usr/lib/faketime/libfaketime.so.1"
+	// defaultDockerPool is carved into /27 subnets, one per node's home network.
+	// Docker refuses a subnet that overlaps one of its networks; Up also refuses
+	// a pool that overlaps a host route, so no traffic leaves for a real network.
+	defaultDockerPool = "10.213.0.0/16"
+	dockerSubnetBits  = 27
+)
+
+// Docker is the container runtime. Topology queries (Primary, WaitReady,
+// WaitFailover, Command) are the Local runtime's, run against container
+// addresses: they only speak the Valkey protocol.
+type Docker struct {
+	cfg   Config
+	bins  Binaries
+	image string
+	runID string
+	api   *client.Client
+	topo  *Local // node records and the admin client; never starts a process
+
+	mu          sync.Mutex
+	ids         map[string]string // node name -> container ID
+	homes       []dockerNet       // home network of node i (same order as nodes)
+	partitioned map[string]bool
+}
+
+type dockerNet struct {
+	name, id string
+	prefix   netip.Prefix
+}
+
+var (
+	_ Runtime     = (*Docker)(nil)
+	_ Partitioner = (*Docker)(nil)
+)
+
+func init() {
+	newDocker = func(cfg Config, bins Binaries) (Runtime, error) { return NewDocker(cfg, bins) }
+}
+
+// DockerImage is the Valkey image a run uses: $LOCKJEPSEN_VALKEY_IMAGE, else
+// lockjepsen/valkey:<version of the local build> (what `make images` tags).
+func DockerImage(bins Binaries) string {
+	if s := os.Getenv("LOCKJEPSEN_VALKEY_IMAGE"); s != "" {
+		return s
+	}
+	return dockerImageRepo + ":" + bins.Version
+}
+
+// NewDocker validates cfg and lays out the nodes; nothing is created until Up.
+func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	cfg.Dir = dir
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("run id: %w", err)
+	}
+	d := &Docker{
+		cfg: cfg, bins: bins, image: DockerImage(bins), runID: "lj-" + hex.EncodeToString(b[:]),
+		ids: map[string]string{}, partitioned: map[string]bool{},
+	}
+	d.topo = &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
+	add := func(name string, kind Role) {
+		nd := filepath.Join(dir, name)
+		d.topo.nodes = append(d.topo.nodes, Node{Name: name, Kind: kind, Dir: nd, LogFile: filepath.Join(nd, name+".log")})
+	}
+	add("valkey-0", RolePrimary)
+	for r := 1; r <= cfg.Replicas; r++ {
+		add(fmt.Sprintf("valkey-%d", r), RoleReplica)
+	}
+	for s := 0; s < cfg.Sentinels; s++ {
+		add(fmt.Sprintf("sentinel-%d", s), RoleSentinel)
+	}
+	return d, nil
+}
+
+// RunID is the prefix of every container and network name of this run, and the
+// value of their org.lockjepsen.run label.
+func (d *Docker) RunID() string { return d.runID }
+
+// Config returns the validated config.
+func (d *Docker) Config() Config { return d.cfg }
+
+// Version is the Valkey version the image was built from.
+func (d *Docker) Version() string { return d.bins.Version }
+
+// Nodes returns a snapshot of every node; Addr is the node's container address.
+func (d *Docker) Nodes() []Node { return d.topo.Nodes() }
+
+// Node returns one node by name.
+func (d *Docker) Node(name string) (Node, bool) { return d.topo.Node(name) }
+
+// SentinelAddrs lists the Sentinels' container addresses.
+func (d *Docker) SentinelAddrs() []string { return d.topo.SentinelAddrs() }
+
+// Primary returns the node a majority of Sentinels names as primary.
+func (d *Docker) Primary(ctx context.Context) (Node, error) { return d.topo.Primary(ctx) }
+
+// WaitFailover waits until a majority of Sentinels name a primary other than from.
+func (d *Docker) WaitFailover(ctx context.Context, from string) (Node, error) {
+	return d.topo.WaitFailover(ctx, from)
+}
+
+// WaitReady waits for one primary, linked replicas and agreeing Sentinels.
+func (d *Docker) WaitReady(ctx context.Context) error { return d.topo.WaitReady(ctx) }
+
+// Command runs one command on a node.
+func (d *Docker) Command(ctx context.Context, name string, args ...string) (string, error) {
+	return d.topo.Command(ctx, name, args...)
+}
+
+// Status reports each node as it describes itself (for tests and tools).
+func (d *Docker) Status(ctx context.Context) []Status { return d.topo.Status(ctx) }
+
+func (d *Docker) index(name string) int {
+	d.topo.mu.Lock()
+	defer d.topo.mu.Unlock()
+	return d.topo.index(name)
+}
+
+func (d *Docker) update(name string, f func(n *Node)) {
+	d.topo.mu.Lock()
+	defer d.topo.mu.Unlock()
+	if i := d.topo.index(name); i >= 0 {
+		f(&d.topo.nodes[i])
+	}
+}
+
+func (d *Docker) container(name string) (Node, string, error) {
+	n, ok := d.topo.Node(name)
+	if !ok {
+		return n, "", fmt.Errorf("no node named %q", name)
+	}
+	d.mu.Lock()
+	id := d.ids[name]
+	d.mu.Unlock()
+	if id == "" {
+		return n, "", fmt.Errorf("%s has no container (the cluster is not up)", name)
+	}
+	return n, id, nil
+}
+
+// connect opens the Engine API client and says plainly when Docker is absent.
+func (d *Docker) connect(ctx context.Context) error {
+	if d.api != nil {
+		return nil
+	}
+	api, err := client.New(client.FromEnv)
+	if err != nil {
+		return fmt.Errorf("docker client: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := api.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		api.Close()
+		return fmt.Errorf("Docker is not running or not reachable (%v): start it (systemctl start docker), or use --runtime local", err)
+	}
+	d.api = api
+	return nil
+}
+
+// preflight refuses to start beside a compose topology or the leftovers of a
+// run whose lockjepsen process is gone; other live runs are left alone, since
+// run ids keep parallel runs apart.
+func (d *Docker) preflight(ctx context.Context) error {
+	if _, err := d.api.ImageInspect(ctx, d.image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("image %s is not built: run 'make images' (scripts/build-images.sh)", d.image)
+		}
+		return fmt.Errorf("inspect image %s: %w", d.image, err)
+	}
+	if d.cfg.FakeTime && !strings.HasPrefix(d.image, dockerImageRepo+":") {
+		return fmt.Errorf("clock faults need libfaketime, which only the %s image carries (LOCKJEPSEN_VALKEY_IMAGE=%s): unset LOCKJEPSEN_VALKEY_IMAGE or choose a scenario without clock faults", dockerImageRepo, d.image)
+	}
+	list, err := d.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", dockerLabelCompose)})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	if len(list.Items) > 0 {
+		return fmt.Errorf("a docker-compose lockjepsen topology is up (%s): stop it with 'docker-compose down' first; two topologies on one machine distort each other's timing", containerNames(list.Items))
+	}
+	list, err = d.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", dockerLabelRun)})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	stale := map[string][]container.Summary{}
+	for _, c := range list.Items {
+		pid, _ := strconv.Atoi(c.Labels[dockerLabelOwner])
+		if pid > 0 && syscall.Kill(pid, 0) == nil {
+			continue // a live parallel run
+		}
+		stale[c.Labels[dockerLabelRun]] = append(stale[c.Labels[dockerLabelRun]], c)
+	}
+	for run, cs := range stale {
+		return fmt.Errorf("containers of an earlier run whose lockjepsen process is gone are still up (%s): remove them with 'docker rm -f $(docker ps -aq --filter label=%s=%s) && docker network prune -f --filter label=%s=%s'",
+			containerNames(cs), dockerLabelRun, run, dockerLabelRun, run)
+	}
+	return nil
+}
+
+func containerNames(cs []container.Summary) string {
+	var names []string
+	for _, c := range cs {
+		if len(c.Names) > 0 {
+			names = append(names, strings.TrimPrefix(c.Names[0], "/"))
+		}
+	}
+	if len(names) > 4 {
+		names = append(names[:4], fmt.Sprintf("and %d more", len(names)-4))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (d *Docker) labels(node string) map[string]string {
+	l := map[string]string{dockerLabelRun: d.runID, dockerLabelOwner: strconv.Itoa(os.Getpid())}
+	if node != "" {
+		l[dockerLabelNode] = node
+	}
+	return l
+}
+
+// addrOn is node k's address on network h: .1 is the gateway (the host), nodes
+// follow from .2 in node order, so a reconnect restores the same address.
+func addrOn(h dockerNet, k int) netip.Addr {
+	a := h.prefix.Addr()
+	for i := 0; i < k+2; i++ {
+		a = a.Next()
+	}
+	return a
+}
+
+func (d *Docker) port(n Node) int {
+	if n.Kind == RoleSentinel {
+		return dockerSentinelPort
+	}
+	return dockerValkeyPort
+}
+
+// Up creates the run's networks and containers, starts the primary, the
+// replicas and the Sentinels, and returns once WaitReady holds. On failure
+// everything created so far is removed.
+func (d *Docker) Up(ctx context.Context) (err error) {
+	if err := d.connect(ctx); err != nil {
+		return err
+	}
+	if err := d.preflight(ctx); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = d.Down()
+		}
+	}()
+	nodes := d.Nodes()
+	if err := d.createNetworks(ctx, len(nodes)); err != nil {
+		return err
+	}
+	for i, n := range nodes {
+		addr := netip.AddrPortFrom(addrOn(d.homes[i], i), uint16(d.port(n))).String()
+		d.update(n.Name, func(x *Node) { x.Addr = addr })
+	}
+	d.topo.initialPrimary = d.Nodes()[0].Addr
+	for _, n := range d.Nodes() {
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return fmt.Errorf("clear %s: %w", n.Dir, err)
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", n.Dir, err)
+		}
+		if err := d.writeConfig(ctx, n, n.Kind == RoleReplica); err != nil {
+			return err
+		}
+		if err := d.createContainer(ctx, n); err != nil {
+			return err
+		}
+	}
+	for _, n := range d.Nodes() {
+		if err := d.start(ctx, n.Name); err != nil {
+			return err
+		}
+		if n.Kind == RolePrimary {
+			if err := d.topo.waitPing(ctx, n.Addr); err != nil {
+				return d.withLog(n, err)
+			}
+		}
+	}
+	return d.WaitReady(ctx)
+}
+
+// withLog adds the tail of a node's log to an error: a container that exits at
+// once (bad config, missing library) explains itself there.
+func (d *Docker) withLog(n Node, err error) error {
+	b, rerr := os.ReadFile(n.LogFile)
+	if rerr != nil || len(b) == 0 {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return fmt.Errorf("%w; %s log ends:\n  %s", err, n.Name, strings.Join(lines, "\n  "))
+}
+
+// createNetworks makes one internal bridge network per node, each on a /27 of
+// the pool. Subnets are tried from an offset drawn from the run id, so parallel
+// runs rarely contend; Docker rejects overlapping subnets and the next is tried.
+func (d *Docker) createNetworks(ctx context.Context, n int) error {
+	pool, err := dockerPool()
+	if err != nil {
+		return err
+	}
+	total := 1 << (dockerSubnetBits - pool.Bits())
+	start := int(hashString(d.runID) % uint32(total))
+	nodes := d.Nodes()
+	next := 0
+	for i := 0; i < n; i++ {
+		created := false
+		for ; next < total && !created; next++ {
+			sub := subnetAt(pool, (start+next)%total)
+			gw := sub.Addr().Next()
+			name := d.runID + "-" + nodes[i].Name
+			r, err := d.api.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+				Driver:   "bridge",
+				Internal: true,
+				IPAM:     &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: sub, Gateway: gw}}},
+				Labels:   d.labels(nodes[i].Name),
+			})
+			if err != nil {
+				if strings.Contains(err.Error(), "overlap") {
+					continue
+				}
+				return fmt.Errorf("create network %s (%s): %w", name, sub, err)
+			}
+			d.mu.Lock()
+			d.homes = append(d.homes, dockerNet{name: name, id: r.ID, prefix: sub})
+			d.mu.Unlock()
+			created = true
+		}
+		if !created {
+			return fmt.Errorf("no free /%d left in the docker address pool %s: remove unused networks (docker network prune) or set LOCKJEPSEN_DOCKER_POOL", dockerSubnetBits, pool)
+		}
+	}
+	return nil
+}
+
+func hashString(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+func subnetAt(pool netip.Prefix, i int) netip.Prefix {
+	b := pool.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += uint32(i) << (32 - dockerSubnetBits)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), dockerSubnetBits)
+}
+
+// dockerPool returns the address pool and refuses one that overlaps a route of
+// the host other than Docker's own bridges: containers would shadow real hosts.
+func dockerPool() (netip.Prefix, error) {
+	s := os.Getenv("LOCKJEPSEN_DOCKER_POOL")
+	if s == "" {
+		s = defaultDockerPool
+	}
+	pool, err := netip.ParsePrefix(s)
+	if err != nil || !pool.Addr().Is4() || pool.Bits() > dockerSubnetBits-1 {
+		return pool, fmt.Errorf("LOCKJEPSEN_DOCKER_POOL %q: want an IPv4 prefix of /%d or larger, e.g. %s", s, dockerSubnetBits-1, defaultDockerPool)
+	}
+	pool = pool.Masked()
+	b, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return pool, nil // not Linux-like; Docker's own overlap check remains
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 8 || strings.HasPrefix(f[0], "br-") || strings.HasPrefix(f[0], "docker") || f[1] == "00000000" {
+			continue
+		}
+		dst, err1 := strconv.ParseUint(f[1], 16, 32)
+		mask, err2 := strconv.ParseUint(f[7], 16, 32)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// /proc/net/route holds addresses in host (little-endian) byte order.
+		a := netip.AddrFrom4([4]byte{byte(dst), byte(dst >> 8), byte(dst >> 16), byte(dst >> 24)})
+		ones := 0
+		for m := uint32(mask); m != 0; m &= m - 1 {
+			ones++
+		}
+		if r := netip.PrefixFrom(a, ones); r.Overlaps(pool) {
+			return pool, fmt.Errorf("the docker address pool %s overlaps the host route %s on %s: set LOCKJEPSEN_DOCKER_POOL to a private range this host does not use", pool, r, f[0])
+		}
+	}
+	return pool, nil
+}
+
+func (d *Docker) createContainer(ctx context.Context, n Node) error {
+	i := d.index(n.Name)
+	conf := dockerData + "/node.conf"
+	cmd := []string{"/usr/local/bin/valkey-server", conf}
+	if n.Kind == RoleSentinel {
+		cmd = []string{"/usr/local/bin/valkey-sentinel", conf}
+	}
+	var env []string
+	if d.cfg.FakeTime {
+		// As on the local runtime: only the wall clock is faked.
+		env = []string{
+			"LD_PRELOAD=" + dockerFaketimeLib,
+			"FAKETIME_TIMESTAMP_FILE=" + dockerData + "/faketime.rc",
+			"FAKETIME_NO_CACHE=1",
+			"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		}
+	}
+	name := d.runID + "-" + n.Name
+	home := d.homes[i]
+	r, err := d.api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: name,
+		Config: &container.Config{
+			Image: d.image, Cmd: cmd, Env: env, Hostname: n.Name, Labels: d.labels(n.Name),
+			// The official image's entrypoint would drop to uid 999; these
+			// containers run the binary directly and may write the bind mount.
+			Entrypoint: []string{},
+			WorkingDir: dockerData,
+		},
+		HostConfig: &container.HostConfig{
+			Binds:       []string{n.Dir + ":" + dockerData},
+			NetworkMode: container.NetworkMode(home.name),
+		},
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			home.name: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: addrOn(home, i)}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", name, err)
+	}
+	d.mu.Lock()
+	d.ids[n.Name] = r.ID
+	d.mu.Unlock()
+	// API 1.41 (Docker 20.10) takes one network at create; join the others now.
+	for j, h := range d.homes {
+		if j == i {
+			continue
+		}
+		if err := d.join(ctx, h, r.ID, i); err != nil {
+			return fmt.Errorf("attach %s to %s: %w", name, h.name, err)
+		}
+	}
+	return nil
+}
+
+func (d *Docker) join(ctx context.Context, h dockerNet, id string, k int) error {
+	_, err := d.api.NetworkConnect(ctx, h.id, client.NetworkConnectOptions{
+		Container:      id,
+		EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: addrOn(h, k)}},
+	})
+	return err
+}
+
+// writeConfig renders the node's config with the local runtime's renderers and
+// adapts what differs in a container: it listens on all its interfaces, keeps
+// its files in the bind-mounted /data, and announces its home address.
+func (d *Docker) writeConfig(ctx context.Context, n Node, asReplica bool) error {
+	inside := n
+	inside.Dir, inside.LogFile = dockerData, dockerData+"/"+n.Name+".log"
+	host, _, _ := strings.Cut(n.Addr, ":")
+	var content string
+	switch {
+	case n.Kind == RoleSentinel:
+		content = sentinelConf(&d.cfg, &inside, dockerSentinelPort, d.topo.initialPrimary)
+		content += "sentinel announce-ip " + host + "\n"
+	case asReplica:
+		primary := d.topo.initialPrimary
+		if cur, err := d.Primary(ctx); err == nil {
+			primary = cur.Addr
+		}
+		if primary == n.Addr {
+			primary = ""
+		}
+		content = valkeyConf(&d.cfg, &inside, dockerValkeyPort, primary)
+	default:
+		content = valkeyConf(&d.cfg, &inside, dockerValkeyPort, "")
+	}
+	if n.Kind != RoleSentinel {
+		content += "replica-announce-ip " + host + "\n"
+	}
+	content = strings.Replace(content, "bind 127.0.0.1\n", "bind 0.0.0.0\n", 1)
+	if err := writeFile(filepath.Join(n.Dir, "node.conf"), content); err != nil {
+		return err
+	}
+	if d.cfg.FakeTime {
+		return d.topo.writeOffset(n, "+0")
+	}
+	return nil
+}
+
+func (d *Docker) start(ctx context.Context, name string) error {
+	n, id, err := d.container(name)
+	if err != nil {
+		return err
+	}
+	if _, err := d.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return d.withLog(n, fmt.Errorf("start %s: %w", name, err))
+	}
+	pid, err := d.pid(ctx, id)
+	if err != nil {
+		return err
+	}
+	if pid == 0 {
+		return d.withLog(n, fmt.Errorf("%s exited as soon as it started", name))
+	}
+	d.update(name, func(x *Node) { x.PID, x.Killed, x.Paused = pid, false, false })
+	return nil
+}
+
+// pid is the host pid of the container's process, 0 when it is not running.
+func (d *Docker) pid(ctx context.Context, id string) (int, error) {
+	r, err := d.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("inspect container %s: %w", shortID(id), err)
+	}
+	if r.Container.State == nil || !r.Container.State.Running {
+		return 0, nil
+	}
+	return r.Container.State.Pid, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func apiCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// Kill sends SIGKILL to the container and waits until it has stopped.
+func (d *Docker) Kill(name string) error {
+	n, id, err := d.container(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is already down", name)
+	}
+	ctx, cancel := apiCtx()
+	defer cancel()
+	if _, err := d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("SIGKILL %s: %w", name, err)
+	}
+	if err := d.waitStopped(ctx, id); err != nil {
+		return fmt.Errorf("SIGKILL %s: %w", name, err)
+	}
+	d.topo.adm.drop(n.Addr)
+	d.update(name, func(x *Node) { x.PID, x.Killed, x.Paused = 0, true, false })
+	return nil
+}
+
+func (d *Docker) waitStopped(ctx context.Context, id string) error {
+	for {
+		pid, err := d.pid(ctx, id)
+		if err != nil {
+			return err
+		}
+		if pid == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("container %s still running: %w", shortID(id), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the container gracefully (SIGTERM, SIGKILL after 10 s).
+func (d *Docker) Stop(name string) error {
+	n, id, err := d.container(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return nil
+	}
+	ctx, cancel := apiCtx()
+	defer cancel()
+	if n.Paused {
+		_, _ = d.api.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+	}
+	timeout := 10
+	if _, err := d.api.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
+		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	d.topo.adm.drop(n.Addr)
+	d.update(name, func(x *Node) { x.PID, x.Killed, x.Paused = 0, true, false })
+	return nil
+}
+
+// Pause freezes the container (cgroup freezer): like SIGSTOP, the node keeps
+// its sockets and answers nothing, and it cannot notice or handle it.
+func (d *Docker) Pause(name string) error {
+	n, id, err := d.container(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is down", name)
+	}
+	ctx, cancel := apiCtx()
+	defer cancel()
+	if _, err := d.api.ContainerPause(ctx, id, client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pause %s: %w", name, err)
+	}
+	d.update(name, func(x *Node) { x.Paused = true })
+	return nil
+}
+
+// Resume thaws a paused container.
+func (d *Docker) Resume(name string) error {
+	n, id, err := d.container(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is down", name)
+	}
+	ctx, cancel := apiCtx()
+	defer cancel()
+	if _, err := d.api.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("unpause %s: %w", name, err)
+	}
+	d.update(name, func(x *Node) { x.Paused = false })
+	return nil
+}
+
+// Restart starts the node's container again (killing it first if it runs). As
+// a replica, the config in the bind-mounted directory is rewritten to follow
+// the current primary first; the container keeps its addresses.
+func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) error {
+	n, _, err := d.container(name)
+	if err != nil {
+		return err
+	}
+	if n.PID != 0 {
+		if err := d.Kill(name); err != nil {
+			return err
+		}
+	}
+	if n.Kind != RoleSentinel && mode == AsReplica {
+		if err := d.writeConfig(ctx, n, true); err != nil {
+			return err
+		}
+	}
+	if err := d.start(ctx, name); err != nil {
+		return err
+	}
+	if err := d.topo.waitPing(ctx, n.Addr); err != nil {
+		return d.withLog(n, err)
+	}
+	return nil
+}
+
+// SetClockOffset moves a node's wall clock: the libfaketime timestamp file in
+// the bind-mounted directory is replaced atomically (rename), and the process
+// in the container reads it on its next clock call.
+func (d *Docker) SetClockOffset(name, offset string) error {
+	n, ok := d.topo.Node(name)
+	if !ok {
+		return fmt.Errorf("no node named %q", name)
+	}
+	if !d.cfg.FakeTime {
+		return fmt.Errorf("%s was not started under libfaketime: clock faults need a cluster started with clock faults enabled (a clock scenario, or --fake-time)", name)
+	}
+	if offset == "" {
+		offset = "+0"
+	}
+	if !offsetRE.MatchString(offset) {
+		return fmt.Errorf("clock offset %q: want a signed number of seconds such as +120 or -1.5 (suffix m, h, d allowed)", offset)
+	}
+	if err := d.topo.writeOffset(n, offset); err != nil {
+		return err
+	}
+	d.update(name, func(x *Node) { x.ClockOff = offset })
+	return nil
+}
+
+// CollectLogs copies every node's log (written into its bind-mounted
+// directory) into dst as <name>.log.
+func (d *Docker) CollectLogs(dst string) error { return d.topo.CollectLogs(dst) }
+
+// Down removes every container and network labelled with this run's id, found
+// through the API rather than from memory so that a half-finished Up is
+// cleaned too, then checks that none is left.
+func (d *Docker) Down() error {
+	d.topo.adm.close()
+	if d.api == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := make(client.Filters).Add("label", dockerLabelRun+"="+d.runID)
+	var errs []error
+	cs, err := d.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return fmt.Errorf("list containers of %s: %w", d.runID, err)
+	}
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for _, c := range cs.Items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := d.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("remove container %s: %w", containerNames([]container.Summary{c}), err))
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	ns, err := d.api.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return fmt.Errorf("list networks of %s: %w", d.runID, err)
+	}
+	for _, n := range ns.Items {
+		if _, err := d.api.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+		}
+	}
+	for _, n := range d.Nodes() {
+		d.update(n.Name, func(x *Node) { x.PID, x.Killed, x.Paused = 0, true, false })
+	}
+	d.mu.Lock()
+	d.ids, d.homes, d.partitioned = map[string]string{}, nil, map[string]bool{}
+	d.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Close releases the API client (after Down).
+func (d *Docker) Close() error {
+	if d.api == nil {
+		return nil
+	}
+	return d.api.Close()
+}

@@ -1,0 +1,245 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// The Docker tests run against the real daemon, with the images built by
+// scripts/build-images.sh. Outside CI they skip when Docker is absent; in CI
+// (CI=true) they fail instead, so a broken Docker cannot pass unnoticed.
+
+var imagesOnce struct {
+	sync.Once
+	err string
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// needDocker builds the images once per test binary and returns an API client.
+func needDocker(t *testing.T) *client.Client {
+	t.Helper()
+	api, err := client.New(client.FromEnv)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Docker is not reachable in CI: %v", err)
+		}
+		t.Skipf("Docker is not reachable (%v); the docker runtime tests need a running daemon", err)
+	}
+	t.Cleanup(func() { api.Close() })
+	imagesOnce.Do(func() {
+		cmd := exec.Command("bash", "scripts/build-images.sh", "--quiet")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			imagesOnce.err = err.Error() + ": " + string(out)
+		}
+	})
+	if imagesOnce.err != "" {
+		t.Fatalf("build images: %s", imagesOnce.err)
+	}
+	return api
+}
+
+func startDocker(t *testing.T, mutate func(*Config)) *Docker {
+	t.Helper()
+	needDocker(t)
+	bins, err := FindBinaries()
+	if err != nil {
+		t.Fatalf("find Valkey (run 'make setup'): %v", err)
+	}
+	cfg := Defaults()
+	cfg.Runtime = "docker"
+	cfg.Dir = t.TempDir()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	rt, err := New(cfg, bins)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	d := rt.(*Docker)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := d.Up(ctx); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Logf("docker cluster %s up and ready in %v", d.RunID(), time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if err := d.Down(); err != nil {
+			t.Errorf("Down: %v", err)
+		}
+		assertNothingLeft(t, d.RunID())
+		d.Close()
+	})
+	return d
+}
+
+// assertNothingLeft asks the daemon for any container or network of the run.
+func assertNothingLeft(t *testing.T, runID string) {
+	t.Helper()
+	api := needDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := make(client.Filters).Add("label", dockerLabelRun+"="+runID)
+	cs, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	ns, err := api.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatalf("list networks: %v", err)
+	}
+	if len(cs.Items) != 0 || len(ns.Items) != 0 {
+		t.Errorf("after Down, run %s left %d containers and %d networks", runID, len(cs.Items), len(ns.Items))
+	}
+}
+
+func dockerInfo(t *testing.T, d *Docker, name, field string) string {
+	t.Helper()
+	s, err := d.Command(ctxT(t, 5*time.Second), name, "INFO", "replication")
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return parseInfo(s)[field]
+}
+
+// TestDockerTopology: Up gives container addresses that Sentinel announces,
+// and every fault (pause, kill and restart as replica, clock, partition) acts
+// through the Engine API and heals.
+func TestDockerTopology(t *testing.T) {
+	d := startDocker(t, func(c *Config) { c.FakeTime = true })
+	ctx := ctxT(t, 150*time.Second)
+
+	// Sentinel announces the addresses the host dials: the nodes' own.
+	p, err := d.Primary(ctx)
+	if err != nil || p.Name != "valkey-0" {
+		t.Fatalf("Primary = %v, %v; want valkey-0", p.Name, err)
+	}
+	for _, n := range d.Nodes() {
+		if strings.HasPrefix(n.Addr, "127.") || n.PID == 0 {
+			t.Fatalf("%s: addr %s pid %d; want a container address and a live pid", n.Name, n.Addr, n.PID)
+		}
+	}
+	reps, err := d.topo.adm.sentinelList(ctx, d.SentinelAddrs()[0], "REPLICAS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		if _, ok := d.topo.nodeByAddr(r["ip"] + ":" + r["port"]); !ok {
+			t.Errorf("Sentinel announces replica %s:%s, not a node address", r["ip"], r["port"])
+		}
+	}
+
+	// Clock: the timestamp file in the bind mount moves the node's wall clock.
+	if err := d.SetClockOffset("valkey-1", "+3600"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.topo.adm.do(ctx, d.mustAddr(t, "valkey-1"), "TIME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := r.AsStrSlice()
+	if len(parts) != 2 {
+		t.Fatalf("TIME reply %v", parts)
+	}
+	sec, _ := strconv.ParseInt(parts[0], 10, 64)
+	if skew := sec - time.Now().Unix(); skew < 3500 || skew > 3700 {
+		t.Errorf("valkey-1's clock is %ds off, want about +3600", skew)
+	}
+	if err := d.SetClockOffset("valkey-1", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pause is the cgroup freezer: the node stops answering, then resumes.
+	if err := d.Pause("valkey-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Command(ctx, "valkey-2", "PING"); err == nil {
+		t.Error("a paused container answered PING")
+	}
+	if err := d.Resume("valkey-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Command(ctx, "valkey-2", "PING"); err != nil {
+		t.Errorf("PING after unpause: %v", err)
+	}
+
+	// Kill the primary: Sentinel fails over; it comes back as a replica.
+	if err := d.Kill("valkey-0"); err != nil {
+		t.Fatal(err)
+	}
+	np, err := d.WaitFailover(ctx, "valkey-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Restart(ctx, "valkey-0", AsReplica); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if role := dockerInfo(t, d, "valkey-0", "role"); role != "slave" {
+		t.Errorf("restarted valkey-0 is %s, want a replica of %s", role, np.Name)
+	}
+
+	// Partition the primary: the host still reaches it, its peers do not, the
+	// majority side elects another primary; healed, it is demoted.
+	old := np
+	if err := d.Partition(old.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Command(ctx, old.Name, "SET", "written-in-minority", "1"); err != nil {
+		t.Errorf("the host cannot reach the partitioned primary: %v", err)
+	}
+	np2, err := d.WaitFailover(ctx, old.Name)
+	if err != nil {
+		t.Fatalf("no failover while %s is partitioned: %v", old.Name, err)
+	}
+	if role := dockerInfo(t, d, old.Name, "role"); role != "master" {
+		t.Errorf("partitioned %s reports %s; it should still believe it is primary", old.Name, role)
+	}
+	if got := d.Partitioned(); len(got) != 1 || got[0] != old.Name {
+		t.Errorf("Partitioned() = %v", got)
+	}
+	if err := d.Heal(old.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx); err != nil {
+		t.Fatalf("not ready after heal: %v", err)
+	}
+	if role := dockerInfo(t, d, old.Name, "role"); role != "slave" {
+		t.Errorf("healed %s is %s, want demoted to a replica of %s", old.Name, role, np2.Name)
+	}
+
+	if err := d.CollectLogs(filepath.Join(t.TempDir(), "logs")); err != nil {
+		t.Error(err)
+	}
+}
+
+func (d *Docker) mustAddr(t *testing.T, name string) string {
+	n, ok := d.Node(name)
+	if !ok {
+		t.Fatalf("no node %s", name)
+	}
+	return n.Addr
+}
