@@ -1,0 +1,295 @@
+package sweep
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// CellStats are the aggregates of one cell, the rows of sweep.csv.
+type CellStats struct {
+	Cell   string `json:"cell"`
+	Config string `json:"config"`
+	Fault  string `json:"fault"`
+
+	Trials        int `json:"trials"`         // trials that count (checked)
+	TrialsFailed  int `json:"trials_failed"`  // no verdict: left out of every figure below
+	InvalidTrials int `json:"invalid_trials"` // checker said invalid
+	UnknownTrials int `json:"unknown_trials"` // checker ran out of budget
+
+	Unit          string `json:"unit"` // failover | fault
+	Failovers     int    `json:"failovers"`
+	Faults        int    `json:"faults"`
+	Opportunities int    `json:"opportunities"`
+	// DoubleGrants counts every double grant; Hits the opportunities that led
+	// to at least one (P's numerator, so that P stays a probability when one
+	// failover causes two).
+	DoubleGrants int `json:"double_grants"`
+	Hits         int `json:"hits"`
+	Unattributed int `json:"unattributed"`
+	// P is Hits/Opportunities with its 95% Wilson interval; P is null when
+	// no opportunity occurred ([0,1] interval).
+	P    *float64 `json:"p"`
+	PLow float64  `json:"p_low"`
+	PHi  float64  `json:"p_high"`
+
+	DoubleHolders int       `json:"double_holders"` // incl. honest expiries (paused clients)
+	ExposureMs    Dist      `json:"exposure_ms"`    // overlap of each double grant
+	Exposures     []float64 `json:"exposures_ms"`   // the sample, for the plot
+
+	AcquireOKMs  Dist     `json:"acquire_ok_ms"`  // granted acquires: what a holder waits, WAIT included
+	AcquireAllMs Dist     `json:"acquire_all_ms"` // every completed acquire, as results.json counts
+	Acquires     Acquires `json:"acquires"`
+	// RefusedShare is the share of acquires refused by an error (NOREPLICAS,
+	// WAIT shortfall, ...); UnknownShare those that timed out. Availability
+	// is 1 - both: the acquires that got an answer from a working lock.
+	RefusedShare float64 `json:"refused_share"`
+	UnknownShare float64 `json:"unknown_share"`
+	Availability float64 `json:"availability"`
+
+	StaleWrites checker.StaleWrites `json:"stale_writes"`
+	LostUpdates int                 `json:"lost_updates"`
+	WallS       float64             `json:"wall_s"` // summed trial wall time
+}
+
+// Report is sweep.json.
+type Report struct {
+	Lockjepsen string      `json:"lockjepsen"`
+	Dir        string      `json:"dir"`
+	Aggregated string      `json:"aggregated_at"`
+	Plan       Plan        `json:"plan"`
+	Cells      []CellStats `json:"cells"`
+	// Totals over the sweep.
+	Trials     int     `json:"trials"`
+	Failed     int     `json:"failed"`
+	Pending    int     `json:"pending"` // planned trials not (yet) finished
+	TrialS     float64 `json:"trial_s"` // summed trial wall time
+	MeanTrialS float64 `json:"mean_trial_s"`
+}
+
+// ReadPlan reads plan.json of a sweep folder.
+func ReadPlan(dir string) (Plan, error) {
+	var p Plan
+	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return p, fmt.Errorf("%s is not a sweep folder (no plan.json): %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("%s/plan.json is corrupt: %w", dir, err)
+	}
+	return p, nil
+}
+
+// TrialDirs lists a cell's trial folders with a trial.json, by trial number.
+func TrialDirs(dir string, cell Cell) ([]string, error) {
+	base := filepath.Join(dir, "trials", cell.ID())
+	ents, err := os.ReadDir(base)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", base, err)
+	}
+	type td struct {
+		n int
+		p string
+	}
+	var out []td
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || !e.IsDir() {
+			continue // interrupted leftovers are renamed <n>.interrupted
+		}
+		p := filepath.Join(base, e.Name())
+		if _, err := os.Stat(filepath.Join(p, "trial.json")); err == nil {
+			out = append(out, td{n, p})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
+	paths := make([]string, len(out))
+	for i, t := range out {
+		paths[i] = t.p
+	}
+	return paths, nil
+}
+
+// Aggregate recomputes every figure of a sweep from its trial folders.
+func Aggregate(dir string) (*Report, error) {
+	plan, err := ReadPlan(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Lockjepsen: lockjepsenVersion(), Dir: dir, Aggregated: time.Now().UTC().Format(time.RFC3339), Plan: plan}
+	for _, cell := range plan.Cells() {
+		dirs, err := TrialDirs(dir, cell)
+		if err != nil {
+			return nil, err
+		}
+		var trials []*Trial
+		for _, d := range dirs {
+			t, err := LoadTrial(d, cell.Fault)
+			if err != nil {
+				return nil, err
+			}
+			trials = append(trials, t)
+		}
+		cs := Combine(cell, trials)
+		rep.Cells = append(rep.Cells, cs)
+		rep.Trials += cs.Trials
+		rep.Failed += cs.TrialsFailed
+		rep.TrialS += cs.WallS
+		if done := cs.Trials + cs.TrialsFailed; done < plan.Trials {
+			rep.Pending += plan.Trials - done
+		}
+	}
+	if n := rep.Trials + rep.Failed; n > 0 {
+		rep.MeanTrialS = rep.TrialS / float64(n)
+	}
+	return rep, nil
+}
+
+// Combine aggregates one cell's trials. Samples are pooled across trials
+// (a p99 of pooled latencies, not a mean of per-trial p99s), so a cell's
+// figures do not depend on how its operations fell into trials.
+func Combine(cell Cell, trials []*Trial) CellStats {
+	cs := CellStats{Cell: cell.ID(), Config: cell.Config.Name, Fault: cell.Fault.Name, Unit: cell.Fault.Unit()}
+	cs.Acquires.RefusedBy = map[string]int{}
+	var ok, all []float64
+	cs.Exposures = []float64{}
+	for _, t := range trials {
+		cs.WallS += t.Record.WallS
+		if !t.Record.Counts() {
+			cs.TrialsFailed++
+			continue
+		}
+		r := t.Result
+		cs.Trials++
+		switch r.Valid {
+		case checker.Invalid:
+			cs.InvalidTrials++
+		case checker.Unknown:
+			cs.UnknownTrials++
+		}
+		cs.Failovers += r.Failovers
+		cs.Faults += t.Faults
+		cs.Opportunities += t.Opportunities
+		cs.DoubleGrants += t.DoubleGrants
+		cs.Hits += t.Hit
+		cs.Unattributed += t.Unattributed
+		cs.DoubleHolders += r.DoubleHolders
+		cs.Exposures = append(cs.Exposures, t.Exposures...)
+		ok = append(ok, t.AcquireOKMs...)
+		all = append(all, t.AcquireAllMs...)
+		cs.Acquires.add(t.Acquires)
+		cs.StaleWrites.Attempted += r.StaleWrites.Attempted
+		cs.StaleWrites.Rejected += r.StaleWrites.Rejected
+		cs.StaleWrites.Accepted += r.StaleWrites.Accepted
+		cs.StaleWrites.Unknown += r.StaleWrites.Unknown
+		cs.LostUpdates += r.Resource.LostUpdates
+	}
+	cs.PLow, cs.PHi = Wilson(cs.Hits, cs.Opportunities, Z95)
+	if cs.Opportunities > 0 {
+		p := float64(cs.Hits) / float64(cs.Opportunities)
+		cs.P = &p
+	}
+	cs.ExposureMs = Summarize(append([]float64(nil), cs.Exposures...))
+	sort.Float64s(cs.Exposures)
+	cs.AcquireOKMs = Summarize(ok)
+	cs.AcquireAllMs = Summarize(all)
+	if n := cs.Acquires.Total; n > 0 {
+		cs.RefusedShare = float64(cs.Acquires.Refused) / float64(n)
+		cs.UnknownShare = float64(cs.Acquires.Unknown) / float64(n)
+		cs.Availability = 1 - cs.RefusedShare - cs.UnknownShare
+	}
+	return cs
+}
+
+// csvHeader is sweep.csv's first line; docs/sweep.md explains each column.
+var csvHeader = []string{
+	"cell", "config", "fault", "trials", "trials_failed", "invalid_trials", "unit", "failovers", "faults",
+	"opportunities", "double_grants", "hits", "p", "p_low", "p_high",
+	"exposure_p50_ms", "exposure_p99_ms", "exposure_max_ms",
+	"acquire_ok_p50_ms", "acquire_ok_p99_ms", "acquire_all_p50_ms", "acquire_all_p99_ms",
+	"acquires", "acquires_ok", "contention", "refused", "unknown", "refused_share", "unknown_share", "availability",
+	"refused_noreplicas", "refused_wait", "refused_waitaof", "refused_readonly", "refused_unreachable", "refused_other",
+	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
+}
+
+func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteFiles writes sweep.json and sweep.csv into the sweep folder.
+func (r *Report) WriteFiles(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode sweep.json: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(dir, "sweep.json"), append(b, '\n')); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "sweep.csv.tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write sweep.csv: %w", err)
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write(csvHeader)
+	for _, c := range r.Cells {
+		p := ""
+		if c.P != nil {
+			p = f64(*c.P)
+		}
+		rb := c.Acquires.RefusedBy
+		_ = w.Write([]string{
+			c.Cell, c.Config, c.Fault, strconv.Itoa(c.Trials), strconv.Itoa(c.TrialsFailed), strconv.Itoa(c.InvalidTrials),
+			c.Unit, strconv.Itoa(c.Failovers), strconv.Itoa(c.Faults), strconv.Itoa(c.Opportunities),
+			strconv.Itoa(c.DoubleGrants), strconv.Itoa(c.Hits), p, f64(c.PLow), f64(c.PHi),
+			f64(c.ExposureMs.P50), f64(c.ExposureMs.P99), f64(c.ExposureMs.Max),
+			f64(c.AcquireOKMs.P50), f64(c.AcquireOKMs.P99), f64(c.AcquireAllMs.P50), f64(c.AcquireAllMs.P99),
+			strconv.Itoa(c.Acquires.Total), strconv.Itoa(c.Acquires.OK), strconv.Itoa(c.Acquires.Contention),
+			strconv.Itoa(c.Acquires.Refused), strconv.Itoa(c.Acquires.Unknown),
+			f64(c.RefusedShare), f64(c.UnknownShare), f64(c.Availability),
+			strconv.Itoa(rb["noreplicas"]), strconv.Itoa(rb["wait"]), strconv.Itoa(rb["waitaof"]),
+			strconv.Itoa(rb["readonly"]), strconv.Itoa(rb["unreachable"]), strconv.Itoa(rb["other"]),
+			strconv.Itoa(c.StaleWrites.Attempted), strconv.Itoa(c.StaleWrites.Rejected),
+			strconv.Itoa(c.StaleWrites.Accepted), strconv.Itoa(c.StaleWrites.Unknown), strconv.Itoa(c.LostUpdates),
+		})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("write sweep.csv: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write sweep.csv: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "sweep.csv")); err != nil {
+		return fmt.Errorf("write sweep.csv: %w", err)
+	}
+	return nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return writeAtomic(path, append(b, '\n'))
+}

@@ -1,0 +1,435 @@
+// Package sweep runs one scenario many times across a matrix of replication
+// settings × fault kinds and aggregates what the trials measured: how often a
+// failover hands a lock out twice (with a Wilson interval), how long the
+// window stays open, and what each setting costs in acquire latency and
+// availability. Each trial is an ordinary lockjepsen run folder; every number
+// in sweep.json is recomputed from those folders (Aggregate), so a sweep that
+// was interrupted or edited by hand re-aggregates to the same report.
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
+)
+
+// Duration is a time.Duration that reads and writes as "100ms" in JSON, so a
+// sweep file is written by hand the way flags are typed.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts "100ms" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration %s: want a string like \"100ms\"", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// Config is one point on the settings axis: the replication knobs of a run.
+// The strings use the `lockjepsen run` flag syntax (--wait 1:100ms ...).
+type Config struct {
+	Name        string `json:"name"`
+	Wait        string `json:"wait,omitempty"`         // replicas:timeout
+	WaitAOF     string `json:"waitaof,omitempty"`      // local:replicas:timeout
+	MinReplicas string `json:"min_replicas,omitempty"` // count:lag-seconds
+	AppendOnly  bool   `json:"appendonly,omitempty"`
+	AppendFsync string `json:"appendfsync,omitempty"` // always | everysec | no
+	Replicas    int    `json:"replicas,omitempty"`    // 0: the default (2)
+	Note        string `json:"note,omitempty"`        // one line for the report
+}
+
+// Fault is one point on the fault axis: nemesis fault kinds and their
+// parameters. Duration overrides how long each injected fault is held (for
+// faults that are held: pause-primary, pause-client, clock-bump, skew-client);
+// Interval is the mean gap between faults.
+type Fault struct {
+	Name     string   `json:"name"`
+	Faults   []string `json:"faults"`
+	Duration Duration `json:"duration,omitempty"`
+	Interval Duration `json:"interval,omitempty"`
+	Note     string   `json:"note,omitempty"`
+}
+
+// Plan is a whole sweep: written to plan.json in the sweep folder so that
+// --resume knows what remains. A sweep file given with --file has the same
+// shape (any field left out takes the default).
+type Plan struct {
+	Scenario  string   `json:"scenario"`
+	Seed      int64    `json:"seed"`       // trial n of every cell uses seed Seed+n
+	Trials    int      `json:"trials"`     // trials per cell, always run
+	TimeLimit Duration `json:"time_limit"` // 0: the scenario's
+	// MinFailovers, when set, keeps adding trials to a cell until it has seen
+	// that many opportunities (failovers, or faults for kinds without one),
+	// up to MaxTrials.
+	MinFailovers int      `json:"min_failovers,omitempty"`
+	MaxTrials    int      `json:"max_trials,omitempty"`
+	Parallel     int      `json:"parallel"`
+	Configs      []Config `json:"configs"`
+	Faults       []Fault  `json:"faults"`
+}
+
+// Cell is one configuration under one fault.
+type Cell struct {
+	Config Config `json:"config"`
+	Fault  Fault  `json:"fault"`
+}
+
+// ID names the cell's folder under trials/: config.fault.
+func (c Cell) ID() string { return c.Config.Name + "." + c.Fault.Name }
+
+// Cells is the matrix, configurations outer, so the report reads config by
+// config and the fault axis sits side by side.
+func (p Plan) Cells() []Cell {
+	var out []Cell
+	for _, c := range p.Configs {
+		for _, f := range p.Faults {
+			out = append(out, Cell{Config: c, Fault: f})
+		}
+	}
+	return out
+}
+
+// Catalog holds the named settings of the default matrix. The short WAIT
+// timeout is 10ms rather than a literal `WAIT 1 0`: WAIT's 0 means block
+// forever, which under a cut link turns every acquire into a client timeout
+// (an unknown outcome), not a quick refusal.
+var Catalog = []Config{
+	{Name: "none", Note: "asynchronous replication, no acknowledgement asked"},
+	{Name: "wait-1-10ms", Wait: "1:10ms", Note: "WAIT 1 10 after acquire: one replica acknowledges, or the lock is given back"},
+	{Name: "wait-1-100ms", Wait: "1:100ms", Note: "WAIT 1 100"},
+	{Name: "wait-2-100ms", Wait: "2:100ms", Note: "WAIT 2 100: both replicas"},
+	{Name: "waitaof-1-1-100ms", WaitAOF: "1:1:100ms", AppendOnly: true, Note: "WAITAOF 1 1 100 with appendonly yes: fsynced locally and on one replica"},
+	{Name: "min-replicas-1-lag-10", MinReplicas: "1:10", Note: "min-replicas-to-write 1, min-replicas-max-lag 10"},
+	{Name: "min-replicas-1-lag-1", MinReplicas: "1:1", Note: "min-replicas-to-write 1, min-replicas-max-lag 1"},
+	{Name: "fsync-always", AppendOnly: true, AppendFsync: "always", Note: "appendonly yes, appendfsync always (local durability only)"},
+}
+
+// FaultCatalog holds the named faults. Faults the nemesis does not have yet
+// (a forced full resync, replicas paused without a kill, a network
+// partition on the local runtime) are not listed: a sweep asks for them by
+// nemesis name once they exist.
+var FaultCatalog = []Fault{
+	{Name: "link-down", Faults: []string{"cut-replication"}, Note: "replication link cut, primary killed: the failover race"},
+	{Name: "fast-restart", Faults: []string{"fast-restart"}, Note: "primary restarted before Sentinel notices; without AOF it comes back empty"},
+	{Name: "split-brain", Faults: []string{"pause-primary"}, Note: "primary paused past down-after, a replica promoted, the old primary resumed"},
+	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
+	{Name: "paused-client", Faults: []string{"pause-client"}, Note: "holder paused past its TTL (no knob helps: only the fence does)"},
+	{Name: "clock-jump", Faults: []string{"clock-bump"}, Note: "primary's wall clock moved forward past the TTL"},
+}
+
+// DefaultConfigs and DefaultFaults are the default matrix: every catalog
+// setting against the three server-side faults the knobs are meant for.
+var (
+	DefaultConfigs = []string{"none", "wait-1-10ms", "wait-1-100ms", "wait-2-100ms", "waitaof-1-1-100ms",
+		"min-replicas-1-lag-10", "min-replicas-1-lag-1", "fsync-always"}
+	DefaultFaults = []string{"link-down", "fast-restart", "split-brain"}
+)
+
+// DefaultTrials is the trial count per cell: with 24 cells at ~30 s a trial
+// on 2 cores, 3 trials is a ~40 minute sweep; --min-failovers 20 is the
+// reference sweep.
+const DefaultTrials = 3
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_+-]*$`)
+
+// LookupConfig finds a catalog setting; a name joined with '+' combines
+// catalog settings (wait-1-100ms+fsync-always), later ones overriding the
+// knobs they set.
+func LookupConfig(name string) (Config, error) {
+	out := Config{Name: name}
+	var notes []string
+	for _, part := range strings.Split(name, "+") {
+		var c *Config
+		for i := range Catalog {
+			if Catalog[i].Name == part {
+				c = &Catalog[i]
+			}
+		}
+		if c == nil {
+			return Config{}, fmt.Errorf("unknown configuration %q (known: %s; combine with '+', or define one with --config NAME=KNOB,...)", part, strings.Join(configNames(), ", "))
+		}
+		merge(&out, *c)
+		if c.Name != "none" {
+			notes = append(notes, c.Note)
+		}
+	}
+	out.Note = strings.Join(notes, "; ")
+	return out, nil
+}
+
+func merge(dst *Config, src Config) {
+	if src.Wait != "" {
+		dst.Wait = src.Wait
+	}
+	if src.WaitAOF != "" {
+		dst.WaitAOF = src.WaitAOF
+	}
+	if src.MinReplicas != "" {
+		dst.MinReplicas = src.MinReplicas
+	}
+	if src.AppendOnly {
+		dst.AppendOnly = true
+	}
+	if src.AppendFsync != "" {
+		dst.AppendFsync = src.AppendFsync
+	}
+	if src.Replicas != 0 {
+		dst.Replicas = src.Replicas
+	}
+}
+
+func configNames() []string {
+	var out []string
+	for _, c := range Catalog {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// ParseConfig reads a user-defined setting, NAME=KNOB;KNOB...: knobs are
+// wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly,
+// appendfsync=always, replicas=3, or the name of a catalog setting to start
+// from. Semicolons separate knobs because the values use colons and the
+// --configs list uses commas.
+func ParseConfig(s string) (Config, error) {
+	name, spec, ok := strings.Cut(s, "=")
+	if !ok || !nameRE.MatchString(name) {
+		return Config{}, fmt.Errorf("--config %q: want NAME=KNOB;KNOB..., e.g. strict=wait=1:100ms;appendonly;appendfsync=always", s)
+	}
+	c := Config{Name: name}
+	for _, k := range strings.Split(spec, ";") {
+		k = strings.TrimSpace(k)
+		key, val, _ := strings.Cut(k, "=")
+		switch key {
+		case "":
+		case "wait":
+			c.Wait = val
+		case "waitaof":
+			c.WaitAOF = val
+		case "min-replicas":
+			c.MinReplicas = val
+		case "appendonly":
+			c.AppendOnly = val == "" || val == "yes" || val == "true"
+		case "appendfsync":
+			c.AppendFsync = val
+		case "replicas":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return Config{}, fmt.Errorf("--config %q: replicas=%q is not a number", s, val)
+			}
+			c.Replicas = n
+		default:
+			base, err := LookupConfig(k)
+			if err != nil {
+				return Config{}, fmt.Errorf("--config %q: knob %q: want wait=, waitaof=, min-replicas=, appendonly, appendfsync=, replicas= or a known configuration", s, k)
+			}
+			merge(&c, base)
+		}
+	}
+	return c, nil
+}
+
+// LookupFault finds a catalog fault, or takes a nemesis fault name as is; a
+// suffix sets parameters: split-brain:duration=4s:interval=8s.
+func LookupFault(s string) (Fault, error) {
+	parts := strings.Split(s, ":")
+	var f Fault
+	found := false
+	for _, c := range FaultCatalog {
+		if c.Name == parts[0] {
+			f, found = c, true
+		}
+	}
+	if !found {
+		if !nameRE.MatchString(parts[0]) {
+			return Fault{}, fmt.Errorf("fault %q: bad name", s)
+		}
+		// A nemesis fault by its own name; Validate finds out if it exists.
+		f = Fault{Name: parts[0], Faults: []string{parts[0]}}
+	}
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return Fault{}, fmt.Errorf("fault %q: %s=%q is not a duration", s, k, v)
+		}
+		switch k {
+		case "duration":
+			f.Duration = Duration(d)
+		case "interval":
+			f.Interval = Duration(d)
+		default:
+			return Fault{}, fmt.Errorf("fault %q: parameter %q: want duration= or interval=", s, k)
+		}
+		f.Name += "-" + k[:1] + strings.ReplaceAll(v, ".", "_")
+	}
+	return f, nil
+}
+
+// ReadPlanFile reads a sweep file (JSON, the shape of Plan). Configurations
+// and faults may be given by catalog name alone ({"name": "wait-1-100ms"}).
+func ReadPlanFile(path string) (Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("read sweep file: %w", err)
+	}
+	var p Plan
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
+	}
+	for i, c := range p.Configs {
+		if c == (Config{Name: c.Name}) {
+			if p.Configs[i], err = LookupConfig(c.Name); err != nil {
+				return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
+			}
+		}
+	}
+	for i, f := range p.Faults {
+		if len(f.Faults) == 0 {
+			lf, err := LookupFault(f.Name)
+			if err != nil {
+				return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
+			}
+			lf.Duration, lf.Interval = f.Duration, f.Interval
+			p.Faults[i] = lf
+		}
+	}
+	return p, nil
+}
+
+// Defaults fills what a plan leaves out.
+func (p *Plan) Defaults() {
+	if p.Scenario == "" {
+		p.Scenario = "failover-race"
+	}
+	if p.Seed == 0 {
+		p.Seed = 1
+	}
+	if p.Trials == 0 {
+		p.Trials = DefaultTrials
+	}
+	if p.Parallel == 0 {
+		p.Parallel = 1
+	}
+	if p.MinFailovers > 0 && p.MaxTrials == 0 {
+		p.MaxTrials = 4 * max(p.Trials, p.MinFailovers)
+	}
+}
+
+// Validate checks the plan by building the run config of every cell, so a
+// bad knob is reported before the first trial rather than an hour in.
+func (p Plan) Validate() error {
+	if len(p.Configs) == 0 || len(p.Faults) == 0 {
+		return fmt.Errorf("sweep: the matrix is empty (%d configurations × %d faults)", len(p.Configs), len(p.Faults))
+	}
+	if p.Trials < 1 {
+		return fmt.Errorf("--trials %d: want 1 or more", p.Trials)
+	}
+	if p.Parallel < 1 || p.Parallel > 16 {
+		return fmt.Errorf("--parallel %d: want 1 to 16", p.Parallel)
+	}
+	if p.MinFailovers > 0 && p.MaxTrials < p.Trials {
+		return fmt.Errorf("--max-trials %d is below --trials %d", p.MaxTrials, p.Trials)
+	}
+	seen := map[string]bool{}
+	for _, c := range p.Configs {
+		if !nameRE.MatchString(c.Name) || strings.Contains(c.Name, ".") {
+			return fmt.Errorf("configuration name %q: letters, digits, '-', '_' and '+' only", c.Name)
+		}
+		if seen["c"+c.Name] {
+			return fmt.Errorf("configuration %q appears twice", c.Name)
+		}
+		seen["c"+c.Name] = true
+	}
+	for _, f := range p.Faults {
+		if seen["f"+f.Name] {
+			return fmt.Errorf("fault %q appears twice", f.Name)
+		}
+		seen["f"+f.Name] = true
+	}
+	for _, cell := range p.Cells() {
+		if _, err := p.RunConfig(cell, 0, "/nonexistent"); err != nil {
+			return fmt.Errorf("%s: %w", cell.ID(), err)
+		}
+	}
+	return nil
+}
+
+// SeedOf is the seed of trial n. Trial n of every cell shares it, so the cells
+// are compared on the same fault schedules and client choices where the
+// fault kind allows (common random numbers: the differences between
+// settings are not drowned by differences between draws).
+func (p Plan) SeedOf(n int) int64 { return p.Seed + int64(n) }
+
+// RunConfig builds the runner config of trial n of a cell, writing to out.
+func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
+	sc, err := scenario.Get(p.Scenario)
+	if err != nil {
+		return runner.Config{}, fmt.Errorf("--scenario: %w", err)
+	}
+	cfg := runner.FromScenario(sc)
+	cfg.Seed = p.SeedOf(n)
+	if p.TimeLimit > 0 {
+		cfg.TimeLimit = time.Duration(p.TimeLimit)
+	}
+	cfg.Faults = append([]string(nil), cell.Fault.Faults...)
+	if cell.Fault.Interval > 0 {
+		cfg.Interval = time.Duration(cell.Fault.Interval)
+	}
+	c := cell.Config
+	if cfg.Wait, err = runner.ParseWait(c.Wait); err != nil {
+		return cfg, err
+	}
+	if cfg.WaitAOF, err = runner.ParseWaitAOF(c.WaitAOF); err != nil {
+		return cfg, err
+	}
+	if cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag, err = runner.ParseMinReplicas(c.MinReplicas); err != nil {
+		return cfg, err
+	}
+	cfg.Cluster.AppendOnly = c.AppendOnly || c.AppendFsync != ""
+	if c.AppendFsync != "" {
+		cfg.Cluster.AppendFsync = c.AppendFsync
+	}
+	if c.Replicas > 0 {
+		cfg.Cluster.Replicas = c.Replicas
+	}
+	cfg.Out = out
+	cfg.Cluster.Dir = out // Validate wants one; the runner sets the real one
+	if err := cfg.Cluster.Validate(); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if d := time.Duration(cell.Fault.Duration); d > 0 {
+		for i := range cfg.Schedule {
+			if cfg.Schedule[i].Duration > 0 {
+				cfg.Schedule[i].Duration = d
+			}
+		}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,198 @@
+package sweep
+
+import (
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Finding is one sentence of the report's reading, per fault.
+type Finding struct {
+	Fault string
+	Note  string
+	Lines []string
+}
+
+// Findings reads the table the way an operator would: for each fault, the
+// baseline ("none", or the first configuration) and what every other setting
+// does to the probability and the window, at what cost. It states counts and
+// intervals, never a bare percentage, because a 0/6 is not a proof.
+func Findings(r *Report) []Finding {
+	var out []Finding
+	for _, f := range r.Plan.Faults {
+		fd := Finding{Fault: f.Name, Note: f.Note}
+		var base *CellStats
+		for i := range r.Cells {
+			if r.Cells[i].Fault == f.Name && (base == nil || r.Cells[i].Config == "none") {
+				base = &r.Cells[i]
+			}
+		}
+		closed, open := []string{}, []string{}
+		for i := range r.Cells {
+			c := &r.Cells[i]
+			if c.Fault != f.Name {
+				continue
+			}
+			s := fmt.Sprintf("%s: %s", c.Config, pText(c))
+			if c.ExposureMs.Count > 0 {
+				s += fmt.Sprintf("; window p50 %.0f ms, max %.0f ms", c.ExposureMs.P50, c.ExposureMs.Max)
+			}
+			if c.AcquireOKMs.Count > 0 {
+				s += fmt.Sprintf("; granted acquire p50 %.2f ms, p99 %.2f ms", c.AcquireOKMs.P50, c.AcquireOKMs.P99)
+				if base != nil && c != base && base.AcquireOKMs.Count > 0 {
+					s += fmt.Sprintf(" (none: %.2f / %.2f)", base.AcquireOKMs.P50, base.AcquireOKMs.P99)
+				}
+			}
+			s += fmt.Sprintf("; %.1f%% of acquires refused by errors, %.1f%% timed out", 100*c.RefusedShare, 100*c.UnknownShare)
+			fd.Lines = append(fd.Lines, s)
+			if c.Opportunities > 0 && c.Hits == 0 {
+				closed = append(closed, fmt.Sprintf("%s (0 of %d; the true rate may still be up to %.0f%%)", c.Config, c.Opportunities, 100*c.PHi))
+			}
+			if c.Hits > 0 {
+				open = append(open, c.Config)
+			}
+		}
+		if len(open) > 0 {
+			fd.Lines = append(fd.Lines, "double grants still seen with: "+strings.Join(open, ", "))
+		}
+		if len(closed) > 0 {
+			fd.Lines = append(fd.Lines, "no double grant seen with: "+strings.Join(closed, ", "))
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+func pText(c *CellStats) string {
+	if c.P == nil {
+		return fmt.Sprintf("no %s occurred in %d trial(s): nothing measured", c.Unit, c.Trials)
+	}
+	return fmt.Sprintf("%d of %d %ss granted a lock twice (%.0f%%, 95%% CI %.0f–%.0f%%)",
+		c.Hits, c.Opportunities, c.Unit, 100**c.P, 100*c.PLow, 100*c.PHi)
+}
+
+type page struct {
+	R        *Report
+	Findings []Finding
+	Cells    []cellRow
+	Wall     string
+}
+
+type cellRow struct {
+	CellStats
+	PText   string
+	Trials  []string
+	Refused string
+}
+
+var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
+	"pct":  func(v float64) float64 { return 100 * v },
+	"base": filepath.Base,
+}).Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>lockjepsen sweep: {{.R.Plan.Scenario}}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;line-height:1.45;color:#222}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}
+td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
+img{max-width:100%;border:1px solid #eee}code{background:#f4f4f4;padding:0 .2em}.muted{color:#666}
+</style></head><body>
+<h1>How much do WAIT, WAITAOF and min-replicas-to-write shrink the window?</h1>
+<p>Scenario <code>{{.R.Plan.Scenario}}</code>, run {{.R.Trials}} time(s) across {{len .R.Plan.Configs}} replication
+setting(s) × {{len .R.Plan.Faults}} fault kind(s); seeds {{.R.Plan.Seed}}, {{.R.Plan.Seed}}+1, … (trial <i>n</i> of every
+cell shares a seed). {{.Wall}}
+{{if .R.Failed}}<b>{{.R.Failed}} trial(s) gave no verdict</b> and are left out (see their <code>trial.json</code>).{{end}}
+{{if .R.Pending}}<b>{{.R.Pending}} planned trial(s) have not run</b>: <code>lockjepsen sweep --resume {{.R.Dir}}</code> finishes them.{{end}}</p>
+
+<h2>Reading</h2>
+{{range .Findings}}<h3>{{.Fault}}</h3><p class="muted">{{.Note}}</p><ul>{{range .Lines}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<p>A double grant is the lock service handing one lock to two clients at once (the checker's lock verdict), not a
+client that overslept its lease. P is counted per failover (per injected fault for kinds that cause none): a failover
+that produced two double grants counts once. An interval that reaches far above 0 with 0 hits means “not seen”, not
+“closed”: run more trials (<code>--min-failovers</code>).</p>
+
+<h2>Safety</h2>
+<img src="probability.png" alt="double grant probability per configuration">
+<h2>The window</h2>
+<img src="exposure.png" alt="exposure window distribution">
+<h2>Cost beside safety</h2>
+<img src="cost.png" alt="probability, latency and refusals per configuration">
+
+<h2>Table</h2>
+<table><tr><th>configuration</th><th>fault</th><th>trials</th><th>opportunities</th><th>double grants</th><th>P (95% CI)</th>
+<th>window p50 / p99 / max ms</th><th>granted acquire p50 / p99 ms</th><th>refused by error</th><th>timed out</th>
+<th>stale writes rejected / accepted</th><th>trial folders</th></tr>
+{{range .Cells}}<tr><td>{{.Config}}</td><td>{{.Fault}}</td><td>{{.CellStats.Trials}}{{if .TrialsFailed}} (+{{.TrialsFailed}} failed){{end}}</td>
+<td>{{.Opportunities}} {{.Unit}}(s)</td><td>{{.DoubleGrants}}</td><td>{{.PText}}</td>
+<td>{{printf "%.0f / %.0f / %.0f" .ExposureMs.P50 .ExposureMs.P99 .ExposureMs.Max}}</td>
+<td>{{printf "%.2f / %.2f" .AcquireOKMs.P50 .AcquireOKMs.P99}}</td><td>{{.Refused}}</td><td>{{printf "%.1f%%" (pct .UnknownShare)}}</td>
+<td>{{.StaleWrites.Rejected}} / {{.StaleWrites.Accepted}}</td>
+<td>{{range .Trials}}<a href="{{.}}/index.html">{{base .}}</a> {{end}}</td></tr>
+{{end}}</table>
+<p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>; the
+plan in <a href="plan.json">plan.json</a>. Every figure is recomputed from the trial folders by
+<code>lockjepsen sweep --resume {{.R.Dir}} --aggregate</code>. Method: docs/sweep.md.</p>
+</body></html>
+`))
+
+// WriteReport writes the plots and index.html of a sweep.
+func WriteReport(dir string, r *Report) error {
+	if err := WritePlots(dir, r); err != nil {
+		return err
+	}
+	pg := page{R: r, Findings: Findings(r)}
+	if r.TrialS > 0 {
+		pg.Wall = fmt.Sprintf("The trials took %.1f minutes of wall time in all (%.0f s each on average).", r.TrialS/60, r.MeanTrialS)
+	}
+	for _, c := range r.Cells {
+		row := cellRow{CellStats: c, PText: "–"}
+		if c.P != nil {
+			row.PText = fmt.Sprintf("%d/%d = %.0f%% (%.0f–%.0f%%)", c.Hits, c.Opportunities, 100**c.P, 100*c.PLow, 100*c.PHi)
+		}
+		row.Refused = fmt.Sprintf("%.1f%%", 100*c.RefusedShare)
+		if len(c.Acquires.RefusedBy) > 0 {
+			var parts []string
+			for _, k := range []string{"noreplicas", "wait", "waitaof", "readonly", "unreachable", "other"} {
+				if v := c.Acquires.RefusedBy[k]; v > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", k, v))
+				}
+			}
+			if len(parts) > 0 {
+				row.Refused += " (" + strings.Join(parts, ", ") + ")"
+			}
+		}
+		cell := Cell{}
+		for _, x := range r.Plan.Cells() {
+			if x.ID() == c.Cell {
+				cell = x
+			}
+		}
+		dirs, err := TrialDirs(dir, cell)
+		if err != nil {
+			return err
+		}
+		for _, d := range dirs {
+			rel, err := filepath.Rel(dir, d)
+			if err == nil {
+				row.Trials = append(row.Trials, rel)
+			}
+		}
+		pg.Cells = append(pg.Cells, row)
+	}
+	f, err := os.Create(filepath.Join(dir, "index.html.tmp"))
+	if err != nil {
+		return fmt.Errorf("write index.html: %w", err)
+	}
+	if err := indexTmpl.Execute(f, pg); err != nil {
+		f.Close()
+		return fmt.Errorf("write index.html: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write index.html: %w", err)
+	}
+	if err := os.Rename(filepath.Join(dir, "index.html.tmp"), filepath.Join(dir, "index.html")); err != nil {
+		return fmt.Errorf("write index.html: %w", err)
+	}
+	return nil
+}

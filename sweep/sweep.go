@@ -1,0 +1,299 @@
+package sweep
+
+import (
+	"context"
+
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/runner"
+)
+
+func lockjepsenVersion() string { return runner.Version }
+
+// RunFunc carries out one trial; runner.Run in production, a stand-in in tests
+// of the scheduling.
+type RunFunc func(ctx context.Context, cfg runner.Config, progress io.Writer) runner.Outcome
+
+// Options of a sweep execution.
+type Options struct {
+	Progress io.Writer // the progress bar; nil: none
+	TTY      bool      // redraw the bar in place; else one line per trial
+	Run      RunFunc   // nil: runner.Run
+}
+
+// job is one trial to run.
+type job struct {
+	cell Cell
+	n    int
+}
+
+// state is what the scheduler knows about one cell.
+type state struct {
+	cell      Cell
+	done      map[int]bool // trials with a trial.json that counts or failed
+	next      int          // lowest trial number not yet started
+	inflight  int
+	opps      int // opportunities seen in finished trials
+	scheduled int
+}
+
+// Start creates a sweep folder: plan.json and trials/. It refuses a folder
+// that already holds a plan, so a sweep is never overwritten (--resume it).
+func Start(dir string, plan Plan) error {
+	if _, err := os.Stat(filepath.Join(dir, "plan.json")); err == nil {
+		return fmt.Errorf("%s already holds a sweep: resume it with --resume %s, or choose another --out", dir, dir)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
+		return fmt.Errorf("create sweep folder: %w", err)
+	}
+	return writeJSON(filepath.Join(dir, "plan.json"), plan)
+}
+
+// Execute runs every trial of the plan in dir that has not finished yet (all
+// of them for a new sweep), keeping --parallel trials in flight, and
+// re-aggregates. A cancelled ctx (Ctrl-C) lets the trials in flight stop and
+// check what they recorded; they are marked interrupted and run again on
+// resume, while every finished trial is kept.
+func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
+	plan, err := ReadPlan(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Run == nil {
+		opt.Run = runner.Run
+	}
+	var cells []*state
+	total := 0
+	for _, c := range plan.Cells() {
+		st, err := scanCell(dir, c)
+		if err != nil {
+			return nil, err
+		}
+		cells = append(cells, st)
+		total += max(plan.Trials, len(st.done))
+	}
+	bar := newBar(opt.Progress, opt.TTY, total, plan.Parallel)
+	for _, st := range cells {
+		bar.done += len(st.done)
+	}
+	bar.skipped = bar.done
+
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	// pick returns the next job, or false when nothing is left. Fixed trials
+	// come first, cell by cell; then, with --min-failovers, a cell short of
+	// opportunities gets one more trial at a time, only when none of its
+	// trials is in flight, so that the count it decides on is final.
+	pick := func() (job, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			if ctx.Err() != nil {
+				return job{}, false
+			}
+			for _, st := range cells {
+				for st.done[st.next] {
+					st.next++
+				}
+				if st.next < plan.Trials {
+					st.inflight++
+					j := job{st.cell, st.next}
+					st.next++
+					return j, true
+				}
+			}
+			waiting := false
+			for _, st := range cells {
+				if plan.MinFailovers == 0 || st.opps >= plan.MinFailovers {
+					continue
+				}
+				for st.done[st.next] {
+					st.next++
+				}
+				if st.next >= plan.MaxTrials {
+					continue
+				}
+				if st.inflight > 0 {
+					waiting = true
+					continue
+				}
+				st.inflight++
+				j := job{st.cell, st.next}
+				st.next++
+				bar.total++
+				return j, true
+			}
+			if !waiting {
+				return job{}, false
+			}
+			cond.Wait()
+		}
+	}
+	finish := func(j job, t *Trial) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, st := range cells {
+			if st.cell.ID() == j.cell.ID() {
+				st.inflight--
+				if t != nil && t.Record.Status != StatusInterrupted {
+					st.done[j.n] = true
+					st.opps += t.Opportunities
+				}
+			}
+		}
+		if t != nil && t.Record.Status != StatusInterrupted {
+			bar.finished(t)
+		}
+		cond.Broadcast()
+	}
+
+	stopBar := bar.start()
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	for w := 0; w < plan.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, ok := pick()
+				if !ok {
+					return
+				}
+				bar.begin(j)
+				t, err := runTrial(ctx, dir, plan, j, opt.Run)
+				bar.end(j)
+				finish(j, t)
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	// Wake pick when ctx ends so that workers waiting on cond return.
+	go func() {
+		<-ctx.Done()
+		mu.Lock()
+		cond.Broadcast()
+		mu.Unlock()
+	}()
+	wg.Wait()
+	stopBar()
+
+	rep, err := Aggregate(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.WriteFiles(dir); err != nil {
+		return rep, err
+	}
+	if err := WriteReport(dir, rep); err != nil {
+		return rep, err
+	}
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = fmt.Errorf("interrupted: %d trial(s) kept; continue with 'lockjepsen sweep --resume %s': %w", rep.Trials+rep.Failed, dir, ctx.Err())
+	}
+	return rep, firstErr
+}
+
+// scanCell finds a cell's finished trials and moves unfinished leftovers
+// (a folder without trial.json, or one marked interrupted) aside to
+// <n>.interrupted, so the trial runs again in a clean folder while what the
+// interrupted one recorded stays on disk.
+func scanCell(dir string, c Cell) (*state, error) {
+	st := &state{cell: c, done: map[int]bool{}}
+	base := filepath.Join(dir, "trials", c.ID())
+	ents, err := os.ReadDir(base)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("scan %s: %w", base, err)
+	}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(base, e.Name())
+		rec, rerr := ReadRecord(p)
+		if rerr == nil && rec.Status != StatusInterrupted {
+			st.done[n] = true
+			if rec.Counts() {
+				if t, err := LoadTrial(p, c.Fault); err == nil {
+					st.opps += t.Opportunities
+				}
+			}
+			continue
+		}
+		aside := p + ".interrupted"
+		for i := 2; ; i++ {
+			if _, err := os.Stat(aside); os.IsNotExist(err) {
+				break
+			}
+			aside = fmt.Sprintf("%s.interrupted-%d", p, i)
+		}
+		if err := os.Rename(p, aside); err != nil {
+			return nil, fmt.Errorf("move unfinished trial aside: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// runTrial runs trial j.n of its cell into trials/<cell>/<n>/, writes
+// trial.json and loads the result. The runner's own phase log goes to
+// run.log in the trial folder; the terminal shows the sweep's bar only.
+func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*Trial, error) {
+	out := filepath.Join(dir, "trials", j.cell.ID(), strconv.Itoa(j.n))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("create trial folder: %w", err)
+	}
+	cfg, err := plan.RunConfig(j.cell, j.n, out)
+	if err != nil {
+		return nil, fmt.Errorf("trial %s/%d: %w", j.cell.ID(), j.n, err)
+	}
+	logf, err := os.Create(filepath.Join(out, "run.log"))
+	if err != nil {
+		return nil, fmt.Errorf("create run.log: %w", err)
+	}
+	start := time.Now()
+	o := run(ctx, cfg, logf)
+	_ = logf.Close()
+	rec := Record{Cell: j.cell.ID(), Trial: j.n, Seed: cfg.Seed, ExitCode: o.ExitCode,
+		StartedAt: start.UTC().Format(time.RFC3339), WallS: time.Since(start).Seconds()}
+	switch {
+	case ctx.Err() != nil:
+		rec.Status = StatusInterrupted
+	case !o.Checked:
+		rec.Status = StatusFailed
+	case o.Err != nil:
+		rec.Status = StatusError
+	default:
+		rec.Status = StatusOK
+	}
+	if o.Err != nil {
+		rec.Error = o.Err.Error()
+	}
+	if err := writeJSON(filepath.Join(out, "trial.json"), rec); err != nil {
+		return nil, err
+	}
+	if rec.Status == StatusInterrupted {
+		return &Trial{Record: rec, Dir: out}, nil
+	}
+	t, err := LoadTrial(out, j.cell.Fault)
+	if err != nil {
+		// The trial's own files are broken: record it as failed so that the
+		// sweep goes on and the report says so.
+		rec.Status, rec.Error = StatusFailed, err.Error()
+		_ = writeJSON(filepath.Join(out, "trial.json"), rec)
+		return &Trial{Record: rec, Dir: out}, nil
+	}
+	return t, nil
+}

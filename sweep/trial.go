@@ -1,0 +1,255 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// Trial status in trial.json.
+const (
+	StatusOK          = "ok"          // run and check carried out
+	StatusError       = "error"       // checked, but the run reported an error (e.g. a fault step failed)
+	StatusFailed      = "failed"      // no verdict: the run could not be carried out
+	StatusInterrupted = "interrupted" // Ctrl-C; resume runs it again
+)
+
+// Record is trial.json: written by the sweep after a trial ends. Its absence
+// marks a trial that never finished (the sweep was killed), which --resume
+// runs again.
+type Record struct {
+	Cell      string  `json:"cell"`
+	Trial     int     `json:"trial"`
+	Seed      int64   `json:"seed"`
+	Status    string  `json:"status"`
+	ExitCode  int     `json:"exit_code"`
+	Error     string  `json:"error,omitempty"`
+	StartedAt string  `json:"started_at"`
+	WallS     float64 `json:"wall_s"`
+}
+
+// Counts reports whether the trial's results enter the aggregates: any trial
+// the checker gave a verdict on, including one whose run noted an error, since
+// its history is complete and what it measured happened.
+func (r Record) Counts() bool { return r.Status == StatusOK || r.Status == StatusError }
+
+// Acquires classifies every acquire of a trial by how it ended.
+type Acquires struct {
+	Total      int `json:"total"`
+	OK         int `json:"ok"`
+	Contention int `json:"contention"` // refused because another client holds the lock: the lock working
+	Refused    int `json:"refused"`    // refused by an error (NOREPLICAS, WAIT shortfall, READONLY, unreachable)
+	Unknown    int `json:"unknown"`    // info: timed out or connection lost
+	// RefusedBy splits Refused by reason: noreplicas, wait, waitaof,
+	// readonly, unreachable, other.
+	RefusedBy map[string]int `json:"refused_by"`
+}
+
+func (a *Acquires) add(b Acquires) {
+	a.Total += b.Total
+	a.OK += b.OK
+	a.Contention += b.Contention
+	a.Refused += b.Refused
+	a.Unknown += b.Unknown
+	if a.RefusedBy == nil {
+		a.RefusedBy = map[string]int{}
+	}
+	for k, v := range b.RefusedBy {
+		a.RefusedBy[k] += v
+	}
+}
+
+// refusalReason sorts a failed acquire's error text. Contention is the only
+// failure that is the lock doing its job; every other fail is the cost of a
+// setting (or a fault) turning a would-be holder away.
+func refusalReason(msg string) string {
+	switch {
+	case strings.Contains(msg, "another client holds the lock"):
+		return "contention"
+	case strings.Contains(msg, "NOREPLICAS"):
+		return "noreplicas"
+	case strings.Contains(msg, "WAITAOF"):
+		return "waitaof"
+	case strings.Contains(msg, "WAIT "):
+		return "wait"
+	case strings.Contains(msg, "READONLY"):
+		return "readonly"
+	case strings.Contains(msg, "dial") || strings.Contains(msg, "connection refused") || strings.Contains(msg, "refused before sending"):
+		return "unreachable"
+	}
+	return "other"
+}
+
+// Trial is what the aggregates take from one trial folder: results.json for
+// the verdicts, history.jsonl for what results.json does not keep (the reason
+// an acquire failed, every latency, when each fault began).
+type Trial struct {
+	Record Record
+	Dir    string
+	Result *checker.Result
+
+	Unit          string // failover | fault: what one opportunity is
+	Faults        int    // fault injections of the cell's kinds
+	Opportunities int
+	DoubleGrants  int
+	// Hit counts the opportunities (fault injections) after which at least
+	// one double grant began: the numerator of P(double grant per failover).
+	Hit          int
+	Unattributed int // double grants before any fault: a bug or a stray
+	Exposures    []float64
+	AcquireOKMs  []float64
+	AcquireAllMs []float64
+	Acquires     Acquires
+}
+
+// failoverFaults produce a Sentinel failover each time; the others do not, so
+// their opportunity is the injection itself.
+var failoverFaults = map[string]bool{"kill-primary": true, "cut-replication": true, "pause-primary": true, "partition": true}
+
+// firstEvent is the nemesis event each fault kind logs first: it anchors the
+// injection on the history's clock.
+var firstEvent = map[string]string{
+	"kill-primary": "kill", "cut-replication": "cut-replication", "fast-restart": "fast-restart",
+	"pause-primary": "pause-node", "pause-client": "pause-client", "clock-bump": "clock-bump",
+	"skew-client": "skew-client",
+}
+
+// Unit is what one opportunity of a fault axis point is.
+func (f Fault) Unit() string {
+	for _, k := range f.Faults {
+		if !failoverFaults[k] {
+			return "fault"
+		}
+	}
+	return "failover"
+}
+
+// ReadRecord reads a trial folder's trial.json.
+func ReadRecord(dir string) (Record, error) {
+	var r Record
+	b, err := os.ReadFile(filepath.Join(dir, "trial.json"))
+	if err != nil {
+		return r, fmt.Errorf("trial %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("trial %s/trial.json is corrupt: %w", dir, err)
+	}
+	return r, nil
+}
+
+// LoadTrial reads one finished trial folder for the given fault axis point.
+func LoadTrial(dir string, fault Fault) (*Trial, error) {
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trial{Record: rec, Dir: dir, Unit: fault.Unit()}
+	if !rec.Counts() {
+		return t, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, fmt.Errorf("trial %s has no results.json (re-check it with 'lockjepsen check %s'): %w", dir, dir, err)
+	}
+	t.Result = new(checker.Result)
+	if err := json.Unmarshal(b, t.Result); err != nil {
+		return nil, fmt.Errorf("trial %s/results.json is corrupt: %w", dir, err)
+	}
+	events, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("trial %s: %w", dir, err)
+	}
+	t.fromHistory(events, fault)
+	t.fromResult(events, fault)
+	return t, nil
+}
+
+func (t *Trial) fromHistory(events []history.Event, fault Fault) {
+	inflight := map[history.Process]history.Event{}
+	t.Acquires.RefusedBy = map[string]int{}
+	for _, e := range events {
+		if !e.IsClient() || e.F != history.FAcquire {
+			continue
+		}
+		if e.Type == history.Invoke {
+			inflight[e.Process] = e
+			continue
+		}
+		inv, ok := inflight[e.Process]
+		if !ok {
+			continue
+		}
+		delete(inflight, e.Process)
+		ms := float64(e.Time-inv.Time) / 1e6
+		t.Acquires.Total++
+		switch e.Type {
+		case history.OK:
+			t.Acquires.OK++
+			t.AcquireOKMs = append(t.AcquireOKMs, ms)
+			t.AcquireAllMs = append(t.AcquireAllMs, ms)
+		case history.Fail:
+			t.AcquireAllMs = append(t.AcquireAllMs, ms)
+			if r := refusalReason(e.Error); r == "contention" {
+				t.Acquires.Contention++
+			} else {
+				t.Acquires.Refused++
+				t.Acquires.RefusedBy[r]++
+			}
+		default:
+			t.Acquires.Unknown++
+		}
+	}
+	// An acquire still in flight when the history ended is unknown, as the
+	// checker counts it.
+	t.Acquires.Total += len(inflight)
+	t.Acquires.Unknown += len(inflight)
+}
+
+func (t *Trial) fromResult(events []history.Event, fault Fault) {
+	kinds := map[string]bool{}
+	for _, k := range fault.Faults {
+		if f, ok := firstEvent[k]; ok {
+			kinds[f] = true
+		} else {
+			kinds[k] = true
+		}
+	}
+	var starts []int64
+	for _, e := range events {
+		if !e.IsClient() && kinds[e.F] {
+			starts = append(starts, e.Time)
+		}
+	}
+	t.Faults = len(starts)
+	if t.Unit == "failover" {
+		t.Opportunities = t.Result.Failovers
+	} else {
+		t.Opportunities = t.Faults
+	}
+	hit := map[int]bool{}
+	for _, d := range t.Result.DoubleHolderList {
+		if !d.DoubleGrant {
+			continue
+		}
+		t.DoubleGrants++
+		t.Exposures = append(t.Exposures, d.OverlapMs)
+		// The latest injection that began before the second grant.
+		a := -1
+		for i, s := range starts {
+			if s <= d.Start {
+				a = i
+			}
+		}
+		if a < 0 {
+			t.Unattributed++
+			continue
+		}
+		hit[a] = true
+	}
+	t.Hit = min(len(hit), t.Opportunities)
+}
