@@ -80,6 +80,15 @@ var faults = map[string]fault{
 		span: heldSpan,
 		run:  runSkewClient,
 	},
+	"partition": {
+		doc: "cut the primary off from the Sentinels and replicas while the clients still reach it (docker runtime " +
+			"only), past down-after: the majority promotes a replica, the old primary keeps granting; heal and it is demoted",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: 2*p.DownAfter + 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
+		},
+		span: func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
+		run:  runPartition,
+	},
 }
 
 // Run executes one step; it returns once the fault is healed.
@@ -295,4 +304,36 @@ func runSkewClient(ctx context.Context, env Env, s Step) error {
 	}
 	logf(env, "unskew-client", clientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
 	return sleepErr
+}
+
+// runPartition needs a runtime that can cut links (cluster.Partitioner: the
+// docker runtime); the heal runs even when the run is interrupted, since
+// nothing else knows the node is cut off.
+func runPartition(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	pc, ok := c.(cluster.Partitioner)
+	if !ok {
+		return fmt.Errorf("this runtime cannot partition a node: run with --runtime docker")
+	}
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "partition", p.Name, cluster.RolePrimary, "cut %s off from the Sentinels and replicas for %v; the clients still reach it", p.Name, s.Duration.Round(time.Millisecond))
+	if err := pc.Partition(p.Name); err != nil {
+		_ = pc.Heal(p.Name)
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	if err := pc.Heal(p.Name); err != nil {
+		return err
+	}
+	logf(env, "heal-partition", p.Name, cluster.RolePrimary, "%s reconnected", p.Name)
+	if sleepErr != nil {
+		return sleepErr
+	}
+	if np, err := c.Primary(ctx); err == nil && np.Name != p.Name {
+		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was cut off", np.Name, p.Name)
+	}
+	return nil
 }

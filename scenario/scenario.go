@@ -28,6 +28,9 @@ type Scenario struct {
 	Interval  time.Duration `json:"interval_ns"` // mean gap between faults
 	Job       Job           `json:"job"`
 	FakeTime  bool          `json:"fake_time"` // nodes under libfaketime
+	// Runtime, when set, is the only runtime that can carry the scenario out
+	// ("docker" for partitions); `lockjepsen run` refuses the others.
+	Runtime string `json:"runtime,omitempty"`
 	// Expect is what the scenario's lesson predicts; the tests and the
 	// reproduction figures check it.
 	Expect string `json:"expect"`
@@ -90,6 +93,13 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 40, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "resource invalid without a fence",
+	},
+	"partition": {
+		Teaches: "a network partition cuts the primary off from Sentinels and replicas while clients still reach it: " +
+			"the majority promotes a replica and both sides grant the lock (docker runtime only)",
+		Faults: []string{"partition"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob, Runtime: "docker",
+		Expect: "lock invalid (double grant, split-brain)",
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
