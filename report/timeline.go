@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -111,7 +112,9 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 				keyIdx[inv.Key] = len(keyIdx)
 			}
 			holding[e.Client] = &open{key: inv.Key, from: e.Time}
-		case e.F == history.FExtend && e.Type == history.Fail:
+		case e.F == history.FExtend && e.Type == history.Fail && strings.Contains(e.Error, "not held"):
+			// The server said the lock is gone; a transport error says nothing,
+			// and the client works on until its lease's deadline.
 			closeHold(e.Client, e.Time, false)
 		case e.F == history.FWrite:
 			v := "unknown"
@@ -150,15 +153,15 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	return tl
 }
 
-var keyColors = []color.RGBA{
+var keyColors = []color.NRGBA{
 	{66, 133, 244, 255}, {15, 157, 88, 255}, {171, 71, 188, 255}, {0, 172, 193, 255},
 	{255, 112, 67, 255}, {158, 157, 36, 255}, {92, 107, 192, 255}, {240, 98, 146, 255},
 }
 
 var (
-	red     = color.RGBA{219, 68, 55, 255}
-	faultC  = color.RGBA{244, 180, 0, 70}
-	doubleC = color.RGBA{219, 68, 55, 60}
+	red     = color.NRGBA{219, 68, 55, 255}
+	faultC  = color.NRGBA{244, 180, 0, 60}
+	doubleC = color.NRGBA{219, 68, 55, 90}
 )
 
 // Plot draws the timeline; Save it as PNG and SVG.
@@ -179,6 +182,7 @@ func (tl Timeline) Plot(title string) (*plot.Plot, error) {
 		ticks = append(ticks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Tick.Marker = plot.TickerFunc(secondTicks)
 	p.Add(&bands{tl: tl, sec: sec, rows: rows})
 	p.Add(&holds{tl: tl, sec: sec})
 	var acc, rej, stale plotter.XYs
@@ -307,4 +311,20 @@ func Save(p *plot.Plot, base string, clients int) error {
 		}
 	}
 	return nil
+}
+
+// secondTicks labels whole seconds at a step that keeps 10 to 25 labels.
+func secondTicks(lo, hi float64) []plot.Tick {
+	step := 1.0
+	for _, s := range []float64{1, 2, 5, 10, 20, 30, 60, 120, 300} {
+		step = s
+		if (hi-lo)/s <= 25 {
+			break
+		}
+	}
+	var out []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		out = append(out, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+	}
+	return out
 }
