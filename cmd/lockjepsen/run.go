@@ -63,6 +63,7 @@ func runFlags(name string, args []string) (runner.Config, int, bool) {
 	steps := fs.Int("steps", 0, "critical sections per lock hold (default: the scenario's)")
 	think := fs.Duration("think", 0, "work inside one critical section, between read and write (default: the scenario's)")
 	epsilon := fs.Duration("epsilon", 5*time.Millisecond, "checker's tolerance on lease bounds")
+	rt := fs.String("runtime", "local", "where the nodes run: local (processes on loopback) or docker (containers; 'make images' first; partitions possible)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return runner.Config{}, code, false
 	}
@@ -122,6 +123,18 @@ func runFlags(name string, args []string) (runner.Config, int, bool) {
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = n, lag
 	cfg.Cluster.AppendFsync, cfg.Cluster.AppendOnly = *fsync, *aof || set["appendfsync"]
 	cfg.Cluster.Replicas, cfg.Cluster.Sentinels, cfg.Cluster.DownAfter = *replicas, *sentinels, *downAfter
+	cfg.Cluster.Runtime = *rt
+	if *rt != "local" && *rt != "docker" {
+		return cfg, fail("--runtime %q: want local or docker", *rt), false
+	}
+	if sc.Runtime != "" && *rt != sc.Runtime {
+		return cfg, fail("--scenario %s needs --runtime %s: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)", sc.Name, sc.Runtime), false
+	}
+	for _, f := range cfg.Faults {
+		if f == "partition" && *rt != "docker" {
+			return cfg, fail("the partition fault needs --runtime docker: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)"), false
+		}
+	}
 	if err := cfg.Cluster.Validate(); err != nil && !strings.Contains(err.Error(), "no run directory") {
 		return cfg, fail("%v", err), false
 	}
