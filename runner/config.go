@@ -38,6 +38,9 @@ type Config struct {
 	Out         string         `json:"out"`
 
 	Schedule []nemesis.Step `json:"schedule"`
+	// Exe is the lockjepsen binary whose `client` and `resource serve`
+	// subcommands the run starts; default: this executable.
+	Exe string `json:"-"`
 	Versions Versions       `json:"versions"`
 }
 

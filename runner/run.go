@@ -94,10 +94,13 @@ func Keys(n int) (keys, runs []string) {
 // `lockjepsen check DIR`.
 func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	o := Outcome{Dir: cfg.Out, ExitCode: 2}
-	exe, err := os.Executable()
-	if err != nil {
-		o.Err = fmt.Errorf("find own executable: %w", err)
-		return o
+	exe := cfg.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			o.Err = fmt.Errorf("find own executable: %w", err)
+			return o
+		}
 	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {

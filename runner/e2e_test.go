@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/scenario"
+)
+
+// These tests run lockjepsen as users do: real Valkey, Sentinels, client
+// processes and the resource service, started from a freshly built binary.
+
+var exe string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockjepsen-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	exe = filepath.Join(dir, "lockjepsen")
+	build := exec.Command("go", "build", "-o", exe, "../cmd/lockjepsen")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build lockjepsen:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func config(t *testing.T, name string, mutate func(*Config)) Config {
+	t.Helper()
+	sc, err := scenario.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := FromScenario(sc)
+	cfg.Exe = exe
+	cfg.Out = filepath.Join(t.TempDir(), "run")
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) { return len(p), nil }
+
+func runAndLoad(t *testing.T, cfg Config) (Outcome, *checker.Result) {
+	t.Helper()
+	o := Run(context.Background(), cfg, testLog{t})
+	if !o.Checked {
+		t.Fatalf("run not checked: %v", o.Err)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.Out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r checker.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "history.jsonl", "nemesis.jsonl", "resource.jsonl", "summary.txt", "timeline.png", "timeline.svg", "index.html", "logs/valkey-0.log"} {
+		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
+			t.Errorf("run folder lacks %s", f)
+		}
+	}
+	assertNoProcessesLeft(t, cfg.Out)
+	return o, &r
+}
+
+// assertNoProcessesLeft reads the cluster's state file and checks that every
+// node the run started is gone.
+func assertNoProcessesLeft(t *testing.T, out string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "cluster", cluster.StateFile))
+	if err != nil {
+		t.Fatalf("no cluster state: %v", err)
+	}
+	var st struct {
+		Nodes []cluster.Node `json:"nodes"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		if n.PID != 0 && syscall.Kill(n.PID, 0) == nil {
+			t.Errorf("%s (pid %d) outlived the run", n.Name, n.PID)
+		}
+	}
+}
+
+func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
+	for _, seed := range []int64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			cfg := config(t, "baseline", func(c *Config) { c.Seed = seed })
+			o, r := runAndLoad(t, cfg)
+			if r.Valid != checker.Valid || o.ExitCode != 0 {
+				t.Fatalf("a clean run checked %v (exit %d): a false alarm\n%s", r.Valid, o.ExitCode, o.Summary)
+			}
+			if r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 100 || r.Ops["write"].OK < 100 {
+				t.Fatalf("too little work to mean anything: %+v", r.Ops)
+			}
+		})
+	}
+}
+
+func TestScenariosShowTheirLesson(t *testing.T) {
+	tests := []struct {
+		scenario string
+		mutate   func(*Config)
+		exit     int
+	}{
+		{"failover-race", nil, 1},
+		{"failover-race", func(c *Config) { c.Fence = "none"; c.Seed = 2 }, 1},
+		{"paused-client", func(c *Config) { c.Fence = "none" }, 1},
+		{"paused-client", func(c *Config) { c.Recipe = "unsafe"; c.Fence = "none" }, 1},
+		{"clock-jump", nil, 1},
+	}
+	for _, tt := range tests {
+		cfg := config(t, tt.scenario, tt.mutate)
+		t.Run(fmt.Sprintf("%s/%s/fence-%s", tt.scenario, cfg.Recipe, cfg.Fence), func(t *testing.T) {
+			o, r := runAndLoad(t, cfg)
+			if !Reproduced(cfg, r) {
+				t.Fatalf("the run did not show the %s lesson\n%s", tt.scenario, o.Summary)
+			}
+			if o.ExitCode != tt.exit {
+				t.Fatalf("exit %d, want %d", o.ExitCode, tt.exit)
+			}
+		})
+	}
+}
+
+// Ctrl-C stops the workload; what was recorded stays on disk and checks.
+func TestInterruptedRunKeepsItsHistory(t *testing.T) {
+	cfg := config(t, "baseline", func(c *Config) { c.TimeLimit = 30 * time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Interrupt once the workload is under way.
+		for i := 0; i < 600; i++ {
+			if st, err := os.Stat(filepath.Join(cfg.Out, "history.jsonl")); err == nil && st.Size() > 50_000 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}()
+	start := time.Now()
+	o := Run(ctx, cfg, testLog{t})
+	if o.ExitCode != 2 || o.Err == nil {
+		t.Fatalf("interrupted run: exit %d, err %v; want exit 2 with the reason", o.ExitCode, o.Err)
+	}
+	if time.Since(start) > 25*time.Second {
+		t.Fatalf("interrupt took effect only after %v", time.Since(start))
+	}
+	assertNoProcessesLeft(t, cfg.Out)
+	if _, code, err := CheckDir(cfg.Out); err != nil || code != 0 {
+		t.Fatalf("re-check of the interrupted run: exit %d, %v", code, err)
+	}
+}
