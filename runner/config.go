@@ -40,8 +40,8 @@ type Config struct {
 	Schedule []nemesis.Step `json:"schedule"`
 	// Exe is the lockjepsen binary whose `client` and `resource serve`
 	// subcommands the run starts; default: this executable.
-	Exe string `json:"-"`
-	Versions Versions       `json:"versions"`
+	Exe      string   `json:"-"`
+	Versions Versions `json:"versions"`
 }
 
 // Versions records what a run ran on.
