@@ -21,6 +21,7 @@ type CellStats struct {
 
 	Trials        int `json:"trials"`         // trials that count (checked)
 	TrialsFailed  int `json:"trials_failed"`  // no verdict: left out of every figure below
+	Interrupted   int `json:"interrupted"`    // stopped by Ctrl-C: --resume runs them again
 	InvalidTrials int `json:"invalid_trials"` // checker said invalid
 	UnknownTrials int `json:"unknown_trials"` // checker ran out of budget
 
@@ -165,6 +166,10 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	cs.Exposures = []float64{}
 	for _, t := range trials {
 		cs.WallS += t.Record.WallS
+		if t.Record.Status == StatusInterrupted {
+			cs.Interrupted++
+			continue
+		}
 		if !t.Record.Counts() {
 			cs.TrialsFailed++
 			continue

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -175,6 +176,9 @@ func LookupConfig(name string) (Config, error) {
 		}
 	}
 	out.Note = strings.Join(notes, "; ")
+	if out.Note == "" {
+		out.Note = Catalog[0].Note
+	}
 	return out, nil
 }
 
@@ -432,4 +436,34 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// RewritePlan replaces plan.json of a sweep being resumed (only --parallel
+// and the adaptive trial counts may change).
+func RewritePlan(dir string, p Plan) error { return writeJSON(filepath.Join(dir, "plan.json"), p) }
+
+// Estimation is a sweep's expected wall time.
+type Estimation struct {
+	PerTrial time.Duration
+	Trials   int
+	Total    time.Duration
+}
+
+// TrialOverhead is what a trial costs beyond its workload on the 2-core
+// machine: cluster up ~2-3 s, clients start, heal and settle ~2-4 s, the
+// check and its pictures ~2-5 s. Measured: failover-race at 20 s takes 25-35 s.
+const TrialOverhead = 10 * time.Second
+
+// Estimate is the wall time of the fixed trials of a plan (the adaptive ones
+// of --min-failovers come on top).
+func Estimate(p Plan) Estimation {
+	limit := time.Duration(p.TimeLimit)
+	if limit == 0 {
+		if sc, err := scenario.Get(p.Scenario); err == nil {
+			limit = sc.TimeLimit
+		}
+	}
+	e := Estimation{PerTrial: limit + TrialOverhead, Trials: len(p.Cells()) * p.Trials}
+	e.Total = time.Duration(float64(e.PerTrial) * float64(e.Trials) / float64(max(1, p.Parallel)))
+	return e
 }

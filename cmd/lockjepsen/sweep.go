@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/scenario"
+	"github.com/lockjepsen/lockjepsen/sweep"
+)
+
+func init() {
+	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep})
+}
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+func sweepUsage() string {
+	var b strings.Builder
+	b.WriteString("sweep [flags]                 a new sweep in results/<timestamp>-sweep\n" +
+		"       lockjepsen sweep --resume DIR [--aggregate]\n\nconfigurations (--configs; join with '+' to combine):\n")
+	for _, c := range sweep.Catalog {
+		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
+	}
+	b.WriteString("\nfaults (--faults; NAME:duration=4s:interval=8s sets parameters; any nemesis fault name works too):\n")
+	for _, f := range sweep.FaultCatalog {
+		fmt.Fprintf(&b, "  %-24s %s = %s\n", f.Name, strings.Join(f.Faults, ","), f.Note)
+	}
+	b.WriteString("\nexit codes: 0 every planned trial has a verdict (double grants are the measurement, not an error);\n" +
+		"2 the sweep could not run, was interrupted, or some trials gave no verdict\n")
+	return b.String()
+}
+
+func runSweep(args []string) int {
+	fs := newFlagSet("sweep", sweepUsage())
+	scen := fs.String("scenario", "failover-race", "scenario every trial runs (its clients, TTL and job); the fault axis replaces its faults")
+	configs := fs.String("configs", strings.Join(sweep.DefaultConfigs, ","), "comma-separated configurations (see above)")
+	var custom multiFlag
+	fs.Var(&custom, "config", "a configuration of your own, NAME=KNOB;KNOB... (wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly, appendfsync=always, replicas=3, or a catalog name); repeatable, added to --configs")
+	faults := fs.String("faults", strings.Join(sweep.DefaultFaults, ","), "comma-separated fault kinds (see above)")
+	file := fs.String("file", "", "sweep file (JSON, the shape of plan.json); flags given explicitly override it")
+	trials := fs.Int("trials", sweep.DefaultTrials, "trials per configuration × fault")
+	minFail := fs.Int("min-failovers", 0, "keep adding trials to a cell until it saw this many failovers (faults, for kinds without one)")
+	maxTrials := fs.Int("max-trials", 0, "cap on trials per cell with --min-failovers (default 4x the larger of --trials and --min-failovers)")
+	limit := fs.Duration("time-limit", 0, "workload length of each trial (default: the scenario's)")
+	seed := fs.Int64("seed", 1, "trial n of every cell runs with seed+n")
+	parallel := fs.Int("parallel", 1, "trials at once; each is a full cluster and 8+ client processes, so on 2 cores keep 1 (timings skew above that)")
+	out := fs.String("out", "", "sweep folder (default results/<timestamp>-sweep)")
+	resume := fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
+	aggregate := fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")
+	dry := fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail("sweep: unexpected argument %q (flags go before it? see lockjepsen sweep -h)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var dir string
+	if *resume != "" {
+		for _, f := range []string{"scenario", "configs", "config", "faults", "file", "trials", "time-limit", "seed", "out"} {
+			if set[f] {
+				return fail("sweep: --%s cannot change a sweep being resumed (its plan.json fixes the matrix); only --parallel, --min-failovers and --max-trials can", f)
+			}
+		}
+		dir = *resume
+		plan, err := sweep.ReadPlan(dir)
+		if err != nil {
+			return fail("sweep: %v", err)
+		}
+		if set["parallel"] || set["min-failovers"] || set["max-trials"] {
+			if set["parallel"] {
+				plan.Parallel = *parallel
+			}
+			if set["min-failovers"] {
+				plan.MinFailovers = *minFail
+			}
+			if set["max-trials"] {
+				plan.MaxTrials = *maxTrials
+			}
+			plan.Defaults()
+			if err := plan.Validate(); err != nil {
+				return fail("sweep: %v", err)
+			}
+			if err := sweep.RewritePlan(dir, plan); err != nil {
+				return fail("sweep: %v", err)
+			}
+		}
+		if *aggregate {
+			return reaggregate(dir)
+		}
+	} else {
+		if *aggregate {
+			return fail("sweep: --aggregate needs --resume DIR")
+		}
+		plan, code, ok := sweepPlan(set, *file, *scen, *configs, custom, *faults, *trials, *minFail, *maxTrials, *limit, *seed, *parallel)
+		if !ok {
+			return code
+		}
+		printPlan(plan)
+		if *dry {
+			return exitValid
+		}
+		dir = *out
+		if dir == "" {
+			dir = filepath.Join("results", time.Now().Format("20060102-150405")+"-sweep")
+		}
+		if err := sweep.Start(dir, plan); err != nil {
+			return fail("sweep: %v", err)
+		}
+	}
+	fmt.Printf("lockjepsen sweep -> %s (trial folders under trials/, progress of each in its run.log)\n", dir)
+	// The first Ctrl-C lets the trials in flight stop, check what they
+	// recorded, and the sweep aggregate what finished; a second one kills.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // restore the default: a second Ctrl-C ends the process
+	}()
+	start := time.Now()
+	rep, err := sweep.Execute(ctx, dir, sweep.Options{Progress: os.Stdout, TTY: isTerminal(os.Stdout)})
+	if rep != nil {
+		printFindings(rep)
+		fmt.Printf("\nsweep took %v; open %s\n", time.Since(start).Round(time.Second), filepath.Join(dir, "index.html"))
+	}
+	if err != nil {
+		return fail("sweep: %v", err)
+	}
+	if rep.Failed > 0 || rep.Pending > 0 {
+		fmt.Fprintf(os.Stderr, "lockjepsen: sweep: %d trial(s) gave no verdict, %d not run; see their trial.json and run.log\n", rep.Failed, rep.Pending)
+		return exitUsage
+	}
+	return exitValid
+}
+
+func reaggregate(dir string) int {
+	rep, err := sweep.Aggregate(dir)
+	if err != nil {
+		return fail("sweep: %v", err)
+	}
+	if err := rep.WriteFiles(dir); err != nil {
+		return fail("sweep: %v", err)
+	}
+	if err := sweep.WriteReport(dir, rep); err != nil {
+		return fail("sweep: %v", err)
+	}
+	printFindings(rep)
+	fmt.Printf("\nre-aggregated %d trial(s); open %s\n", rep.Trials, filepath.Join(dir, "index.html"))
+	return exitValid
+}
+
+// sweepPlan builds a plan from the sweep file (if any) and the flags; a flag
+// the user typed wins over the file.
+func sweepPlan(set map[string]bool, file, scen, configs string, custom []string, faults string, trials, minFail, maxTrials int,
+	limit time.Duration, seed int64, parallel int) (sweep.Plan, int, bool) {
+	var plan sweep.Plan
+	if file != "" {
+		p, err := sweep.ReadPlanFile(file)
+		if err != nil {
+			return plan, fail("sweep: %v", err), false
+		}
+		plan = p
+	}
+	if file == "" || set["scenario"] {
+		plan.Scenario = scen
+	}
+	if _, err := scenario.Get(plan.Scenario); plan.Scenario != "" && err != nil {
+		return plan, fail("--scenario: %v", err), false
+	}
+	if file == "" || set["configs"] {
+		plan.Configs = nil
+		for _, n := range strings.Split(configs, ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				continue
+			}
+			c, err := sweep.LookupConfig(n)
+			if err != nil {
+				return plan, fail("--configs: %v", err), false
+			}
+			plan.Configs = append(plan.Configs, c)
+		}
+	}
+	for _, s := range custom {
+		c, err := sweep.ParseConfig(s)
+		if err != nil {
+			return plan, fail("%v", err), false
+		}
+		plan.Configs = append(plan.Configs, c)
+	}
+	if file == "" || set["faults"] {
+		plan.Faults = nil
+		for _, n := range strings.Split(faults, ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				continue
+			}
+			f, err := sweep.LookupFault(n)
+			if err != nil {
+				return plan, fail("--faults: %v", err), false
+			}
+			plan.Faults = append(plan.Faults, f)
+		}
+	}
+	if file == "" || set["trials"] {
+		plan.Trials = trials
+	}
+	if file == "" || set["seed"] {
+		plan.Seed = seed
+	}
+	if file == "" || set["parallel"] {
+		plan.Parallel = parallel
+	}
+	if set["min-failovers"] {
+		plan.MinFailovers = minFail
+	}
+	if set["max-trials"] {
+		plan.MaxTrials = maxTrials
+	}
+	if set["time-limit"] {
+		plan.TimeLimit = sweep.Duration(limit)
+	}
+	plan.Defaults()
+	if err := plan.Validate(); err != nil {
+		return plan, fail("sweep: %v", err), false
+	}
+	return plan, 0, true
+}
+
+func printPlan(p sweep.Plan) {
+	cells := p.Cells()
+	est := sweep.Estimate(p)
+	fmt.Printf("sweep: scenario %s, %d configuration(s) × %d fault(s) = %d cell(s), %d trial(s) each", p.Scenario, len(p.Configs), len(p.Faults), len(cells), p.Trials)
+	if p.MinFailovers > 0 {
+		fmt.Printf(", more until %d failovers (at most %d)", p.MinFailovers, p.MaxTrials)
+	}
+	fmt.Printf(", %d at a time\n", p.Parallel)
+	for _, c := range p.Configs {
+		fmt.Printf("  config %-24s %s\n", c.Name, c.Note)
+	}
+	for _, f := range p.Faults {
+		fmt.Printf("  fault  %-24s %s\n", f.Name, strings.Join(f.Faults, ","))
+	}
+	fmt.Printf("estimated wall time: %v for the fixed trials (%v a trial on 2 cores)\n", est.Total.Round(time.Minute), est.PerTrial.Round(time.Second))
+}
+
+func printFindings(rep *sweep.Report) {
+	for _, f := range sweep.Findings(rep) {
+		fmt.Printf("\n%s:\n", f.Fault)
+		for _, l := range f.Lines {
+			fmt.Printf("  %s\n", l)
+		}
+	}
+}
+
+// isTerminal reports whether f is a character device, where the progress bar
+// redraws in place; elsewhere (CI logs, make) it prints one line per trial.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
