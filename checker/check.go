@@ -149,8 +149,15 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 	for i := range dhs {
 		dhs[i].Explanation = explainDoubleHolder(dhs[i], t0)
 		d := dhs[i]
-		if d.StaleWrite == history.Accepted {
-			res.Violations = append(res.Violations, Violation{Kind: "stale-write-accepted", Affects: "none", Key: d.Key,
+		kind := "stale-write-accepted"
+		if d.NewTurnedAway != "" {
+			// The older holder's writes landed because the fence sided with
+			// it: the newer holder, carrying a set-back number, was refused.
+			kind = "newer-holder-turned-away"
+			res.StaleWrites.NewerTurnedAway++
+		}
+		if d.StaleWrite == history.Accepted || d.NewTurnedAway != "" {
+			res.Violations = append(res.Violations, Violation{Kind: kind, Affects: "none", Key: d.Key,
 				Start: d.Start, End: d.End, Clients: []int{d.StaleClient, d.NewClient}, Tokens: []string{d.StaleToken, d.NewToken},
 				Cause: d.Cause, Faults: d.Faults, Explanation: d.Explanation})
 		}

@@ -168,6 +168,10 @@ type StaleWrites struct {
 	Rejected  int `json:"rejected"`
 	Accepted  int `json:"accepted"`
 	Unknown   int `json:"unknown"`
+	// NewerTurnedAway counts double holders in which the fence refused the
+	// newer holder (its number was set back by a failover) rather than the
+	// older one.
+	NewerTurnedAway int `json:"newer_turned_away"`
 }
 
 // FenceTokens lists fence numbers handed out twice or going backwards.
@@ -247,7 +251,8 @@ type DoubleHolder struct {
 type Violation struct {
 	// Kind: double-grant, non-holder-release, non-holder-extend,
 	// lock-not-linearizable, lost-update, resource-not-linearizable,
-	// stale-write-accepted, duplicate-fence, fence-regression.
+	// stale-write-accepted, newer-holder-turned-away, duplicate-fence,
+	// fence-regression.
 	Kind string `json:"kind"`
 	// Affects names the verdict it falsifies: lock, resource, or none for
 	// findings that are reported without changing valid.

@@ -46,6 +46,9 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "double holders: %d, exposure %.0f ms total, %.0f ms longest\n", r.DoubleHolders, r.ExposureMs.Total, r.ExposureMs.Max)
 	fmt.Fprintf(&b, "stale writes: %d attempted, %d rejected, %d accepted, %d unknown\n",
 		r.StaleWrites.Attempted, r.StaleWrites.Rejected, r.StaleWrites.Accepted, r.StaleWrites.Unknown)
+	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
+		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %d double holder(s): its fence number was set back by the failover, so the older holder kept writing\n", n)
+	}
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
 	if len(r.Violations) > 0 {
 		// The first violation of each kind in full; a failover that hands a
