@@ -154,7 +154,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 			// The older holder's writes landed because the fence sided with
 			// it: the newer holder, carrying a set-back number, was refused.
 			kind = "newer-holder-turned-away"
-			res.StaleWrites.NewerTurnedAway++
+			sw.NewerTurnedAway++
 		}
 		if d.StaleWrite == history.Accepted || d.NewTurnedAway != "" {
 			res.Violations = append(res.Violations, Violation{Kind: kind, Affects: "none", Key: d.Key,
