@@ -116,6 +116,8 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 			// The server said the lock is gone; a transport error says nothing,
 			// and the client works on until its lease's deadline.
 			closeHold(e.Client, e.Time, false)
+		case e.F == history.FRead && e.Verdict == history.Rejected:
+			tl.Writes = append(tl.Writes, Mark{Client: e.Client, Time: e.Time, Verdict: history.Rejected})
 		case e.F == history.FWrite:
 			v := "unknown"
 			if e.Type == history.OK {
@@ -215,7 +217,7 @@ func (tl Timeline) Plot(title string) (*plot.Plot, error) {
 			return nil, err
 		}
 	}
-	if err := addScatter(rej, draw.CrossGlyph{}, red, vg.Points(3.5), "write rejected by the fence"); err != nil {
+	if err := addScatter(rej, draw.CrossGlyph{}, red, vg.Points(3.5), "read or write turned away by the fence"); err != nil {
 		return nil, err
 	}
 	if err := addScatter(stale, draw.TriangleGlyph{}, red, vg.Points(4), "stale write accepted"); err != nil {
