@@ -19,6 +19,28 @@ type Page struct {
 	Result   *checker.Result
 	Config   string // config.json, pretty
 	Files    []string
+	// First holds the first violation of each kind; Counts says how many of
+	// each there are. A failover that hands a lock out a hundred times is one
+	// story, told once, with the full list one click away.
+	First  []checker.Violation
+	Counts string
+}
+
+func (p *Page) digest() {
+	counts := map[string]int{}
+	var kinds []string
+	for _, v := range p.Result.Violations {
+		if counts[v.Kind] == 0 {
+			kinds = append(kinds, v.Kind)
+			p.First = append(p.First, v)
+		}
+		counts[v.Kind]++
+	}
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	p.Counts = strings.Join(parts, ", ")
 }
 
 func verdictWord(v checker.Validity) string {
@@ -62,19 +84,25 @@ img{max-width:100%;border:1px solid #ddd} pre{background:#f6f6f6;padding:1em;ove
 </p>
 <p>Double holders: <b>{{.Result.DoubleHolders}}</b> (exposure {{printf "%.0f" .Result.ExposureMs.Total}} ms in all, longest {{printf "%.0f" .Result.ExposureMs.Max}} ms).
 Stale writes: {{.Result.StaleWrites.Attempted}} attempted, <b>{{.Result.StaleWrites.Rejected}} rejected by the fence</b>, {{.Result.StaleWrites.Accepted}} accepted.
+{{if .Result.StaleWrites.NewerTurnedAway}}In <b>{{.Result.StaleWrites.NewerTurnedAway}}</b> double holders the fence turned the <b>newer</b> holder away: the failover set its fence number back, so the older holder kept writing.{{end}}
 Failovers: {{.Result.Failovers}}. Fence numbers handed out twice: {{.Result.FenceTokens.Duplicates}}.</p>
 <h2>Timeline</h2>
 <p>One row per client; bars are lock holds coloured by key (red outline: part of a double grant). Yellow bands: faults in force;
-red bands: two clients acting as holder at once. Red crosses: writes the fence turned away; red triangles: stale writes that landed.</p>
+red bands: two clients acting as holder at once. Red crosses: reads or writes the fence turned away; red triangles: stale writes that landed.</p>
 <a href="timeline.svg"><img src="timeline.png" alt="timeline of lock holds, faults and writes"></a>
-{{if .Result.Violations}}<h2>What went wrong</h2>
+{{if .First}}<h2>What went wrong</h2>
+<p>The first violation of each kind (in all: {{.Counts}}).</p>
 <table><tr><th>kind</th><th>key</th><th>clients</th><th>when (s)</th><th>cause</th><th>explanation</th><th>picture</th></tr>
-{{range .Result.Violations}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td><td>{{if .Picture}}<a href="{{.Picture}}">porcupine</a>{{end}}</td></tr>
-{{end}}</table>{{end}}
-{{if .Result.DoubleHolderList}}<h2>Double holders and the fence</h2>
-<table><tr><th>key</th><th>stale client</th><th>new client</th><th>overlap ms</th><th>double grant</th><th>cause</th><th>stale write</th><th>explanation</th></tr>
-{{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{printf "%.0f" .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.Explanation}}</td></tr>
-{{end}}</table>{{end}}
+{{range .First}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td><td>{{if .Picture}}<a href="{{.Picture}}">porcupine</a>{{end}}</td></tr>
+{{end}}</table>
+<details><summary>All {{len .Result.Violations}} violations</summary>
+<table><tr><th>kind</th><th>key</th><th>clients</th><th>when (s)</th><th>cause</th><th>explanation</th></tr>
+{{range .Result.Violations}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td></tr>
+{{end}}</table></details>{{end}}
+{{if .Result.DoubleHolderList}}<details><summary>All {{len .Result.DoubleHolderList}} double holders and the fence</summary>
+<table><tr><th>key</th><th>stale client</th><th>new client</th><th>overlap ms</th><th>double grant</th><th>cause</th><th>stale write</th><th>newer turned away</th></tr>
+{{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{printf "%.0f" .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.NewTurnedAway}}</td></tr>
+{{end}}</table></details>{{end}}
 <h2>Summary</h2>
 <pre>{{.Summary}}</pre>
 <h2>Files</h2>
@@ -104,6 +132,7 @@ func WriteIndex(dir string, p Page) error {
 		}
 		p.Files = append(p.Files, name)
 	}
+	p.digest()
 	f, err := os.Create(filepath.Join(dir, "index.html.tmp"))
 	if err != nil {
 		return fmt.Errorf("create index.html: %w", err)
