@@ -1,0 +1,188 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
+	"github.com/moby/moby/client"
+)
+
+// End to end on the docker runtime: `lockjepsen run --runtime docker` finds the
+// failover race and the partition's split brain, leaves no container or
+// network behind, and plays the schedule the local runtime would have played.
+
+func root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func dockerAPI(t *testing.T) *client.Client {
+	t.Helper()
+	api, err := client.New(client.FromEnv)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Docker is not reachable in CI: %v", err)
+		}
+		t.Skipf("Docker is not reachable (%v)", err)
+	}
+	t.Cleanup(func() { api.Close() })
+	return api
+}
+
+// buildAll builds the images (idempotent) and a lockjepsen binary for the runs.
+func buildAll(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("bash", "scripts/build-images.sh", "--quiet")
+	cmd.Dir = root()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build images: %v: %s", err, out)
+	}
+	exe := filepath.Join(t.TempDir(), "lockjepsen")
+	cmd = exec.Command("go", "build", "-o", exe, "./cmd/lockjepsen")
+	cmd.Dir = root()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v: %s", err, out)
+	}
+	return exe
+}
+
+// lj runs lockjepsen and returns its exit code, output and pid.
+func lj(t *testing.T, exe string, args ...string) (int, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Dir = t.TempDir()
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("lockjepsen %v: %v", args, err)
+	}
+	return code, out.String(), cmd.Process.Pid
+}
+
+func leftovers(t *testing.T, api *client.Client, owner int) (int, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := make(client.Filters).Add("label", "org.lockjepsen.owner-pid="+strconv.Itoa(owner))
+	cs, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := api.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs.Items), len(ns.Items)
+}
+
+func tail(s string) string {
+	s = strings.ReplaceAll(s, "\r", "\n")
+	lines := strings.Split(s, "\n")
+	var keep []string
+	for _, l := range lines {
+		if !strings.Contains(l, "ops/s") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) > 40 {
+		keep = keep[len(keep)-40:]
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestDockerRuns(t *testing.T) {
+	api := dockerAPI(t)
+	exe := buildAll(t)
+	out := t.TempDir()
+
+	// The partition scenario is refused on the local runtime, before anything starts.
+	code, text, _ := lj(t, exe, "run", "--scenario", "partition", "--out", filepath.Join(out, "refused"))
+	if code != 2 || !strings.Contains(text, "--runtime docker") {
+		t.Errorf("partition on the local runtime: exit %d, %q; want exit 2 naming --runtime docker", code, text)
+	}
+
+	for _, sc := range []struct{ name, want string }{
+		{"failover-race", "double-grant"},
+		{"partition", "lock service: invalid"},
+	} {
+		dir := filepath.Join(out, sc.name)
+		start := time.Now()
+		code, text, pid := lj(t, exe, "run", "--runtime", "docker", "--scenario", sc.name, "--seed", "1", "--out", dir)
+		t.Logf("%s on docker: exit %d in %v", sc.name, code, time.Since(start).Round(time.Second))
+		if code != 1 || !strings.Contains(text, sc.want) {
+			t.Errorf("%s --runtime docker: exit %d, want 1 with %q:\n%s", sc.name, code, sc.want, tail(text))
+		}
+		if c, n := leftovers(t, api, pid); c != 0 || n != 0 {
+			t.Errorf("%s left %d containers and %d networks behind", sc.name, c, n)
+		}
+		// The docker run played exactly the schedule the same seed gives on
+		// the local runtime: planning never looks at the runtime.
+		var got runner.Config
+		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Cluster.Runtime != "docker" || len(got.Schedule) == 0 {
+			t.Errorf("%s: config.json runtime %q, %d steps", sc.name, got.Cluster.Runtime, len(got.Schedule))
+		}
+		if want := plan(t, sc.name, "local", 1); !reflect.DeepEqual(got.Schedule, want) {
+			t.Errorf("%s seed 1: docker schedule %v, local %v", sc.name, got.Schedule, want)
+		}
+	}
+}
+
+func plan(t *testing.T, name, rt string, seed int64) []nemesis.Step {
+	t.Helper()
+	s, err := scenario.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runner.FromScenario(s)
+	c.Seed, c.Cluster.Runtime = seed, rt
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c.Schedule
+}
+
+// TestSameScheduleBothRuntimes: for every scenario and a few seeds, the plan
+// is the same whichever runtime the config names.
+func TestSameScheduleBothRuntimes(t *testing.T) {
+	for _, name := range scenario.Names() {
+		for seed := int64(1); seed <= 5; seed++ {
+			l, d := plan(t, name, "local", seed), plan(t, name, "docker", seed)
+			if !reflect.DeepEqual(l, d) {
+				t.Errorf("%s seed %d: local %v, docker %v", name, seed, l, d)
+			}
+		}
+	}
+}
