@@ -116,6 +116,9 @@ func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
 			if r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 100 || r.Ops["write"].OK < 100 {
 				t.Fatalf("too little work to mean anything: %+v", r.Ops)
 			}
+			if seed == 1 {
+				checkInBrowser(t, cfg.Out)
+			}
 		})
 	}
 }
@@ -141,6 +144,9 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 			}
 			if o.ExitCode != tt.exit {
 				t.Fatalf("exit %d, want %d", o.ExitCode, tt.exit)
+			}
+			if tt.scenario == "failover-race" && cfg.Fence != "none" {
+				checkInBrowser(t, cfg.Out)
 			}
 		})
 	}

@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkInBrowser opens a run's index.html in headless Chromium (Debian's
+// package, installed by make setup-ci): the page must render its verdicts, every
+// file it links must exist, every image must decode in the browser, and the
+// console must stay silent.
+func checkInBrowser(t *testing.T, dir string) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium not installed (make setup-ci installs it): %v", err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, m := range regexp.MustCompile(`(?:src|href)="([^"#:]+)"`).FindAllStringSubmatch(string(page), -1) {
+		if _, err := os.Stat(filepath.Join(dir, m[1])); err != nil {
+			t.Errorf("index.html links %s, which is missing", m[1])
+		}
+		if strings.HasSuffix(m[1], ".png") || strings.HasSuffix(m[1], ".svg") {
+			images = append(images, m[1])
+		}
+	}
+	if len(images) == 0 {
+		t.Error("index.html shows no image")
+	}
+	// A probe page beside index.html reports each image's load or failure on
+	// the console, where the test reads it.
+	var probe strings.Builder
+	for _, img := range images {
+		probe.WriteString(`<img src="` + img + `" onload="console.log('loaded ` + img + `')" onerror="console.error('failed ` + img + `')">`)
+	}
+	probePath := filepath.Join(dir, "browser-probe.tmp.html")
+	if err := os.WriteFile(probePath, []byte(probe.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(probePath)
+	for _, target := range []string{"index.html", filepath.Base(probePath)} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+			"--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000", "--dump-dom",
+			"file://"+filepath.Join(dir, target))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		dom, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("chromium on %s: %v\n%s", target, err, stderr.String())
+		}
+		var console []string
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(line, ":CONSOLE") {
+				console = append(console, line)
+			}
+		}
+		if target == "index.html" {
+			if !strings.Contains(string(dom), "overall:") || !strings.Contains(string(dom), "Timeline") {
+				t.Errorf("index.html did not render its verdicts")
+			}
+			if len(console) > 0 {
+				t.Errorf("console messages on index.html: %v", console)
+			}
+			continue
+		}
+		for _, img := range images {
+			if !strings.Contains(strings.Join(console, "\n"), "loaded "+img) {
+				t.Errorf("%s did not load in the browser: %v", img, console)
+			}
+		}
+	}
+}
