@@ -118,7 +118,9 @@ func WriteIndex(dir string, p Page) error {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		name := e.Name()
-		if name == "index.html" || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".addr") {
+		// SQLite's -wal/-shm sidecars vanish when the resource closes.
+		if name == "index.html" || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".addr") ||
+			strings.HasSuffix(name, "-wal") || strings.HasSuffix(name, "-shm") || strings.Contains(name, ".tmp.") {
 			continue
 		}
 		if e.IsDir() {
