@@ -50,3 +50,14 @@ clean:
 .PHONY: images
 images: setup
 	@bash scripts/build-images.sh
+
+## reference-sweep: the reference sweep, >= 20 failovers per configuration × fault (about 3-4 hours on 2 cores).
+## Restartable: a second call resumes results/reference-sweep. Only the summary, CSV and plots go to
+## results/reference/ (the trial folders stay in results/reference-sweep, too large to commit).
+.PHONY: reference-sweep
+reference-sweep: setup build
+	@if [ -f results/reference-sweep/plan.json ]; then ./$(BIN) sweep --resume results/reference-sweep; \
+	else ./$(BIN) sweep --min-failovers 20 --max-trials 40 --out results/reference-sweep; fi
+	mkdir -p results/reference
+	cd results/reference-sweep && cp plan.json sweep.json sweep.csv index.html probability.png probability.svg \
+		exposure.png exposure.svg cost.png ../reference/

@@ -114,7 +114,7 @@ func probabilityPlot(r *Report, l layout) (*plot.Plot, error) {
 // exposurePlot: every double grant's window as a point (a strip per cell),
 // with the cell's p50 as a bar: the distribution, not just its summary.
 func exposurePlot(r *Report, l layout) (*plot.Plot, error) {
-	p := l.plot("exposure window of each double grant (ms); bar = median", "ms both clients held the lock")
+	p := l.plot("exposure window of each double grant (ms); square = median", "ms both clients held the lock")
 	p.Y.Min = 0
 	any := false
 	for fi, f := range l.faults {

@@ -207,8 +207,8 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 }
 
 // scanCell finds a cell's finished trials and moves unfinished leftovers
-// (a folder without trial.json, or one marked interrupted) aside to
-// <n>.interrupted, so the trial runs again in a clean folder while what the
+// (a folder without trial.json, or one marked interrupted or failed) aside to
+// <n>.interrupted or <n>.failed, so the trial runs again in a clean folder while what the
 // interrupted one recorded stays on disk.
 func scanCell(dir string, c Cell) (*state, error) {
 	st := &state{cell: c, done: map[int]bool{}}
@@ -224,7 +224,9 @@ func scanCell(dir string, c Cell) (*state, error) {
 		}
 		p := filepath.Join(base, e.Name())
 		rec, rerr := ReadRecord(p)
-		if rerr == nil && rec.Status != StatusInterrupted {
+		// A failed trial (no verdict) is retried too: its cause is usually
+		// the machine (a cluster that did not come up), not the setting.
+		if rerr == nil && rec.Status != StatusInterrupted && rec.Status != StatusFailed {
 			st.done[n] = true
 			if rec.Counts() {
 				if t, err := LoadTrial(p, c.Fault); err == nil {
@@ -233,12 +235,16 @@ func scanCell(dir string, c Cell) (*state, error) {
 			}
 			continue
 		}
-		aside := p + ".interrupted"
+		suffix := ".interrupted"
+		if rerr == nil && rec.Status == StatusFailed {
+			suffix = ".failed"
+		}
+		aside := p + suffix
 		for i := 2; ; i++ {
 			if _, err := os.Stat(aside); os.IsNotExist(err) {
 				break
 			}
-			aside = fmt.Sprintf("%s.interrupted-%d", p, i)
+			aside = fmt.Sprintf("%s%s-%d", p, suffix, i)
 		}
 		if err := os.Rename(p, aside); err != nil {
 			return nil, fmt.Errorf("move unfinished trial aside: %w", err)
