@@ -75,7 +75,9 @@ var faults = map[string]fault{
 	"skew-client": {
 		doc: "slow a holder's own clock (rate < 1): it believes its lease lasts longer than it does",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
-			return Step{Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1)), Rate: 0.25 + float64(rng.IntN(3))*0.05}
+			// At rate r the client renews every TTL/(3r) of true time: below
+			// 1/3 its lease runs out on the server before it renews.
+			return Step{Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1)), Rate: 0.1 + float64(rng.IntN(3))*0.05}
 		},
 		span: heldSpan,
 		run:  runSkewClient,

@@ -70,6 +70,9 @@ var all = map[string]Scenario{
 		Teaches: "a paused primary is replaced; resumed, it still serves the clients connected to it until Sentinel demotes it",
 		Faults: []string{"pause-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob,
+		// On loopback valkey-go's Sentinel client follows +switch-master, so
+		// few clients still talk to the resumed old primary; the docker
+		// runtime's partition shows split brain more reliably.
 		Expect: "lock may be invalid (split brain)",
 	},
 	"paused-client": {
@@ -91,7 +94,7 @@ var all = map[string]Scenario{
 		Teaches: "a client whose clock runs slow believes its lease lasts longer than it does and keeps writing after it expired",
 		Faults: []string{"skew-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
-		Job:    Job{Steps: 40, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Job:    Job{Steps: 80, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "resource invalid without a fence",
 	},
 	"partition": {
