@@ -770,20 +770,14 @@ func (d *Docker) Down() error {
 	if err != nil {
 		return fmt.Errorf("list containers of %s: %w", d.runID, err)
 	}
-	var wg sync.WaitGroup
-	var emu sync.Mutex
+	// One at a time: Docker 20.10 can leak an endpoint count when containers
+	// attached to the same networks are removed concurrently, and a network
+	// with a phantom endpoint cannot be removed until the daemon restarts.
 	for _, c := range cs.Items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := d.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-				emu.Lock()
-				errs = append(errs, fmt.Errorf("remove container %s: %w", containerNames([]container.Summary{c}), err))
-				emu.Unlock()
-			}
-		}()
+		if _, err := d.api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", containerNames([]container.Summary{c}), err))
+		}
 	}
-	wg.Wait()
 	ns, err := d.api.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
 		return fmt.Errorf("list networks of %s: %w", d.runID, err)
