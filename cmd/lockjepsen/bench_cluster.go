@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET)", run: runBench})
+	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET), 'bench scenario' (reproduction rate)", run: runBench})
 }
 
 func runBench(args []string) int {
@@ -21,9 +21,11 @@ func runBench(args []string) int {
 			return runBenchCluster(args[1:])
 		case "locks":
 			return runBenchLocks(args[1:])
+		case "scenario":
+			return runBenchScenario(args[1:])
 		}
 	}
-	return fail("bench: want 'bench cluster [--trials N]' or 'bench locks [--clients N --duration D]'")
+	return fail("bench: want 'bench cluster [--trials N]', 'bench locks [--clients N --duration D]' or 'bench scenario --scenario NAME [--seeds 10] [run flags]'")
 }
 
 func runBenchCluster(args []string) int {
