@@ -66,6 +66,13 @@ func (b *bar) start() (stop func()) {
 	}
 }
 
+// grow counts one more planned trial (--min-failovers adds them as it goes).
+func (b *bar) grow() {
+	b.mu.Lock()
+	b.total++
+	b.mu.Unlock()
+}
+
 func (b *bar) begin(j job) {
 	b.mu.Lock()
 	b.flight[fmt.Sprintf("%s#%d", j.cell.ID(), j.n)] = time.Now()

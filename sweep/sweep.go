@@ -126,7 +126,7 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 				st.inflight++
 				j := job{st.cell, st.next}
 				st.next++
-				bar.total++
+				bar.grow()
 				return j, true
 			}
 			if !waiting {
