@@ -803,3 +803,49 @@ func (d *Docker) Close() error {
 	}
 	return d.api.Close()
 }
+
+// MeasureFailover is Local.MeasureFailover on containers: SIGKILL the primary
+// (through the API), time until another node accepts a write and until
+// Sentinel advertises it, restart the old primary as a replica, wait ready.
+func (d *Docker) MeasureFailover(ctx context.Context) (FailoverTiming, error) {
+	var ft FailoverTiming
+	old, err := d.Primary(ctx)
+	if err != nil {
+		return ft, err
+	}
+	start := time.Now()
+	if err := d.Kill(old.Name); err != nil {
+		return ft, err
+	}
+	advertised := make(chan error, 1)
+	go func() {
+		_, err := d.WaitFailover(ctx, old.Name)
+		ft.Advertised = time.Since(start)
+		advertised <- err
+	}()
+	for ft.Writable == 0 {
+		for _, n := range d.Nodes() {
+			if n.Kind == RoleSentinel || n.Name == old.Name || n.PID == 0 {
+				continue
+			}
+			// A replica answers READONLY; only a promoted node says OK.
+			if r, err := d.topo.adm.do(ctx, n.Addr, "SET", "lockjepsen:probe", "1"); err == nil {
+				if s, _ := r.ToString(); s == "OK" {
+					ft.Writable = time.Since(start)
+					break
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return ft, fmt.Errorf("no node became writable: %w", ctx.Err())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := <-advertised; err != nil {
+		return ft, err
+	}
+	if err := d.Restart(ctx, old.Name, AsReplica); err != nil {
+		return ft, err
+	}
+	return ft, d.WaitReady(ctx)
+}
