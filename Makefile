@@ -2,8 +2,9 @@
 GO      ?= go
 BIN     := bin/lockjepsen
 PKGS    := ./...
-# Tests get more time than the default 10 minutes: the end-to-end runs are real.
-TESTFLAGS ?= -count=1 -timeout 40m
+# The end-to-end tests start real clusters and time real failovers: packages run
+# one at a time (-p 1) so two of them never compete for the 2 cores.
+TESTFLAGS ?= -count=1 -timeout 60m -p 1
 
 .PHONY: all setup setup-ci build demo test vet fmt bench figures clean
 
