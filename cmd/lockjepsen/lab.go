@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/workshop"
+)
+
+func init() {
+	register(command{name: "lab", summary: "the fencing workshop: 'lab' lists the labs, 'lab N' runs one (docs/workshop/)", run: runLab})
+}
+
+func runLab(args []string) int {
+	fs := newFlagSet("lab", "lab [flags] [N | all]\n\nwithout N: list the labs. N: print lab N's prediction question, wait for Enter\n(on a terminal, outside CI), run its command, check the page's claims, name what to open.")
+	dir := fs.String("dir", filepath.Join("results", "workshop"), "folder for the labs' runs (one subfolder per step, replaced on every run)")
+	clusterDir := fs.String("cluster-dir", workshop.DefaultClusterDir, "the 'lockjepsen cluster up' topology lab 1 uses (a private one if none answers)")
+	noWait := fs.Bool("no-wait", false, "do not wait for Enter after the question")
+	capture := fs.String("capture", "", "rewrite the captured outputs of the pages in this folder (docs/workshop) from this session; needs 'all'")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		listLabs()
+		return exitValid
+	}
+	if fs.NArg() > 1 {
+		return fail("lab: one lab at a time (N or all), got %q", fs.Args())
+	}
+	var labs []workshop.Lab
+	if fs.Arg(0) == "all" {
+		labs = workshop.Labs()
+	} else {
+		n, err := strconv.Atoi(fs.Arg(0))
+		if err != nil {
+			return fail("lab: %q is not a lab number ('lockjepsen lab' lists them)", fs.Arg(0))
+		}
+		l, err := workshop.Get(n)
+		if err != nil {
+			return fail("lab: %v", err)
+		}
+		labs = []workshop.Lab{l}
+	}
+	if *capture != "" && len(labs) != len(workshop.Labs()) {
+		return fail("lab --capture rewrites every page: run 'lab --capture %s all'", *capture)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opt := workshop.Options{
+		Dir: *dir, ClusterDir: *clusterDir, Run: labRun, Out: os.Stdout, In: os.Stdin,
+		// A room of laptops waits for Enter; CI and pipes do not.
+		Interactive: !*noWait && os.Getenv("CI") == "" && isTerminal(os.Stdin),
+	}
+	start := time.Now()
+	var reports []workshop.StepReport
+	code := exitValid
+	for i, l := range labs {
+		if i > 0 {
+			fmt.Println("\n" + "--------------------------------------------------------------------------------")
+		}
+		for _, r := range workshop.Play(ctx, l, opt) {
+			reports = append(reports, r)
+			switch {
+			case r.Err != nil:
+				code = exitUsage
+			case !r.Held() && code == exitValid:
+				code = exitInvalid
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	total := time.Since(start)
+	if len(labs) > 1 {
+		fmt.Printf("\nall labs back to back: %v\n", total.Round(time.Second))
+	}
+	if code == exitInvalid {
+		fmt.Println("\nsome claims did not hold this time: the pages explain why a run can miss; rerun the lab, or try another --seed in its command")
+	}
+	if *capture != "" {
+		if err := workshop.Capture(*capture, reports, total); err != nil {
+			return fail("capture: %v", err)
+		}
+		fmt.Printf("captured outputs written to %s\n", *capture)
+	}
+	return code
+}
+
+func listLabs() {
+	fmt.Println("the fencing workshop (docs/workshop/README.md): run 'lockjepsen lab N'")
+	fmt.Println()
+	for _, l := range workshop.Labs() {
+		fmt.Printf("  %d  %-40s %2d min  docs/workshop/%s\n", l.N, l.Title, l.Minutes, workshop.PageFile(l.N))
+	}
+	fmt.Printf("\n  labs: %d min of the 90; 'lockjepsen lab all' runs them back to back\n", workshop.TotalMinutes())
+}
+
+// labRun is `lockjepsen run ARGS --out DIR` in-process: the same flags, the
+// same runner, so a lab runs exactly the command its page prints.
+func labRun(ctx context.Context, args []string, out string, progress io.Writer) (string, int, error) {
+	cfg, code, ok := runFlags("run", append(append([]string{}, args...), "--out", out))
+	if !ok {
+		return "", code, fmt.Errorf("lockjepsen run %v: bad flags (exit %d)", args, code)
+	}
+	o := runner.Run(ctx, cfg, progress)
+	updateLatest(out)
+	if o.Err != nil {
+		return o.Summary, o.ExitCode, fmt.Errorf("run: %w", o.Err)
+	}
+	return o.Summary, o.ExitCode, nil
+}
+

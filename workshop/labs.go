@@ -1,0 +1,344 @@
+package workshop
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// Labs is the workshop, in teaching order. The run presets are shortened
+// (--time-limit 12-15s) where the lesson still shows, so that all labs back to
+// back leave most of the 90 minutes for discussion; the tests run exactly
+// these commands and assert exactly these claims.
+func Labs() []Lab {
+	return []Lab{
+		{
+			N: 1, Title: "The lock by hand", Minutes: 10,
+			Question: "You take a lock with SET ... NX PX 30000, then extend it with SET ... IFEQ but forget PX. " +
+				"What does PTTL say afterwards: about 30000, what was left of the old lease, or something else? " +
+				"And what does a release with a stale token (DELIFEQ with someone else's token) return?",
+			Steps: []Step{{
+				Name: "lab1", Kind: KindScript, Script: "lock-by-hand",
+				Claims: []Claim{
+					replyIs("acquire-a", "OK", "the first SET NX PX answers OK: the lock is yours"),
+					replyIs("acquire-b", "(nil)", "a second client's SET NX PX answers (nil): refused, the key exists"),
+					replyIs("pttl-no-px", "(integer) -1", "an extend without PX answers OK and leaves PTTL -1: the lock never expires"),
+					replyIs("stale-release", "(integer) 0", "DELIFEQ with a stale token returns 0 and deletes nothing"),
+					replyIs("late-extend", "(nil)", "an extend after the release answers (nil): it cannot bring the lock back"),
+					replyIs("fenced-refused", "1) (nil)", "a refused fenced acquire still increments the fence counter (EXEC: (nil), then the number)"),
+				},
+				Open: []string{TranscriptFile},
+			}},
+		},
+		{
+			N: 2, Title: "The failover race", Minutes: 15,
+			Question: "8 clients share one lock on a Sentinel-managed primary with 2 replicas. The nemesis pauses the " +
+				"replicas, cuts their links, waits until a client takes the lock on the primary alone, and SIGKILLs " +
+				"the primary. Will two clients hold the lock at once? The resource checks a fencing token on reads " +
+				"and writes: will the data be corrupted? If the fence turns one holder away, which one: the older or the newer?",
+			Steps: []Step{{
+				Name: "lab2", Kind: KindRun,
+				Args: []string{"--scenario", "failover-race", "--time-limit", "15s"},
+				Claims: []Claim{
+					lockIs(checker.Invalid, "the lock check is invalid: the lock was granted twice"),
+					doubleGrantBy("failover", "a double grant is blamed on the failover"),
+					resourceIs(checker.Valid, "the resource check is valid: the fence let only one holder write"),
+					newerTurnedAway("the fence turned the NEWER holder away: the failover set the fence counter back"),
+				},
+				Open: []string{"index.html", "timeline.png", "lock-lock__job-1_.html", "summary.txt", ResultsFile},
+			}},
+		},
+		{
+			N: 3, Title: "WAIT detects but does not undo", Minutes: 12,
+			Question: "Same race, but every acquire is followed by WAIT 1 100, and an acquire no replica acknowledged " +
+				"is released and reported as failed. Does the double grant go away? What does WAIT cost? And when the " +
+				"primary is instead restarted faster than Sentinel notices, without persistence, does WAIT still help? " +
+				"What does appendfsync always change?",
+			Steps: []Step{
+				{
+					Name: "lab3-wait", Kind: KindRun,
+					Args: []string{"--scenario", "failover-race", "--time-limit", "15s", "--wait", "1:100ms"},
+					Claims: []Claim{
+						waitShort("WAIT 1 100 returned 0 for acquires made while the replicas were cut off: those were released"),
+						lockIs(checker.Valid, "the lock check is valid: the grant the race needs was refused"),
+					},
+					Open: []string{"index.html", "timeline.png", "summary.txt", "history.jsonl"},
+				},
+				{
+					Name: "lab3-restart", Kind: KindRun,
+					Args: []string{"--scenario", "fast-restart", "--time-limit", "12s", "--wait", "1:100ms"},
+					Claims: []Claim{
+						lockIs(checker.Invalid, "the lock check is invalid although every grant was acknowledged by a replica"),
+						doubleGrantBy("fast-restart", "the double grant is blamed on the fast restart: the replicas resynced from an empty primary"),
+					},
+					Open: []string{"index.html", "timeline.png", "summary.txt"},
+				},
+				{
+					Name: "lab3-fsync-always", Kind: KindRun,
+					Args: []string{"--scenario", "fast-restart", "--time-limit", "12s", "--wait", "1:100ms", "--appendonly", "--appendfsync", "always"},
+					Claims: []Claim{
+						lockIs(checker.Valid, "with appendonly yes and appendfsync always the restarted primary reloads its locks: the lock check is valid"),
+					},
+					Open: []string{"index.html", "summary.txt"},
+				},
+			},
+		},
+		{
+			N: 4, Title: "min-replicas-to-write", Minutes: 10,
+			Question: "Every node runs min-replicas-to-write 1 and min-replicas-max-lag 3. Both replicas freeze. " +
+				"For how long does the primary keep acknowledging lock writes that nobody copies: not at all, " +
+				"a few milliseconds, or seconds? And does the failover race still hand the lock out twice?",
+			Steps: []Step{
+				{
+					Name: "lab4-window", Kind: KindScript, Script: "min-replicas-window",
+					Claims: []Claim{
+						figureAbove("window_s", 1, "the primary kept answering OK for more than a second after both replicas froze"),
+						replyPrefix("first-refusal", "(error) NOREPLICAS", "then it refused with NOREPLICAS: the lag is measured in seconds"),
+					},
+					Open: []string{TranscriptFile},
+				},
+				{
+					Name: "lab4-min-replicas", Kind: KindRun,
+					Args: []string{"--scenario", "failover-race", "--time-limit", "15s", "--min-replicas", "1:10"},
+					Claims: []Claim{
+						noReplicas("acquires were refused with NOREPLICAS once the replicas' links were dropped"),
+						lockIs(checker.Valid, "the lock check is valid: the cut-off primary granted nothing"),
+					},
+					Open: []string{"index.html", "timeline.png", "summary.txt"},
+				},
+			},
+		},
+		{
+			N: 5, Title: "The paused client", Minutes: 10,
+			Question: "A client holding the lock freezes (a GC pause; here SIGSTOP) for longer than its TTL, then wakes " +
+				"up and finishes its critical section. Will the lock checker flag it? Will the data be corrupted? " +
+				"And with the fence?",
+			Steps: []Step{
+				{
+					Name: "lab5-no-fence", Kind: KindRun,
+					Args: []string{"--scenario", "paused-client", "--fence", "none", "--time-limit", "12s"},
+					Claims: []Claim{
+						lockIs(checker.Valid, "the lock check is valid: the lease expired honestly"),
+						resourceIs(checker.Invalid, "the resource check is invalid: the woken client's write was a lost update"),
+					},
+					Open: []string{"index.html", "timeline.png", "resource-job-1.html", "summary.txt"},
+				},
+				{
+					Name: "lab5-fence", Kind: KindRun,
+					Args: []string{"--scenario", "paused-client", "--fence", "read-write", "--time-limit", "12s"},
+					Claims: []Claim{
+						lockIs(checker.Valid, "the lock check is still valid"),
+						staleRejected("the fence turned the stale write away"),
+						resourceIs(checker.Valid, "the resource check is valid"),
+					},
+					Open: []string{"index.html", "timeline.png", "resource.jsonl"},
+				},
+			},
+		},
+		{
+			N: 6, Title: "Fencing writes only versus reads too", Minutes: 8,
+			Question: "The fence is checked on writes only, as in the seed's UPDATE ... WHERE last_fence < $f. A paused " +
+				"client read the value, froze, and wakes up while the new holder, which read the same value, is still " +
+				"thinking. Is the stale write rejected or accepted? What changes when reads present the fence too?",
+			Steps: []Step{
+				{
+					Name: "lab6-write", Kind: KindRun,
+					Args: []string{"--scenario", "paused-client", "--fence", "write", "--steps", "1", "--think", "3s", "--time-limit", "12s"},
+					Claims: []Claim{
+						staleAccepted("the stale write was accepted: its fence was still the highest written"),
+						resourceIs(checker.Invalid, "the resource check is invalid: both wrote value+1, a lost update"),
+					},
+					Open: []string{"index.html", "timeline.png", "resource.jsonl"},
+				},
+				{
+					Name: "lab6-read-write", Kind: KindRun,
+					Args: []string{"--scenario", "paused-client", "--fence", "read-write", "--steps", "1", "--think", "3s", "--time-limit", "12s"},
+					Claims: []Claim{
+						staleRejected("the stale write was rejected: the new holder's read had raised last_fence"),
+						resourceIs(checker.Valid, "the resource check is valid"),
+					},
+					Open: []string{"index.html", "resource.jsonl"},
+				},
+			},
+		},
+		{
+			N: 7, Title: "Clocks", Minutes: 8,
+			Question: "Valkey expires keys by its wall clock. What happens to a lease when the primary's clock jumps " +
+				"forward by more than the TTL? And when a holder's own clock runs slow, who notices: the lock or the data?",
+			Steps: []Step{
+				{
+					Name: "lab7-server-clock", Kind: KindRun,
+					Args: []string{"--scenario", "clock-jump", "--time-limit", "12s"},
+					Claims: []Claim{
+						lockIs(checker.Invalid, "the lock check is invalid"),
+						doubleGrantBy("server-clock", "the double grant is blamed on the server's clock: the lease ended early"),
+					},
+					Open: []string{"index.html", "timeline.png", "logs/"},
+				},
+				{
+					Name: "lab7-client-clock", Kind: KindRun,
+					Args: []string{"--scenario", "client-clock-skew", "--fence", "none", "--time-limit", "12s"},
+					Claims: []Claim{
+						lockIs(checker.Valid, "the lock check is valid: the server expired the lease on time"),
+						resourceIs(checker.Invalid, "the resource check is invalid: the slow client kept writing after its lease ended"),
+					},
+					Open: []string{"index.html", "timeline.png"},
+				},
+			},
+		},
+		{
+			N: 8, Title: "Closing: which lock for which job", Minutes: 10,
+			Question: "Three jobs: a cache warmer, an invoice run posting to a database, and a job calling an external " +
+				"API that cannot check a fence. Which lock for each, given what this room measured today?",
+			Steps: []Step{{
+				Name: "lab8", Kind: KindReport,
+				Claims: []Claim{{
+					Text: "the closing table has the room's own numbers from labs 2 to 7",
+					Check: func(ev *Evidence) (string, bool) {
+						var missing []string
+						for _, l := range Labs() {
+							for _, s := range l.Steps {
+								if s.Kind == KindRun && ev.Others[s.Name] == nil {
+									missing = append(missing, s.Name)
+								}
+							}
+						}
+						if len(missing) > 0 {
+							return "not run yet: " + strings.Join(missing, ", "), false
+						}
+						return fmt.Sprintf("%d runs found", len(ev.Others)), true
+					},
+				}},
+			}},
+		},
+	}
+}
+
+// The claim helpers: each says what it reads, so that a failing claim tells
+// the facilitator what the run showed instead.
+
+func lockIs(want checker.Validity, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		return "lock.valid = " + ev.Result.Lock.Valid.String(), ev.Result.Lock.Valid == want
+	}}
+}
+
+func resourceIs(want checker.Validity, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		r := ev.Result.Resource
+		return fmt.Sprintf("resource.valid = %s, lost_updates = %d", r.Valid, r.LostUpdates), r.Valid == want
+	}}
+}
+
+func doubleGrantBy(cause, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		causes := map[string]int{}
+		for _, v := range ev.Result.Violations {
+			if v.Kind == "double-grant" {
+				causes[v.Cause]++
+			}
+		}
+		return fmt.Sprintf("double-grant violations by cause: %v", causes), causes[cause] > 0
+	}}
+}
+
+func newerTurnedAway(text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		n := 0
+		for _, d := range ev.Result.DoubleHolderList {
+			if d.NewTurnedAway != "" {
+				n++
+			}
+		}
+		return fmt.Sprintf("%d of %d double holders had the newer holder turned away", n, ev.Result.DoubleHolders), n > 0
+	}}
+}
+
+func staleRejected(text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		s := ev.Result.StaleWrites
+		return fmt.Sprintf("stale_writes: %d attempted, %d rejected, %d accepted", s.Attempted, s.Rejected, s.Accepted), s.Rejected > 0 && s.Accepted == 0
+	}}
+}
+
+func staleAccepted(text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		s := ev.Result.StaleWrites
+		return fmt.Sprintf("stale_writes: %d attempted, %d rejected, %d accepted", s.Attempted, s.Rejected, s.Accepted), s.Accepted > 0
+	}}
+}
+
+func waitShort(text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		return fmt.Sprintf("%d acquires failed with \"WAIT 1 100: 0 replica(s) acknowledged; lock released\"; acquire p99 %.1f ms",
+			ev.WaitShort, ev.Result.LatencyMs.Acquire.P99), ev.WaitShort > 0
+	}}
+}
+
+func noReplicas(text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Result == nil {
+			return errNoEvidence.Error(), false
+		}
+		return fmt.Sprintf("%d acquires failed with NOREPLICAS", ev.NoReplicas), ev.NoReplicas > 0
+	}}
+}
+
+func replyIs(id, want, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Transcript == nil {
+			return errNoEvidence.Error(), false
+		}
+		got, ok := ev.Transcript.Reply(id)
+		if !ok {
+			return "no reply recorded for " + id, false
+		}
+		first, _, _ := strings.Cut(got, "\n")
+		return "reply " + first, first == want
+	}}
+}
+
+func replyPrefix(id, prefix, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Transcript == nil {
+			return errNoEvidence.Error(), false
+		}
+		got, ok := ev.Transcript.Reply(id)
+		if !ok {
+			return "no reply recorded for " + id, false
+		}
+		return "reply " + got, strings.HasPrefix(got, prefix)
+	}}
+}
+
+func figureAbove(name string, min float64, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		if ev.Transcript == nil {
+			return errNoEvidence.Error(), false
+		}
+		v, ok := ev.Transcript.Figures[name]
+		return fmt.Sprintf("%s = %.2f", name, v), ok && v > min
+	}}
+}

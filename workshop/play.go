@@ -1,0 +1,182 @@
+package workshop
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// RunFunc carries out `lockjepsen run ARGS --out DIR`, printing its progress to
+// progress, and returns the run's summary and exit code. The CLI passes its
+// own run command, so a lab runs exactly what the page tells attendees to type.
+type RunFunc func(ctx context.Context, args []string, out string, progress io.Writer) (summary string, code int, err error)
+
+// Options configure a lab session.
+type Options struct {
+	Dir        string    // lab folders go to Dir/<step name>; default results/workshop
+	ClusterDir string    // a `cluster up` topology lab 1 uses when it answers
+	Run        RunFunc   // how run steps are carried out
+	Out        io.Writer // what attendees read
+	// Interactive waits for Enter after the prediction question (a terminal,
+	// outside CI).
+	Interactive bool
+	In          io.Reader
+}
+
+// StepReport is what one step produced and whether its claims held.
+type StepReport struct {
+	Step     Step
+	Dir      string
+	Summary  string // the run's summary, or the transcript as printed
+	Code     int    // the run's exit code (runs: 0 valid, 1 invalid)
+	Claims   []ClaimResult
+	Duration time.Duration
+	Err      error
+}
+
+// ClaimResult is one claim's verdict.
+type ClaimResult struct {
+	Text, Observed string
+	OK             bool
+}
+
+// Held reports whether every claim of the step held.
+func (r StepReport) Held() bool {
+	if r.Err != nil {
+		return false
+	}
+	for _, c := range r.Claims {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Play runs lab l as `lockjepsen lab N` does: the question, a pause for the
+// room's predictions, each step with its summary and claims, and what to open.
+func Play(ctx context.Context, l Lab, opt Options) []StepReport {
+	if opt.Dir == "" {
+		opt.Dir = filepath.Join("results", "workshop")
+	}
+	w := opt.Out
+	fmt.Fprintf(w, "Lab %d: %s\n\nPredict first: %s\n", l.N, l.Title, l.Question)
+	if opt.Interactive {
+		fmt.Fprint(w, "\nWrite your answer down, then press Enter to run it... ")
+		_, _ = bufio.NewReader(opt.In).ReadString('\n')
+	}
+	var reports []StepReport
+	for _, s := range l.Steps {
+		fmt.Fprintf(w, "\n$ %s\n", s.Command())
+		r := runStep(ctx, s, opt)
+		reports = append(reports, r)
+		if r.Summary != "" && s.Kind == KindRun {
+			fmt.Fprintf(w, "\n%s", r.Summary)
+		}
+		if r.Err != nil {
+			fmt.Fprintf(w, "\nlab %d: %s could not be carried out: %v\n", l.N, s.Name, r.Err)
+			continue
+		}
+		fmt.Fprintln(w, "\nwhat the page claims:")
+		for _, c := range r.Claims {
+			mark := "yes"
+			if !c.OK {
+				mark = "NO "
+			}
+			fmt.Fprintf(w, "  [%s] %s  (%s)\n", mark, c.Text, c.Observed)
+		}
+		if len(s.Open) > 0 {
+			var paths []string
+			for _, o := range s.Open {
+				paths = append(paths, filepath.Join(r.Dir, o))
+			}
+			fmt.Fprintf(w, "open: %s\n", strings.Join(paths, "  "))
+		}
+		fmt.Fprintf(w, "(%s took %v)\n", s.Name, r.Duration.Round(100*time.Millisecond))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Fprintf(w, "\nread next: docs/workshop/lab%d.md (the explanation and a variation to try)\n", l.N)
+	return reports
+}
+
+// runStep carries out one step in its folder and checks its claims.
+func runStep(ctx context.Context, s Step, opt Options) StepReport {
+	start := time.Now()
+	dir := filepath.Join(opt.Dir, s.Name)
+	r := StepReport{Step: s, Dir: dir}
+	defer func() { r.Duration = time.Since(start) }()
+	if err := fresh(dir); err != nil {
+		r.Err = err
+		r.Duration = time.Since(start)
+		return r
+	}
+	switch s.Kind {
+	case KindRun:
+		if opt.Run == nil {
+			r.Err = fmt.Errorf("no run function")
+			break
+		}
+		r.Summary, r.Code, r.Err = opt.Run(ctx, s.Args, dir, opt.Out)
+		if r.Err == nil && r.Code > 1 {
+			r.Err = fmt.Errorf("the run exited %d: see %s", r.Code, dir)
+		}
+	case KindScript:
+		var b strings.Builder
+		r.Err = runScript(ctx, s.Script, dir, opt, io.MultiWriter(opt.Out, &b))
+		r.Summary = b.String()
+	case KindReport:
+		ev, err := Load(s, dir)
+		if err != nil {
+			r.Err = err
+			break
+		}
+		r.Summary = Closing(ev)
+		fmt.Fprint(opt.Out, r.Summary)
+	}
+	if r.Err == nil {
+		ev, err := Load(s, dir)
+		if err != nil {
+			r.Err = err
+		} else {
+			for _, c := range s.Claims {
+				obs, ok := c.Check(ev)
+				r.Claims = append(r.Claims, ClaimResult{Text: c.Text, Observed: obs, OK: ok})
+			}
+		}
+	}
+	r.Duration = time.Since(start)
+	return r
+}
+
+// fresh empties a step folder from an earlier session. Only folders that a
+// lab made are removed (they hold config.json, transcript.json or are
+// empty), so a mistyped --dir cannot delete anything else.
+func fresh(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return fmt.Errorf("lab folder: %w", err)
+	}
+	ours := len(entries) == 0
+	for _, e := range entries {
+		if e.Name() == "config.json" || e.Name() == TranscriptFile || e.Name() == "cluster" {
+			ours = true
+		}
+	}
+	if !ours {
+		return fmt.Errorf("%s holds something other than a lab's output: choose another --dir", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clear the previous session's %s: %w", dir, err)
+	}
+	return os.MkdirAll(dir, 0o755)
+}
