@@ -18,6 +18,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/truetime"
+	"golang.org/x/sys/unix"
 )
 
 // clientHandle is one lock client process.
@@ -63,6 +64,7 @@ type run struct {
 	histMu    sync.Mutex
 	start     time.Time
 	stepsDone int
+	lastLine  time.Duration
 }
 
 // record writes one event to history.jsonl (and, for the nemesis, nemesis.jsonl).
@@ -178,7 +180,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
 	nemErr := r.playSchedule(ctx)
 	interrupted := ctx.Err() != nil
-	fmt.Fprintln(progress)
+	if isTerminal(progress) {
+		fmt.Fprintln(progress)
+	}
 
 	phase("heal: every fault healed; waiting for one primary with replicas in sync")
 	r.healAll()
@@ -270,8 +274,25 @@ func (r *run) printProgress() {
 	r.track.drain(truetime.Now() - int64(time.Second))
 	ops, faults, suspects := r.track.counts()
 	el := time.Since(r.start)
-	fmt.Fprintf(r.out, "\r  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d   ",
+	line := fmt.Sprintf("  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d",
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
+	// A terminal gets one line redrawn in place; a log or a pipe gets a line
+	// every five seconds.
+	if isTerminal(r.out) {
+		fmt.Fprint(r.out, "\r"+line+"   ")
+	} else if el-r.lastLine >= 5*time.Second {
+		r.lastLine = el
+		fmt.Fprintln(r.out, line)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // healAll resumes, restarts and resets whatever a fault may have left broken,
