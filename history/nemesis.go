@@ -16,6 +16,7 @@ var FaultHeals = map[string]string{
 	"cut-replication": "heal-replication", // replicas paused and links dropped
 	"resync-window":   "resync-done",      // replica forced into full resync; lock taken in the window
 	"fast-restart":    "restarted",        // primary killed and restarted before Sentinel notices
+	"pause-replicas":  "resume-replicas",  // every replica SIGSTOPped, no kill
 	"clock-bump":      "clock-reset",      // server wall clock offset via libfaketime
 	"clock-strobe":    "clock-reset",      // server wall clock flipping between offsets
 	"pause-client":    "resume-client",    // SIGSTOP of a lock client process past its TTL
@@ -30,6 +31,8 @@ func Cause(fault string) string {
 		return "failover"
 	case "fast-restart":
 		return "fast-restart"
+	case "pause-replicas":
+		return "replication"
 	case "pause-node", "partition":
 		return "split-brain"
 	case "clock-bump", "clock-strobe":

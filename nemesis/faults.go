@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
@@ -37,6 +38,31 @@ var faults = map[string]fault{
 		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
 		span: failoverSpan,
 		run:  runCutReplication,
+	},
+	"resync-window": {
+		doc: "restart every replica so it full-syncs, then take a lock in the ~1s after the primary reports it " +
+			"online but before it streams to it, and SIGKILL the primary: the promoted replica never saw the lock",
+		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+		span: func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 8*time.Second },
+		run:  runResyncWindow,
+	},
+	"pause-replicas": {
+		doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
+			"refuse writes meanwhile (the cost side of those knobs)",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
+		},
+		span: heldSpan,
+		run:  runPauseReplicas,
+	},
+	"clock-strobe": {
+		doc: "flip the primary's wall clock between true time and a jump past the TTL every 200ms (libfaketime)",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
+			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
+		},
+		span: heldSpan,
+		run:  runClockStrobe,
 	},
 	"fast-restart": {
 		doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
@@ -338,4 +364,107 @@ func runPartition(ctx context.Context, env Env, s Step) error {
 		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was cut off", np.Name, p.Name)
 	}
 	return nil
+}
+
+func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
+	var out []cluster.Node
+	for _, n := range c.Nodes() {
+		if n.Kind != cluster.RoleSentinel && n.Name != primary && n.PID != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// runResyncWindow: after a full resync the primary reports the replica online
+// but holds the stream back until the replica's first REPLCONF ACK, up to ~1 s;
+// a lock taken then and followed by SIGKILL was lost 6 of 6 times here.
+func runResyncWindow(ctx context.Context, env Env, _ Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	replicas := replicasOf(c, p.Name)
+	logf(env, "resync-window", p.Name, cluster.RolePrimary, "restarting %d replicas empty so they full-sync from %s", len(replicas), p.Name)
+	for _, r := range replicas {
+		if err := c.Restart(ctx, r.Name, cluster.AsReplica); err != nil {
+			return err
+		}
+	}
+	// Wait for the primary to list every replica online again.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		inf, err := c.Command(ctx, p.Name, "INFO", "replication")
+		if err == nil && strings.Count(inf, "state=online") >= len(replicas) {
+			break
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	online := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	got := env.AwaitAcquire(actx, online)
+	cancel()
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v", p.Name, p.PID, got)
+	if err := c.Kill(p.Name); err != nil {
+		return err
+	}
+	logf(env, "resync-done", p.Name, cluster.RolePrimary, "resync window over")
+	return failoverAndRejoin(ctx, env, p)
+}
+
+func runPauseReplicas(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	replicas := replicasOf(c, p.Name)
+	for _, r := range replicas {
+		if err := c.Pause(r.Name); err != nil {
+			return err
+		}
+	}
+	logf(env, "pause-replicas", p.Name, cluster.RolePrimary, "SIGSTOP %d replicas of %s for %v", len(replicas), p.Name, s.Duration.Round(time.Millisecond))
+	sleepErr := sleep(ctx, s.Duration)
+	for _, r := range replicas {
+		if err := c.Resume(r.Name); err != nil {
+			return err
+		}
+	}
+	logf(env, "resume-replicas", p.Name, cluster.RolePrimary, "SIGCONT %d replicas", len(replicas))
+	return sleepErr
+}
+
+// runClockStrobe flips the primary's clock so that leases there expire early
+// in bursts; offsets are written atomically (libfaketime exits the server on
+// a half-written file).
+func runClockStrobe(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "clock-strobe", p.Name, cluster.RolePrimary, "wall clock of %s flips between +0 and %ss every 200ms for %v", p.Name, s.Offset, s.Duration.Round(time.Millisecond))
+	end := time.Now().Add(s.Duration)
+	on := false
+	var loopErr error
+	for time.Now().Before(end) && loopErr == nil {
+		on = !on
+		off := ""
+		if on {
+			off = s.Offset
+		}
+		if err := c.SetClockOffset(p.Name, off); err != nil {
+			return err
+		}
+		loopErr = sleep(ctx, 200*time.Millisecond)
+	}
+	if err := c.SetClockOffset(p.Name, ""); err != nil {
+		return err
+	}
+	logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
+	return loopErr
 }

@@ -35,7 +35,7 @@ func (s Step) String() string {
 
 // PlanParams shape a schedule.
 type PlanParams struct {
-	Faults    []string      // fault kinds to draw from; empty = no faults
+	Faults    []string // fault kinds to draw from; empty = no faults
 	Seed      int64
 	TimeLimit time.Duration // workload length; faults fire inside it
 	Interval  time.Duration // mean gap between faults

@@ -98,7 +98,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--waitaof with a local count needs the AOF: add --appendonly (WAITAOF's first argument must be 0 when AOF is off)")
 	}
 	for _, f := range c.Faults {
-		if f == "clock-bump" && !c.Cluster.FakeTime {
+		if (f == "clock-bump" || f == "clock-strobe") && !c.Cluster.FakeTime {
 			c.Cluster.FakeTime = true
 		}
 	}

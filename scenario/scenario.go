@@ -68,7 +68,7 @@ var all = map[string]Scenario{
 	},
 	"split-brain": {
 		Teaches: "a paused primary is replaced; resumed, it still serves the clients connected to it until Sentinel demotes it",
-		Faults: []string{"pause-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		Faults:  []string{"pause-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob,
 		// On loopback valkey-go's Sentinel client follows +switch-master, so
 		// few clients still talk to the resumed old primary; the docker
@@ -92,7 +92,7 @@ var all = map[string]Scenario{
 	},
 	"client-clock-skew": {
 		Teaches: "a client whose clock runs slow believes its lease lasts longer than it does and keeps writing after it expired",
-		Faults: []string{"skew-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		Faults:  []string{"skew-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 80, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "resource invalid without a fence",
@@ -106,7 +106,8 @@ var all = map[string]Scenario{
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
-		Faults: []string{"kill-primary", "cut-replication", "fast-restart", "pause-primary", "pause-client", "clock-bump", "skew-client"},
+		Faults: []string{"kill-primary", "cut-replication", "resync-window", "fast-restart", "pause-primary", "pause-replicas",
+			"pause-client", "clock-bump", "clock-strobe", "skew-client"},
 		Clients: 16, Keys: 2, TTL: 3 * time.Second, TimeLimit: 60 * time.Second, Interval: 3 * time.Second,
 		Job: longJob, FakeTime: true, Expect: "depends on the seed",
 	},
