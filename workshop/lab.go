@@ -41,6 +41,13 @@ type Step struct {
 	Claims []Claim
 	// Open lists what to look at, relative to the step folder.
 	Open []string
+	// Retries is how many times a step whose claims missed is run again with
+	// the next seed: for lessons that hang on a race inside one client (a
+	// paused client writes only if its write wins against its own expiry
+	// check when it wakes, about half the pauses), not to hide regressions.
+	Retries int
+	// Lab is the number of the lab the step belongs to (set by Labs).
+	Lab int
 }
 
 // Claim is one sentence of a page, with the check that keeps it true.
@@ -67,9 +74,9 @@ func (s Step) Command() string {
 	case KindRun:
 		return "lockjepsen run " + strings.Join(s.Args, " ")
 	case KindScript:
-		return "lockjepsen lab " + s.Name + " (valkey-cli against a live topology)"
+		return fmt.Sprintf("lockjepsen lab %d   # %s", s.Lab, stepBlurb(s))
 	}
-	return "lockjepsen lab 8"
+	return fmt.Sprintf("lockjepsen lab %d   # %s", s.Lab, stepBlurb(s))
 }
 
 // scriptVersion is bumped when a by-hand script's commands change, so that

@@ -73,7 +73,14 @@ func Play(ctx context.Context, l Lab, opt Options) []StepReport {
 	var reports []StepReport
 	for _, s := range l.Steps {
 		fmt.Fprintf(w, "\n$ %s\n", s.Command())
-		r := runStep(ctx, s, opt)
+		r := runStep(ctx, s, s.Args, opt)
+		for try := 1; try <= s.Retries && r.Err == nil && !r.Held() && ctx.Err() == nil; try++ {
+			// The race this lesson needs did not happen in this run (see
+			// Step.Retries); the next seed draws another schedule.
+			args := append(append([]string{}, s.Args...), "--seed", fmt.Sprint(1+try))
+			fmt.Fprintf(w, "\nthe claims missed this time (the race did not happen); once more with the next seed:\n$ lockjepsen run %s\n", strings.Join(args, " "))
+			r = runStep(ctx, s, args, opt)
+		}
 		reports = append(reports, r)
 		if r.Summary != "" && s.Kind == KindRun {
 			fmt.Fprintf(w, "\n%s", r.Summary)
@@ -107,7 +114,7 @@ func Play(ctx context.Context, l Lab, opt Options) []StepReport {
 }
 
 // runStep carries out one step in its folder and checks its claims.
-func runStep(ctx context.Context, s Step, opt Options) StepReport {
+func runStep(ctx context.Context, s Step, args []string, opt Options) StepReport {
 	start := time.Now()
 	dir := filepath.Join(opt.Dir, s.Name)
 	r := StepReport{Step: s, Dir: dir}
@@ -123,7 +130,7 @@ func runStep(ctx context.Context, s Step, opt Options) StepReport {
 			r.Err = fmt.Errorf("no run function")
 			break
 		}
-		r.Summary, r.Code, r.Err = opt.Run(ctx, s.Args, dir, opt.Out)
+		r.Summary, r.Code, r.Err = opt.Run(ctx, args, dir, opt.Out)
 		if r.Err == nil && r.Code > 1 {
 			r.Err = fmt.Errorf("the run exited %d: see %s", r.Code, dir)
 		}

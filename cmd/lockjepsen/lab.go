@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/workshop"
@@ -57,7 +58,7 @@ func runLab(args []string) int {
 	opt := workshop.Options{
 		Dir: *dir, ClusterDir: *clusterDir, Run: labRun, Out: os.Stdout, In: os.Stdin,
 		// A room of laptops waits for Enter; CI and pipes do not.
-		Interactive: !*noWait && os.Getenv("CI") == "" && isTerminal(os.Stdin),
+		Interactive: !*noWait && os.Getenv("CI") == "" && isTTY(os.Stdin),
 	}
 	start := time.Now()
 	var reports []workshop.StepReport
@@ -119,3 +120,11 @@ func labRun(ctx context.Context, args []string, out string, progress io.Writer) 
 	return o.Summary, o.ExitCode, nil
 }
 
+
+// isTTY reports whether f is a terminal: a TCGETS that succeeds. A character
+// device is not enough, since /dev/null is one and CI runners attach it.
+func isTTY(f *os.File) bool {
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
+	return errno == 0
+}
