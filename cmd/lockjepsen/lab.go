@@ -120,7 +120,6 @@ func labRun(ctx context.Context, args []string, out string, progress io.Writer) 
 	return o.Summary, o.ExitCode, nil
 }
 
-
 // isTTY reports whether f is a terminal: a TCGETS that succeeds. A character
 // device is not enough, since /dev/null is one and CI runners attach it.
 func isTTY(f *os.File) bool {
