@@ -301,6 +301,11 @@ func (r *run) healAll() {
 	for _, c := range r.clients {
 		_ = signalClient(c, "CONT")
 	}
+	if p, ok := r.cluster.(cluster.Partitioner); ok {
+		for _, n := range p.Partitioned() {
+			_ = p.Heal(n)
+		}
+	}
 	for _, n := range r.cluster.Nodes() {
 		if n.Paused {
 			_ = r.cluster.Resume(n.Name)
