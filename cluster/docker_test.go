@@ -185,7 +185,7 @@ func TestDockerTopology(t *testing.T) {
 	}
 
 	// Kill the primary: Sentinel fails over; it comes back as a replica.
-	ft, err := d.MeasureFailover(ctx)
+	ft, err := MeasureFailover(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}

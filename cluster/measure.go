@@ -14,8 +14,9 @@ type FailoverTiming struct {
 
 // MeasureFailover SIGKILLs the current primary and times how long until another
 // node accepts writes and until Sentinel advertises it, then restarts the old
-// primary as a replica and waits for the cluster to be ready again.
-func (l *Local) MeasureFailover(ctx context.Context) (FailoverTiming, error) {
+// primary as a replica and waits for the cluster to be ready again. It works on
+// any runtime.
+func MeasureFailover(ctx context.Context, l Runtime) (FailoverTiming, error) {
 	var ft FailoverTiming
 	old, err := l.Primary(ctx)
 	if err != nil {
@@ -32,16 +33,14 @@ func (l *Local) MeasureFailover(ctx context.Context) (FailoverTiming, error) {
 		advertised <- err
 	}()
 	for ft.Writable == 0 {
-		for _, n := range l.ValkeyNodes() {
-			if n.Name == old.Name || n.PID == 0 {
+		for _, n := range l.Nodes() {
+			if n.Kind == RoleSentinel || n.Name == old.Name || n.PID == 0 {
 				continue
 			}
 			// A replica answers READONLY; only a promoted node says OK.
-			if r, err := l.adm.do(ctx, n.Addr, "SET", "lockjepsen:probe", "1"); err == nil {
-				if s, _ := r.ToString(); s == "OK" {
-					ft.Writable = time.Since(start)
-					break
-				}
+			if s, err := l.Command(ctx, n.Name, "SET", "lockjepsen:probe", "1"); err == nil && s == "OK" {
+				ft.Writable = time.Since(start)
+				break
 			}
 		}
 		if ctx.Err() != nil {

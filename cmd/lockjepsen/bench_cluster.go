@@ -62,7 +62,7 @@ func runBenchCluster(args []string) int {
 			return fail("trial %d: %v", i+1, err)
 		}
 		up = append(up, time.Since(start))
-		ft, err := l.MeasureFailover(ctx)
+		ft, err := cluster.MeasureFailover(ctx, l)
 		cancel()
 		l.Down()
 		os.RemoveAll(dir)
