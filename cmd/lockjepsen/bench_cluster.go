@@ -33,6 +33,7 @@ func runBenchCluster(args []string) int {
 	cfg := cluster.Defaults()
 	clusterFlags(fs, &cfg)
 	trials := fs.Int("trials", 5, "clusters to start (each is killed once)")
+	fs.StringVar(&cfg.Runtime, "runtime", "local", "local or docker (make images first)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -51,7 +52,7 @@ func runBenchCluster(args []string) int {
 		}
 		c := cfg
 		c.Dir = dir
-		l, err := cluster.NewLocal(c, bins)
+		l, err := cluster.New(c, bins)
 		if err != nil {
 			return fail("%v", err)
 		}
