@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -167,6 +168,15 @@ func (l *Local) Up(ctx context.Context) error {
 		return fmt.Errorf("create run directory: %w", err)
 	}
 	for _, n := range l.Nodes() {
+		if n.Kind == RoleSentinel && n.Name == "sentinel-0" {
+			// Sentinels learn replicas from the primary's INFO, which they
+			// refresh only every 10 s: started before the replicas have
+			// linked, they would take that long to see them.
+			if err := l.waitReplicasLinked(ctx); err != nil {
+				l.Down()
+				return err
+			}
+		}
 		if err := os.RemoveAll(n.Dir); err != nil {
 			return fmt.Errorf("clear %s: %w", n.Dir, err)
 		}
@@ -196,6 +206,31 @@ func (l *Local) Up(ctx context.Context) error {
 		return err
 	}
 	return l.saveState()
+}
+
+func (l *Local) waitReplicasLinked(ctx context.Context) error {
+	primary := l.nodes[0]
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		inf, err := l.adm.info(ctx, primary.Addr, "replication")
+		if err == nil && inf["connected_slaves"] == strconv.Itoa(l.cfg.Replicas) {
+			online := 0
+			for k, v := range inf {
+				if strings.HasPrefix(k, "slave") && strings.Contains(v, "state=online") {
+					online++
+				}
+			}
+			if online == l.cfg.Replicas {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replicas did not link to %s within 20s (INFO: %v); see the logs under %s", primary.Name, inf, l.cfg.Dir)
+		case <-time.After(pollEvery):
+		}
+	}
 }
 
 func (l *Local) writeConfig(n Node, asReplica bool) error {
