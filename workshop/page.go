@@ -124,7 +124,7 @@ func step(l Lab, name string) (Step, bool) {
 // Capture rewrites every generated region of the pages under dir from the
 // reports of a session: derived regions from Labs, output regions from what
 // the steps printed, with each timeline copied next to the pages.
-func Capture(dir string, reports []StepReport, total time.Duration) error {
+func Capture(dir string, reports []StepReport, total time.Duration, timings bool) error {
 	byName := map[string]StepReport{}
 	for _, r := range reports {
 		byName[r.Step.Name] = r
@@ -165,6 +165,9 @@ func Capture(dir string, reports []StepReport, total time.Duration) error {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			return fmt.Errorf("write page: %w", err)
 		}
+	}
+	if !timings {
+		return nil
 	}
 	return writeTimings(filepath.Join(dir, "README.md"), reports, total)
 }
