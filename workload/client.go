@@ -204,6 +204,12 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 		if c.clock.SleepUntil(hctx, next) != nil {
 			return
 		}
+		// By its own clock the lease is over (a clock jump, a long pause):
+		// it is lost, not renewed. watchExpiry may not have woken yet.
+		if c.clock.Now() >= h.end() {
+			h.lose()
+			return
+		}
 		ev := history.Event{F: history.FExtend, Key: h.key, Token: h.token, TTLMs: ttl.Milliseconds()}
 		p := c.em.invokeOn(laneRenew, ev)
 		start := c.clock.Now()

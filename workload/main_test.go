@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/cluster/clustertest"
 )
 
 // The client processes of these tests are this test binary re-executed: with
@@ -37,37 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) (int, error) {
-	bins, err := cluster.FindBinaries()
-	if err != nil {
-		return 0, err // never skip: CI must have Valkey 9 (make setup)
-	}
-	dir, err := os.MkdirTemp("", "lockjepsen-workload-test-")
+	l, stop, err := clustertest.Start("workload")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	cfg := cluster.Defaults()
-	cfg.Dir = dir
-	l, err := cluster.NewLocal(cfg, bins)
-	if err != nil {
-		return 0, err
-	}
-	// A loaded 2-core machine sometimes misses the 30 s readiness wait; one
-	// more try beats a red build for a slow start.
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		err = l.Up(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		l.Down()
-		if attempt == 2 {
-			return 0, fmt.Errorf("cluster up: %w", err)
-		}
-		fmt.Fprintln(os.Stderr, "cluster up failed, retrying:", err)
-	}
-	defer l.Down()
+	defer stop()
 	testCluster, sentinels = l, l.SentinelAddrs()
 	return m.Run(), nil
 }

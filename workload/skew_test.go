@@ -11,14 +11,14 @@ import (
 )
 
 // TestSetClockEndsHold: a client holding a long lease is told its clock jumped
-// a minute ahead; by its own clock the lease is over, so it stops working and
-// releases at once instead of after the 3 s job. Process ids after an info
+// a minute ahead; by its own clock the lease is over, so it stops working at
+// the next step and releases instead of after the 3 s job. Process ids after an info
 // stay distinct per slot (checked in checkHistory's pairing).
 func TestSetClockEndsHold(t *testing.T) {
 	ctx := context.Background()
 	base := ClientConfig{
 		Lock: lock.Config{Recipe: lock.Native, Sentinels: sentinels, MasterSet: cluster.MasterName},
-		Keys: []string{"lock:{skew}"}, TTLMs: 10000, RenewMs: 3000, ThinkMs: 3000, OpTimeoutMs: 1000, MaxCycles: 1,
+		Keys: []string{"lock:{skew}"}, TTLMs: 10000, RenewMs: 3000, ThinkMs: 100, Steps: 30, OpTimeoutMs: 1000, MaxCycles: 1,
 	}
 	c := startClients(t, ctx, 1, base)[0]
 	var got []history.Event

@@ -8,9 +8,11 @@ import (
 	"github.com/lockjepsen/lockjepsen/resource"
 )
 
-// section is the critical section: read the value, think, write value+1,
-// each presenting the token and fence. It stops at once when the hold is
-// lost; an op already sent is finished and recorded.
+// section is one step of the job: read the value, think, write value+1, each
+// presenting the token and fence. The client checks its lease before the step,
+// as applications check before each unit of work, and a step under way runs to
+// its write: that is the gap a paused process falls into (it wakes up and
+// writes, its lease long gone). A lost hold stops the job at the next step.
 func (c *client) section(ctx context.Context, h *hold) {
 	if h.isLost() {
 		return
@@ -27,15 +29,12 @@ func (c *client) section(ctx context.Context, h *hold) {
 		t := time.NewTimer(think)
 		select {
 		case <-t.C:
-		case <-h.lost:
-			t.Stop()
-			return
 		case <-ctx.Done():
 			t.Stop()
 			return
 		}
 	}
-	if c.res != nil && !h.isLost() {
+	if c.res != nil {
 		c.resourceOp(ctx, h, history.FWrite, value+1)
 	}
 }
