@@ -8,4 +8,6 @@ cd "$(dirname "$0")/.."
 make setup build >/dev/null
 out=$(mktemp -d /tmp/lockjepsen-workshop-XXXXXX)
 trap 'rm -rf "$out"' EXIT
-./bin/lockjepsen lab --no-wait --dir "$out" --capture docs/workshop all
+# A private topology for lab 1, so the capture never touches a running
+# `cluster up` session.
+./bin/lockjepsen lab --no-wait --dir "$out" --cluster-dir "$out/no-cluster" --capture docs/workshop all
