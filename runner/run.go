@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,20 +50,19 @@ type Outcome struct {
 }
 
 type run struct {
-	cfg       Config
-	exe       string
-	dir       string
-	out       io.Writer
-	cluster   cluster.Runtime
-	res       *resourceProc
-	hist      *history.Writer
-	nem       *history.Writer
-	track     *tracker
-	clients   []clientHandle
-	histMu    sync.Mutex
-	start     time.Time
-	stepsDone int
-	lastLine  time.Duration
+	cfg      Config
+	exe      string
+	dir      string
+	out      io.Writer
+	cluster  cluster.Runtime
+	res      *resourceProc
+	hist     *history.Writer
+	nem      *history.Writer
+	track    *tracker
+	clients  []clientHandle
+	histMu   sync.Mutex
+	start    time.Time
+	lastLine time.Duration
 }
 
 // record writes one event to history.jsonl (and, for the nemesis, nemesis.jsonl).
@@ -259,7 +257,6 @@ func (r *run) playSchedule(ctx context.Context) error {
 			return ctx.Err()
 		case err := <-stepErr:
 			running = false
-			r.stepsDone++
 			if err != nil && firstErr == nil && ctx.Err() == nil {
 				firstErr = err
 				fmt.Fprintf(r.out, "\nnemesis: %v\n", err)
@@ -376,5 +373,3 @@ func writeJSON(path string, v any) error {
 	}
 	return os.Rename(tmp, path)
 }
-
-var errNoHistory = errors.New("no history.jsonl")
