@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 LJ="${1:-bin/lockjepsen}"
 [[ -x "$LJ" ]] || { echo "build first: make build" >&2; exit 2; }
 OUT=$(mktemp -d)
+HELP=$("$LJ" run -h 2>&1 || true)
 trap 'rm -rf "$OUT"' EXIT
 DOC=docs/scenarios.md
 {
@@ -25,10 +26,10 @@ run() { # scenario, then extra flags
     echo
     echo "## \`lockjepsen run --scenario $s $*\` (exit $rc)"
     echo
-    "$LJ" run -h 2>&1 | awk -v s="$s" '$1==s {sub(/^ *[^ ]+ +/, ""); print; exit}' | sed 's/^/> /'
+    awk -v s="$s" '$1==s {sub(/^ *[^ ]+ +/, ""); print; exit}' <<<"$HELP" | sed 's/^/> /'
     echo
     echo '```'
-    sed -e "s#$OUT/##g" "$dir/summary.txt" | awk '/^open first/ {next} {print}' | cut -c1-400
+    sed -e "s#$OUT/##g" "$dir/summary.txt" | awk '/^open first/ {next} {print}'
     echo '```'
   } >> "$DOC.tmp"
 }
