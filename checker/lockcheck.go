@@ -104,10 +104,15 @@ func checkLockKey(key string, ops []*Op, opts Options, t0 int64, draw bool) *key
 	return kc
 }
 
-// stuckOp names the first operation porcupine could not place: among those
-// missing from the longest partial linearization, the one that returned
-// first, because some operation had to take effect before that return.
+// stuckOp names the first operation porcupine could not place.
 func stuckOp(ops []*Op, info porcupine.LinearizationInfo) *Op {
+	return firstUnplaced(ops, func(o *Op) int64 { return o.Return }, info)
+}
+
+// firstUnplaced returns, among the items missing from porcupine's longest
+// partial linearization, the one that returned first: some item had to take
+// effect before that return, and none could.
+func firstUnplaced[T any](items []*T, ret func(*T) int64, info porcupine.LinearizationInfo) *T {
 	parts := info.PartialLinearizations()
 	if len(parts) == 0 {
 		return nil
@@ -122,10 +127,10 @@ func stuckOp(ops []*Op, info porcupine.LinearizationInfo) *Op {
 	for _, id := range longest {
 		in[id] = true
 	}
-	var best *Op
-	for id, o := range ops {
-		if !in[id] && (best == nil || o.Return < best.Return) {
-			best = o
+	var best *T
+	for id, it := range items {
+		if !in[id] && (best == nil || ret(it) < ret(best)) {
+			best = it
 		}
 	}
 	return best

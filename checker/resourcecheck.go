@@ -105,25 +105,5 @@ func sectionSpan(secs []*Section) (int64, int64) {
 }
 
 func stuckSection(secs []*Section, info porcupine.LinearizationInfo) *Section {
-	parts := info.PartialLinearizations()
-	if len(parts) == 0 {
-		return nil
-	}
-	var longest []int
-	for _, l := range parts[0] {
-		if len(l) > len(longest) {
-			longest = l
-		}
-	}
-	in := make(map[int]bool, len(longest))
-	for _, id := range longest {
-		in[id] = true
-	}
-	var best *Section
-	for id, s := range secs {
-		if !in[id] && (best == nil || s.Return < best.Return) {
-			best = s
-		}
-	}
-	return best
+	return firstUnplaced(secs, func(s *Section) int64 { return s.Return }, info)
 }
