@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -131,31 +132,23 @@ func pruneLock(ss lockStates) lockStates {
 	return out
 }
 
-func lockEqual(a, b any) bool {
-	x, y := a.(lockStates), b.(lockStates)
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
-}
+func lockEqual(a, b any) bool { return slices.Equal(a.(lockStates), b.(lockStates)) }
 
 func lockHash(a any) uint64 {
-	h := uint64(14695981039346656037)
+	h := fnvOffset
 	for _, s := range a.(lockStates) {
 		for i := 0; i < len(s.holder); i++ {
-			h = (h ^ uint64(s.holder[i])) * 1099511628211
+			h = fnvMix(h, uint64(s.holder[i]))
 		}
-		h = (h ^ uint64(s.lo)) * 1099511628211
-		h = (h ^ uint64(s.hi)) * 1099511628211
-		h = (h ^ uint64(s.now)) * 1099511628211
+		h = fnvMix(fnvMix(fnvMix(h, uint64(s.lo)), uint64(s.hi)), uint64(s.now))
 	}
 	return h
 }
+
+// FNV-1a, for porcupine's state hashes.
+const fnvOffset = uint64(14695981039346656037)
+
+func fnvMix(h, v uint64) uint64 { return (h ^ v) * 1099511628211 }
 
 // lockModel builds the porcupine model; t0 makes times in pictures relative.
 func lockModel(t0 int64) porcupine.Model {

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,26 +78,15 @@ func resStep(state, input, _ any) (bool, any) {
 	return true, out[:k]
 }
 
-func resEqual(a, b any) bool {
-	x, y := a.(resStates), b.(resStates)
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
-}
+func resEqual(a, b any) bool { return slices.Equal(a.(resStates), b.(resStates)) }
 
 func resHash(a any) uint64 {
-	h := uint64(14695981039346656037)
+	h := fnvOffset
 	for _, s := range a.(resStates) {
 		if s.known {
-			h = (h ^ uint64(s.v)) * 1099511628211
+			h = fnvMix(h, uint64(s.v))
 		} else {
-			h = (h ^ 0xabcdef) * 1099511628211
+			h = fnvMix(h, 0xabcdef)
 		}
 	}
 	return h
