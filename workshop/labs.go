@@ -117,7 +117,7 @@ func Labs() []Lab {
 			Steps: []Step{
 				{
 					Name: "lab5-no-fence", Kind: KindRun,
-					Args:    []string{"--scenario", "paused-client", "--fence", "none", "--steps", "1", "--think", "3s", "--time-limit", "25s", "--interval", "1s"},
+					Args:    pausedClient("none"),
 					Retries: 1,
 					Claims: []Claim{
 						lockIs(checker.Valid, "the lock check is valid: the lease expired honestly"),
@@ -127,7 +127,7 @@ func Labs() []Lab {
 				},
 				{
 					Name: "lab5-fence", Kind: KindRun,
-					Args: []string{"--scenario", "paused-client", "--fence", "read-write", "--steps", "1", "--think", "3s", "--time-limit", "25s", "--interval", "1s"},
+					Args: pausedClient("read-write"),
 					Claims: []Claim{
 						lockIs(checker.Valid, "the lock check is still valid"),
 						noStaleAccepted("no stale write landed: the fence turned away every write sent after the lease ended"),
@@ -145,7 +145,7 @@ func Labs() []Lab {
 			Steps: []Step{
 				{
 					Name: "lab6-write", Kind: KindRun,
-					Args:    []string{"--scenario", "paused-client", "--fence", "write", "--steps", "1", "--think", "3s", "--time-limit", "25s", "--interval", "1s"},
+					Args:    pausedClient("write"),
 					Retries: 1,
 					Claims: []Claim{
 						staleAccepted("the stale write was accepted: its fence was still the highest written"),
@@ -370,4 +370,11 @@ func figureAbove(name string, min float64, text string) Claim {
 		v, ok := ev.Transcript.Figures[name]
 		return fmt.Sprintf("%s = %.2f", name, v), ok && v > min
 	}}
+}
+
+// pausedClient is the run shape of labs 5 and 6: one step with a long think,
+// so the pause lands inside a section and the woken client writes. Lab 6
+// compares write mode with lab 5's fenced run, so only the fence may differ.
+func pausedClient(fence string) []string {
+	return []string{"--scenario", "paused-client", "--fence", fence, "--steps", "1", "--think", "3s", "--time-limit", "25s", "--interval", "1s"}
 }
