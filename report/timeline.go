@@ -77,8 +77,7 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	}
 	for _, e := range events {
 		if !e.IsClient() {
-			if heal, ok := history.FaultHeals[e.F]; ok {
-				_ = heal
+			if _, ok := history.FaultHeals[e.F]; ok {
 				openFaults[e.F+"@"+e.Node] = e
 				continue
 			}

@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -151,11 +153,7 @@ func (e env) Holders() []nemesis.Holder {
 		out = append(out, h)
 	}
 	// Oldest first, so the pick is deterministic given the history.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Since < out[j-1].Since; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortStableFunc(out, func(a, b nemesis.Holder) int { return cmp.Compare(a.Since, b.Since) })
 	return out
 }
 
