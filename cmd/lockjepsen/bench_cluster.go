@@ -15,6 +15,12 @@ func init() {
 	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET), 'bench scenario' (reproduction rate)", run: runBench})
 }
 
+const benchUsage = `usage: lockjepsen bench cluster|locks|scenario [flags]   (lockjepsen bench <kind> -h for its flags)
+
+  cluster   median time from 'cluster up' to ready, and from SIGKILL of the primary to a writable new one
+  locks     lock ops/s of N client processes against valkey-benchmark -t set at the same concurrency
+  scenario  a scenario over seeds 1..N: reproduction rate, median time to the first violation, median run time`
+
 func runBench(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
@@ -24,9 +30,12 @@ func runBench(args []string) int {
 			return runBenchLocks(args[1:])
 		case "scenario":
 			return runBenchScenario(args[1:])
+		case "-h", "--help", "help":
+			fmt.Println(benchUsage)
+			return exitValid
 		}
 	}
-	return fail("bench: want 'bench cluster [--trials N]', 'bench locks [--clients N --duration D]' or 'bench scenario --scenario NAME [--seeds 10] [run flags]'")
+	return fail("bench: want one of 'bench cluster', 'bench locks' or 'bench scenario' (lockjepsen bench -h)")
 }
 
 func runBenchCluster(args []string) int {

@@ -174,3 +174,60 @@ func TestHelpListsEveryCommandAndExitsZero(t *testing.T) {
 		t.Error("help lists the hidden client subcommand")
 	}
 }
+
+// Help is asked for: it goes to stdout with exit 0 and lists the command's
+// flags, so `lockjepsen run -h | less` shows it.
+func TestHelpOfEveryCommandOnStdout(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "-h"}, []string{"-scenario", "-ttl", "-fence", "failover-race"}},
+		{[]string{"check", "-h"}, []string{"-epsilon", "-budget"}},
+		{[]string{"sweep", "-h"}, []string{"-configs", "-faults", "-trials"}},
+		{[]string{"bench", "-h"}, []string{"cluster", "locks", "scenario"}},
+		{[]string{"bench", "cluster", "-h"}, []string{"-trials", "-runtime"}},
+		{[]string{"bench", "locks", "-h"}, []string{"-clients", "-time-limit"}},
+		{[]string{"bench", "scenario", "-h"}, []string{"-seeds", "-scenario"}},
+		{[]string{"cluster", "up", "-h"}, []string{"-replicas", "-min-replicas"}},
+		{[]string{"lab", "-h"}, []string{"-dir"}},
+		{[]string{"version", "-h"}, []string{"version"}},
+		{[]string{"--version"}, []string{"lockjepsen"}},
+		{[]string{"help"}, []string{"run", "check"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout does not mention %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// The defaults `run -h` shows are the chosen scenario's, not placeholders.
+func TestRunHelpShowsTheScenarioDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		scenario string
+		want     []string
+	}{
+		{"failover-race", []string{"lease TTL; clients renew every TTL/3 (default 6s)", "client processes (default 8)", "(a duration, or seconds) (default 25s)"}},
+		{"baseline", []string{"(default 2s)", "client processes (default 16)", "(default 30s)"}},
+	} {
+		out, err := exec.Command(bin, "run", "--scenario", tt.scenario, "-h").Output()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.scenario, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: help does not show %q:\n%s", tt.scenario, w, out)
+			}
+		}
+	}
+}
