@@ -15,7 +15,23 @@ import (
 // old file or the new one, never half of one. On any error the temporary file
 // is removed and path is left as it was. The temporary file's name starts
 // with '.' and ends in ".tmp", so folder listings can pass over it.
-func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
+func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, perm, true, write)
+}
+
+// Replace is WriteFileAtomic without the fsync: all or nothing for the
+// processes reading the file now, but not made to survive a power cut. For
+// files read by live processes that a crash makes moot anyway (a node's
+// config, libfaketime's offset, which the clock-strobe fault flips every
+// 200 ms, a service's address), where an fsync would only add latency.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, perm, false, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+func writeAtomic(path string, perm os.FileMode, durable bool, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -41,8 +57,10 @@ func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) (er
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

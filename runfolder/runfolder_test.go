@@ -181,3 +181,22 @@ func relTo(t *testing.T, p string) string {
 	}
 	return r
 }
+
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ResourceAddr)
+	for _, addr := range []string{"127.0.0.1:1\n", "127.0.0.1:2\n"} {
+		if err := Replace(path, []byte(addr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != addr {
+			t.Errorf("content %q, want %q", b, addr)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files, want 1", len(ents))
+	}
+	if err := Replace(filepath.Join(dir, "missing", Config), nil, 0o644); err == nil {
+		t.Error("Replace into a missing folder succeeded")
+	}
+}
