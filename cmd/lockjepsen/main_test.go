@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/sweep"
 )
 
 var bin string
@@ -31,6 +33,15 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t"}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
 	busy := t.TempDir()
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
+	// A sweep folder whose trials are gone: --aggregate must refuse it and
+	// keep the report it holds.
+	emptySweep := t.TempDir()
+	plan := sweep.Plan{Scenario: "failover-race", Configs: []sweep.Config{{Name: "none"}}, Faults: []sweep.Fault{{Name: "cut", Faults: []string{"cut-replication"}}}}
+	plan.Defaults()
+	if err := sweep.Start(emptySweep, plan); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(emptySweep, sweep.ReportJSON), []byte(`{"trials": 20}`), 0o644)
 	tests := []struct {
 		args []string
 		want string
@@ -54,6 +65,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"check", corrupt}, "history.jsonl:2"},
 		{[]string{"check"}, "one run directory"},
+		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -68,6 +80,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 				t.Fatalf("message does not name %q:\n%s", tt.want, out)
 			}
 		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(emptySweep, sweep.ReportJSON)); string(b) != `{"trials": 20}` {
+		t.Errorf("sweep --aggregate of no trials rewrote sweep.json: %s", b)
 	}
 }
 
