@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // fault is one nemesis fault with the interval it was in force, or an observed
@@ -32,7 +33,8 @@ func faults(nem []history.Event) []fault {
 	var out []fault
 	open := make(map[string][]int) // heal f + node → indexes of unhealed faults
 	for _, e := range nem {
-		if heal, isFault := history.FaultHeals[e.F]; isFault {
+		if m, isFault := nemesis.MarkOf(e.F); isFault {
+			heal := m.Heal
 			out = append(out, fault{f: e.F, node: e.Node, client: targetClient(e), start: e.Time, end: never, index: e.Index})
 			k := heal + "\x00" + e.Node
 			open[k] = append(open[k], len(out)-1)
@@ -91,7 +93,7 @@ func attribute(fs []fault, from, to, slack int64, clients []int, doubleGrant boo
 		if e < from || s > to {
 			continue
 		}
-		c := history.Cause(f.f)
+		c := nemesis.CauseOf(f.f)
 		if f.client >= 0 && !contains(clients, f.client) {
 			continue // a pause of an uninvolved client explains nothing here
 		}

@@ -128,3 +128,12 @@ func readSetupEnv() map[string]string {
 	}
 	return m
 }
+
+// Check says whether these binaries can run cfg on the local runtime; the
+// runner asks before it creates a run folder.
+func (b Binaries) Check(cfg Config) error {
+	if cfg.FakeTime && cfg.runtime() == "local" && b.FaketimeLib == "" {
+		return fmt.Errorf("clock faults need libfaketime, which is not installed: run 'make setup' (or apt-get install libfaketime)")
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"time"
 )
 
@@ -42,6 +43,21 @@ type Config struct {
 	Detached bool
 }
 
+func (c *Config) runtime() string {
+	if c.Runtime == "" {
+		return "local"
+	}
+	return c.Runtime
+}
+
+// validateWithDir is Validate plus the run directory every runtime needs.
+func (c *Config) validateWithDir() error {
+	if c.Dir == "" {
+		return fmt.Errorf("cluster config: no run directory")
+	}
+	return c.Validate()
+}
+
 // Defaults returns the documented defaults.
 func Defaults() Config {
 	return Config{
@@ -54,11 +70,10 @@ func Defaults() Config {
 	}
 }
 
-// Validate checks the config and fills derived values.
+// Validate checks the knobs and fills derived values. It does not ask for a
+// run directory, so that a command can check its flags before it has made
+// one; NewLocal and NewDocker do.
 func (c *Config) Validate() error {
-	if c.Dir == "" {
-		return fmt.Errorf("cluster config: no run directory")
-	}
 	if c.Replicas < 0 || c.Replicas > 8 {
 		return fmt.Errorf("--replicas %d: want 0 to 8", c.Replicas)
 	}
@@ -89,6 +104,9 @@ func (c *Config) Validate() error {
 	case "always", "everysec", "no":
 	default:
 		return fmt.Errorf("--appendfsync %q: want always, everysec or no", c.AppendFsync)
+	}
+	if err := knob.OneOf("runtime", c.runtime(), knob.Runtimes); err != nil {
+		return err
 	}
 	if c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+c.Replicas+c.Sentinels+1 > 65535) {
 		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-c.Replicas-c.Sentinels-1)

@@ -101,7 +101,7 @@ func DockerImage(bins Binaries) string {
 
 // NewDocker validates cfg and lays out the nodes; nothing is created until Up.
 func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateWithDir(); err != nil {
 		return nil, err
 	}
 	dir, err := filepath.Abs(cfg.Dir)
@@ -215,6 +215,17 @@ func (d *Docker) connect(ctx context.Context) error {
 	}
 	d.api = api
 	return nil
+}
+
+// Preflight is what Up checks before it creates anything: Docker reachable,
+// the image built, no compose topology in the way. It leaves no connection
+// open, so a command can ask before it prints its banner.
+func (d *Docker) Preflight(ctx context.Context) error {
+	if err := d.connect(ctx); err != nil {
+		return err
+	}
+	defer func() { d.api.Close(); d.api = nil }()
+	return d.preflight(ctx)
 }
 
 // preflight refuses to start beside a compose topology or the leftovers of a

@@ -32,11 +32,11 @@ var _ Runtime = (*Local)(nil)
 
 // NewLocal validates cfg and lays out the nodes; nothing starts until Up.
 func NewLocal(cfg Config, bins Binaries) (*Local, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateWithDir(); err != nil {
 		return nil, err
 	}
-	if cfg.FakeTime && bins.FaketimeLib == "" {
-		return nil, fmt.Errorf("clock faults need libfaketime, which is not installed: run 'make setup' (or apt-get install libfaketime)")
+	if err := bins.Check(cfg); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {

@@ -81,7 +81,13 @@ const (
 func New(cfg Config, bins Binaries) (Runtime, error) {
 	switch cfg.Runtime {
 	case "", "local":
-		return NewLocal(cfg, bins)
+		// Returning NewLocal's result directly would wrap a nil *Local in a
+		// non-nil Runtime on error, which callers' nil checks then miss.
+		l, err := NewLocal(cfg, bins)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
 	case "docker":
 		return newDocker(cfg, bins)
 	}
@@ -91,4 +97,10 @@ func New(cfg Config, bins Binaries) (Runtime, error) {
 // newDocker is replaced by the Docker runtime when it is built in.
 var newDocker = func(Config, Binaries) (Runtime, error) {
 	return nil, fmt.Errorf("the docker runtime is not available in this build")
+}
+
+// Preflighter is a runtime that can say, before anything is created, that Up
+// would fail (the docker runtime: daemon, image).
+type Preflighter interface {
+	Preflight(ctx context.Context) error
 }

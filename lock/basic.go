@@ -69,7 +69,7 @@ func (b *basic) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if ttl < time.Millisecond {
 		return 0, fail(fmt.Errorf("ttl %v below 1ms: %w", ttl, ErrRefused))
 	}
-	if !b.cfg.Wait.on() && !b.cfg.WaitAOF.on() {
+	if !b.cfg.Wait.On() && !b.cfg.WaitAOF.On() {
 		return b.setNX(ctx, b.c, key, token, ttl)
 	}
 	// WAIT counts the replicas that acknowledged this connection's writes, so
@@ -147,7 +147,7 @@ func (b *basic) setNX(ctx context.Context, c valkey.CoreClient, key, token strin
 
 // waitAcks runs WAIT and/or WAITAOF; short describes a shortfall ("" if none).
 func (b *basic) waitAcks(ctx context.Context, dc valkey.DedicatedClient) (short string, err error) {
-	if w := b.cfg.Wait; w.on() {
+	if w := b.cfg.Wait; w.On() {
 		n, err := dc.Do(ctx, dc.B().Wait().Numreplicas(int64(w.Replicas)).Timeout(w.TimeoutMs).Build()).AsInt64()
 		if err != nil {
 			return "", fmt.Errorf("WAIT %d %d: %w", w.Replicas, w.TimeoutMs, err)
@@ -156,7 +156,7 @@ func (b *basic) waitAcks(ctx context.Context, dc valkey.DedicatedClient) (short 
 			return fmt.Sprintf("WAIT %d %d: %d replica(s) acknowledged", w.Replicas, w.TimeoutMs, n), nil
 		}
 	}
-	if w := b.cfg.WaitAOF; w.on() {
+	if w := b.cfg.WaitAOF; w.On() {
 		v, err := dc.Do(ctx, dc.B().Waitaof().Numlocal(int64(w.Local)).Numreplicas(int64(w.Replicas)).Timeout(w.TimeoutMs).Build()).AsIntSlice()
 		if err != nil {
 			return "", fmt.Errorf("WAITAOF %d %d %d: %w", w.Local, w.Replicas, w.TimeoutMs, err)

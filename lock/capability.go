@@ -91,25 +91,15 @@ func versionAtLeast(v string, major, minor int) bool {
 // Support says whether caps can run cfg's recipe and options; the error names
 // what is missing and the version that has it.
 func (c Caps) Support(cfg Config) error {
-	var missing []string
-	switch cfg.Recipe {
-	case Native:
-		if !c.IFEQ {
-			missing = append(missing, "SET ... IFEQ to extend (Valkey 8.1 or newer)")
-		}
-		if !c.Commands["DELIFEQ"] {
-			missing = append(missing, "DELIFEQ to release (Valkey 9.0 or newer)")
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("recipe native refused: %s lacks %s; native needs Valkey 9.0 or newer on every node that can become primary (or use recipe lua on this server)",
-				c, strings.Join(missing, " and "))
-		}
-	case Lua, Redsync, Valkeylock:
-		if !c.Lua {
-			return fmt.Errorf("recipe %s refused: %s has no Lua engine (EVALSHA unknown or INFO scriptingengines engines_count:0, e.g. a Valkey 9.1 build with BUILD_LUA=no); load the Lua engine, or use recipe native (Valkey 9.0 or newer)", cfg.Recipe, c)
-		}
+	r, err := Lookup(cfg.Recipe)
+	if err != nil {
+		return err
 	}
-	if cfg.WaitAOF.on() {
+	if missing := r.Lacks(c); len(missing) > 0 {
+		return fmt.Errorf("recipe %s refused: %s lacks %s; it must be there on every node that can become primary",
+			cfg.Recipe, c, strings.Join(missing, " and "))
+	}
+	if cfg.WaitAOF.On() {
 		if !c.Commands["WAITAOF"] {
 			return fmt.Errorf("WAITAOF refused: %s does not know WAITAOF (Redis 7.2 or any Valkey has it)", c)
 		}

@@ -3,8 +3,10 @@ package lock
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -35,21 +37,11 @@ type Config struct {
 	OpTimeout  time.Duration `json:"-"`
 }
 
-// WaitOpt is WAIT numreplicas timeout.
-type WaitOpt struct {
-	Replicas  int   `json:"replicas"`
-	TimeoutMs int64 `json:"timeout_ms"`
-}
+// WaitOpt is WAIT numreplicas timeout; knob owns its syntax and check.
+type WaitOpt = knob.Wait
 
 // WaitAOFOpt is WAITAOF numlocal numreplicas timeout.
-type WaitAOFOpt struct {
-	Local     int   `json:"local"`
-	Replicas  int   `json:"replicas"`
-	TimeoutMs int64 `json:"timeout_ms"`
-}
-
-func (w WaitOpt) on() bool    { return w.Replicas > 0 }
-func (w WaitAOFOpt) on() bool { return w.Local > 0 || w.Replicas > 0 }
+type WaitAOFOpt = knob.WaitAOF
 
 // Recipe names.
 const (
@@ -60,53 +52,95 @@ const (
 	Valkeylock = "valkeylock"
 )
 
-type recipeSpec struct {
-	summary string
-	// token: the recipe's own commands carry the token, so fencing and WAIT
-	// (which must share the acquire's connection) can wrap them.
-	ours bool
-	open func(cfg Config) (Lock, error)
+// Recipe is one lock recipe: everything the rest of lockjepsen asks about
+// it lives in its entry, so adding a recipe is one entry and one open
+// function.
+type Recipe struct {
+	Name    string
+	Summary string
+	// Ours: the recipe's own commands carry the token, so fencing and WAIT
+	// (which must share the acquire's connection) can wrap them. A library
+	// driven unchanged writes on its own connections and cannot be fenced.
+	Ours bool
+	// Lacks names what a server must have for the recipe and does not; nil
+	// when it can run there.
+	Lacks func(Caps) []string
+	open  func(cfg Config) (Lock, error)
 }
 
-var recipes = map[string]recipeSpec{
-	Native:     {"SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, openNative},
-	Lua:        {"SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, openLua},
-	Unsafe:     {"SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, openUnsafe},
-	Redsync:    {"github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, openRedsync},
-	Valkeylock: {"valkey-go's valkeylock, KeyMajority 1, self-renewing", false, openValkeylock},
+// Fences reports whether the recipe can draw a fencing token.
+func (r Recipe) Fences() bool { return r.Ours }
+
+func needsNative(c Caps) []string {
+	var missing []string
+	if !c.IFEQ {
+		missing = append(missing, "SET ... IFEQ to extend (Valkey 8.1 or newer)")
+	}
+	if !c.Commands["DELIFEQ"] {
+		missing = append(missing, "DELIFEQ to release (Valkey 9.0 or newer)")
+	}
+	return missing
+}
+
+func needsLua(c Caps) []string {
+	if !c.Lua {
+		return []string{"a Lua engine (EVALSHA unknown or INFO scriptingengines engines_count:0, e.g. a Valkey 9.1 build with BUILD_LUA=no)"}
+	}
+	return nil
+}
+
+var recipes = []Recipe{
+	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative},
+	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua},
+	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe},
+	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync},
+	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock},
+}
+
+// Lookup finds a recipe by name; the error lists the known ones.
+func Lookup(name string) (Recipe, error) {
+	for _, r := range recipes {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return Recipe{}, fmt.Errorf("unknown recipe %q: want one of %s", name, strings.Join(Names(), ", "))
 }
 
 // Names lists the recipes.
 func Names() []string {
 	out := make([]string, 0, len(recipes))
-	for n := range recipes {
-		out = append(out, n)
+	for _, r := range recipes {
+		out = append(out, r.Name)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Summary describes a recipe in one line.
-func Summary(name string) string { return recipes[name].summary }
+// Summary describes a recipe in one line; "" for an unknown name.
+func Summary(name string) string {
+	r, _ := Lookup(name)
+	return r.Summary
+}
 
 // Validate checks the config without contacting a server.
 func (c *Config) Validate() error {
-	spec, ok := recipes[c.Recipe]
-	if !ok {
-		return fmt.Errorf("unknown recipe %q (want one of %v)", c.Recipe, Names())
+	spec, err := Lookup(c.Recipe)
+	if err != nil {
+		return err
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
 	}
-	if !spec.ours {
+	if !spec.Ours {
 		// The library sends its own commands on its own connections: an INCR or
 		// a WAIT on another connection would not cover them.
 		switch {
 		case c.Fencing:
 			return fmt.Errorf("recipe %s cannot fence: the library's SET NX is not ours to wrap in MULTI with an INCR; use native or lua", c.Recipe)
-		case c.Wait.on():
+		case c.Wait.On():
 			return fmt.Errorf("recipe %s cannot WAIT: WAIT counts only its own connection's writes, and the library writes on its own; use native or lua", c.Recipe)
-		case c.WaitAOF.on():
+		case c.WaitAOF.On():
 			return fmt.Errorf("recipe %s cannot WAITAOF: it counts only its own connection's writes, and the library writes on its own; use native or lua", c.Recipe)
 		}
 	}
@@ -121,7 +155,8 @@ func Open(cfg Config) (Lock, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := recipes[cfg.Recipe].open(cfg)
+	r, _ := Lookup(cfg.Recipe)
+	l, err := r.open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open recipe %s: %w", cfg.Recipe, err)
 	}

@@ -11,121 +11,142 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-type fault struct {
-	doc string
-	// plan draws the step's parameters from the schedule's generator.
-	plan func(rng *rand.Rand, p PlanParams) Step
-	// span is how long the fault and its aftermath (failover, rejoin) occupy.
-	span func(s Step, p PlanParams) time.Duration
-	run  func(ctx context.Context, env Env, s Step) error
-}
-
 // failoverSpan covers detection (down-after), election and the old node's rejoin.
 func failoverSpan(_ Step, p PlanParams) time.Duration { return p.DownAfter + 5*time.Second }
 
 func heldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Second }
 
-var faults = map[string]fault{
-	"kill-primary": {
-		doc:  "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
-		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
-		span: failoverSpan,
-		run:  runKillPrimary,
+var catalog = []*Fault{
+	{
+		Name:     "kill-primary",
+		Failover: true, Needs: Needs{Replicas: 1},
+		Marks:  []Mark{{"kill", "restart", CauseFailover}},
+		Doc:    "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: runKillPrimary,
 	},
-	"cut-replication": {
-		doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
+	{
+		Name:     "cut-replication",
+		Failover: true, Needs: Needs{Replicas: 1},
+		Marks: []Mark{{"cut-replication", "heal-replication", CauseFailover}, {"kill", "restart", CauseFailover}},
+		Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
 			"SIGKILL the primary, resume the replicas 50ms later; the promoted replica never saw the lock",
-		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
-		span: failoverSpan,
-		run:  runCutReplication,
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: runCutReplication,
 	},
-	"resync-window": {
-		doc: "restart every replica so it full-syncs, then take a lock in the ~1s after the primary reports it " +
+	{
+		Name:     "resync-window",
+		Failover: true, Needs: Needs{Replicas: 1},
+		Marks: []Mark{{"resync-window", "resync-done", CauseFailover}, {"kill", "restart", CauseFailover}},
+		Doc: "restart every replica so it full-syncs, then take a lock in the ~1s after the primary reports it " +
 			"online but before it streams to it, and SIGKILL the primary: the promoted replica never saw the lock",
-		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
-		span: func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 8*time.Second },
-		run:  runResyncWindow,
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 8*time.Second },
+		inject: runResyncWindow,
 	},
-	"pause-replicas": {
-		doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
+	{
+		Name:  "pause-replicas",
+		Needs: Needs{Replicas: 1},
+		Marks: []Mark{{"pause-replicas", "resume-replicas", CauseReplication}},
+		Doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
 			"refuse writes meanwhile (the cost side of those knobs)",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
 		},
-		span: heldSpan,
-		run:  runPauseReplicas,
+		span:   heldSpan,
+		inject: runPauseReplicas,
 	},
-	"clock-strobe": {
-		doc: "flip the primary's wall clock between true time and a jump past the TTL every 200ms (libfaketime)",
+	{
+		Name:  "clock-strobe",
+		Needs: Needs{FakeTime: true},
+		Marks: []Mark{{"clock-strobe", "clock-reset", CauseServerClock}},
+		Doc:   "flip the primary's wall clock between true time and a jump past the TTL every 200ms (libfaketime)",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 		},
-		span: heldSpan,
-		run:  runClockStrobe,
+		span:   heldSpan,
+		inject: runClockStrobe,
 	},
-	"fast-restart": {
-		doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
+	{
+		Name:  "fast-restart",
+		Marks: []Mark{{"fast-restart", "restarted", CauseFastRestart}},
+		Doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
 			"and without AOF the replicas resync from an empty primary, so every lock vanishes",
-		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
-		span: func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
-		run:  runFastRestart,
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
+		inject: runFastRestart,
 	},
-	"pause-primary": {
-		doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
+	{
+		Name:     "pause-primary",
+		Failover: true, Needs: Needs{Replicas: 1},
+		Marks: []Mark{{"pause-node", "resume-node", CauseSplitBrain}},
+		Doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
 			"primary serves clients still connected to it until Sentinel demotes it",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			return Step{Duration: 2*p.DownAfter + 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
 		},
-		span: func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
-		run:  runPausePrimary,
+		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
+		inject: runPausePrimary,
 	},
-	"pause-client": {
-		doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
+	{
+		Name:  "pause-client",
+		Marks: []Mark{{"pause-client", "resume-client", CauseClientPause}},
+		Doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
 			"still holds the lock, and writes",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			return Step{Duration: p.TTL + p.TTL/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
 		},
-		span: heldSpan,
-		run:  runPauseClient,
+		span:   heldSpan,
+		inject: runPauseClient,
 	},
-	"clock-bump": {
-		doc: "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
+	{
+		Name:  "clock-bump",
+		Needs: Needs{FakeTime: true},
+		Marks: []Mark{{"clock-bump", "clock-reset", CauseServerClock}},
+		Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 		},
-		span: heldSpan,
-		run:  runClockBump,
+		span:   heldSpan,
+		inject: runClockBump,
 	},
-	"skew-client": {
-		doc: "slow a holder's own clock (rate < 1): it believes its lease lasts longer than it does",
+	{
+		Name:  "skew-client",
+		Marks: []Mark{{"skew-client", "unskew-client", CauseClientClock}},
+		Doc:   "slow a holder's own clock (rate < 1): it believes its lease lasts longer than it does",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			// At rate r the client renews every TTL/(3r) of true time: below
 			// 1/3 its lease runs out on the server before it renews.
 			return Step{Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1)), Rate: 0.1 + float64(rng.IntN(3))*0.05}
 		},
-		span: heldSpan,
-		run:  runSkewClient,
+		span:   heldSpan,
+		inject: runSkewClient,
 	},
-	"partition": {
-		doc: "cut the primary off from the Sentinels and replicas while the clients still reach it (docker runtime " +
+	{
+		Name:     "partition",
+		Failover: true, Needs: Needs{Replicas: 1, Runtime: "docker"},
+		Marks: []Mark{{"partition", "heal-partition", CauseSplitBrain}},
+		Doc: "cut the primary off from the Sentinels and replicas while the clients still reach it (docker runtime " +
 			"only), past down-after: the majority promotes a replica, the old primary keeps granting; heal and it is demoted",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			return Step{Duration: 2*p.DownAfter + 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
 		},
-		span: func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
-		run:  runPartition,
+		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
+		inject: runPartition,
 	},
 }
 
 // Run executes one step; it returns once the fault is healed.
 func Run(ctx context.Context, env Env, s Step) error {
-	f, ok := faults[s.Fault]
-	if !ok {
-		return fmt.Errorf("unknown fault %q", s.Fault)
+	f, err := Lookup(s.Fault)
+	if err != nil {
+		return err
 	}
-	if err := f.run(ctx, env, s); err != nil {
+	if err := f.inject(ctx, env, s); err != nil {
 		return fmt.Errorf("fault %s: %w", s.Fault, err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package nemesis
 import (
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"time"
 )
@@ -49,10 +48,13 @@ type PlanParams struct {
 // the same steps. Each fault is given time to run its course (heal and
 // failover) before the next one fires.
 func Plan(p PlanParams) ([]Step, error) {
+	byName := map[string]*Fault{}
 	for _, f := range p.Faults {
-		if _, ok := faults[f]; !ok {
-			return nil, fmt.Errorf("unknown fault %q (known: %s)", f, strings.Join(Names(), ", "))
+		ft, err := Lookup(f)
+		if err != nil {
+			return nil, err
 		}
+		byName[f] = ft
 	}
 	if len(p.Faults) == 0 {
 		return nil, nil
@@ -62,30 +64,17 @@ func Plan(p PlanParams) ([]Step, error) {
 	t := p.Warmup
 	for {
 		kind := p.Faults[rng.IntN(len(p.Faults))]
-		s := faults[kind].plan(rng, p)
+		s := byName[kind].plan(rng, p)
 		s.Fault, s.At = kind, t
-		if s.At+faults[kind].span(s, p) > p.TimeLimit-p.Settle {
+		if s.At+byName[kind].span(s, p) > p.TimeLimit-p.Settle {
 			break
 		}
 		steps = append(steps, s)
 		gap := p.Interval/2 + time.Duration(rng.Int64N(int64(p.Interval)+1))
-		t += faults[kind].span(s, p) + gap
+		t += byName[kind].span(s, p) + gap
 	}
 	if len(steps) == 0 {
-		return nil, fmt.Errorf("--time-limit %v leaves no room for a %s fault after the %v warm-up: use at least %v", p.TimeLimit, p.Faults[0], p.Warmup, p.Warmup+p.Settle+faults[p.Faults[0]].span(Step{}, p)+time.Second)
+		return nil, fmt.Errorf("--time-limit %v leaves no room for a %s fault after the %v warm-up: use at least %v", p.TimeLimit, p.Faults[0], p.Warmup, p.Warmup+p.Settle+byName[p.Faults[0]].span(Step{}, p)+time.Second)
 	}
 	return steps, nil
 }
-
-// Names lists the known faults.
-func Names() []string {
-	var out []string
-	for k := range faults {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Describe explains a fault in one line, for --help and the README.
-func Describe(name string) string { return faults[name].doc }

@@ -47,7 +47,7 @@ func TestScheduleFitsAndDoesNotOverlap(t *testing.T) {
 		if s.At < p.Warmup || s.At < end {
 			t.Fatalf("step %d (%v) starts at %v, before the warm-up or the previous fault's end %v", i, s.Fault, s.At, end)
 		}
-		end = s.At + faults[s.Fault].span(s, p)
+		end = s.At + mustLookup(t, s.Fault).span(s, p)
 		if end > p.TimeLimit-p.Settle {
 			t.Fatalf("step %d ends at %v, past the time limit", i, end)
 		}
@@ -73,5 +73,34 @@ func TestPlanErrors(t *testing.T) {
 	}
 	if s, err := Plan(params(1)); err != nil || s != nil {
 		t.Fatalf("no faults: %v, %v", s, err)
+	}
+}
+
+func mustLookup(t *testing.T, name string) *Fault {
+	t.Helper()
+	f, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// A fault event shared by several faults (every failover fault logs "kill")
+// must mean the same thing in each: one heal, one cause.
+func TestMarksAgree(t *testing.T) {
+	seen := map[string]Mark{}
+	for _, f := range catalog {
+		if len(f.Marks) == 0 {
+			t.Errorf("%s logs no fault event: the checker could not see it in force", f.Name)
+		}
+		for _, m := range f.Marks {
+			if m.Heal == "" || m.Cause == "" {
+				t.Errorf("%s: mark %+v lacks a heal or a cause", f.Name, m)
+			}
+			if o, ok := seen[m.Event]; ok && o != m {
+				t.Errorf("%s: event %q means %+v here and %+v elsewhere", f.Name, m.Event, m, o)
+			}
+			seen[m.Event] = m
+		}
 	}
 }

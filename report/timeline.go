@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // Timeline is what the plot shows, computed from the history and the verdicts.
@@ -77,15 +78,15 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	}
 	for _, e := range events {
 		if !e.IsClient() {
-			if _, ok := history.FaultHeals[e.F]; ok {
+			if _, ok := nemesis.MarkOf(e.F); ok {
 				openFaults[e.F+"@"+e.Node] = e
 				continue
 			}
-			for f, heal := range history.FaultHeals {
-				if heal == e.F {
-					if st, ok := openFaults[f+"@"+e.Node]; ok {
-						tl.Faults = append(tl.Faults, Band{From: st.Time, To: e.Time, Label: f + " " + st.Node})
-						delete(openFaults, f+"@"+e.Node)
+			for _, m := range nemesis.Marks() {
+				if m.Heal == e.F {
+					if st, ok := openFaults[m.Event+"@"+e.Node]; ok {
+						tl.Faults = append(tl.Faults, Band{From: st.Time, To: e.Time, Label: m.Event + " " + st.Node})
+						delete(openFaults, m.Event+"@"+e.Node)
 					}
 				}
 			}

@@ -17,7 +17,7 @@ func (r *run) lockConfig() lock.Config {
 		Recipe:    r.cfg.Recipe,
 		Sentinels: r.cluster.SentinelAddrs(),
 		MasterSet: cluster.MasterName,
-		Fencing:   Fenced(r.cfg.Recipe),
+		Fencing:   fences(r.cfg.Recipe),
 		Wait:      r.cfg.Wait,
 		WaitAOF:   r.cfg.WaitAOF,
 	}
@@ -57,8 +57,9 @@ type clientAdapter struct{ *workload.Client }
 
 func (c clientAdapter) Stop() { _ = c.Client.Stop() }
 
-// Fenced reports whether a recipe draws fencing tokens (MULTI/SET NX/INCR/EXEC).
-// The third-party libraries cannot: they are driven unchanged.
-func Fenced(recipe string) bool {
-	return recipe == lock.Native || recipe == lock.Lua || recipe == lock.Unsafe
+// fences reports whether the recipe draws fencing tokens
+// (MULTI/SET NX/INCR/EXEC); Validate has refused unknown recipes.
+func fences(recipe string) bool {
+	r, _ := lock.Lookup(recipe)
+	return r.Fences()
 }

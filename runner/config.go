@@ -5,11 +5,10 @@ package runner
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -30,8 +29,8 @@ type Config struct {
 	Job       scenario.Job  `json:"job"`
 	Epsilon   time.Duration `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
 
-	Wait    lock.WaitOpt    `json:"wait"`
-	WaitAOF lock.WaitAOFOpt `json:"waitaof"`
+	Wait    knob.Wait    `json:"wait"`
+	WaitAOF knob.WaitAOF `json:"waitaof"`
 
 	Cluster     cluster.Config `json:"cluster"`
 	ResourceDSN string         `json:"resource_dsn,omitempty"`
@@ -60,7 +59,7 @@ const (
 // FromScenario fills a config from a preset.
 func FromScenario(s scenario.Scenario) Config {
 	c := Config{
-		Scenario: s.Name, Recipe: lock.Native, Fence: "read-write",
+		Scenario: s.Name, Recipe: lock.Native, Fence: knob.FenceReadWrite,
 		Clients: s.Clients, Keys: s.Keys, TTL: s.TTL, TimeLimit: s.TimeLimit, Seed: 1,
 		Faults: s.Faults, Interval: s.Interval, Job: s.Job, Epsilon: 5 * time.Millisecond,
 		Cluster: cluster.Defaults(),
@@ -69,14 +68,22 @@ func FromScenario(s scenario.Scenario) Config {
 	return c
 }
 
-// Validate checks the knobs and plans the schedule.
+// Validate is the one check of a run's knobs, for every command that starts
+// runs (run, bench scenario, sweep, lab): it runs before anything prints a
+// banner or starts a process, and plans the fault schedule.
 func (c *Config) Validate() error {
-	switch c.Fence {
-	case "none", "write", "read-write":
-	default:
-		return fmt.Errorf("--fence %q: want none, write or read-write", c.Fence)
+	sc, err := scenario.Get(c.Scenario)
+	if err != nil {
+		return fmt.Errorf("--scenario: %w", err)
 	}
-	if c.Fence != "none" && !Fenced(c.Recipe) {
+	rec, err := lock.Lookup(c.Recipe)
+	if err != nil {
+		return fmt.Errorf("--recipe: %w", err)
+	}
+	if err := knob.OneOf("fence", c.Fence, knob.FenceModes); err != nil {
+		return err
+	}
+	if c.Fence != knob.FenceNone && !rec.Fences() {
 		return fmt.Errorf("--recipe %s draws no fencing token (the library is driven unchanged): use --fence none", c.Recipe)
 	}
 	if c.Clients < 1 || c.Clients > 256 {
@@ -91,19 +98,41 @@ func (c *Config) Validate() error {
 	if c.TimeLimit < 5*time.Second {
 		return fmt.Errorf("--time-limit %v: want 5s or more", c.TimeLimit)
 	}
+	if c.Job.Steps < 1 {
+		return fmt.Errorf("--steps %d: want 1 or more critical sections per hold", c.Job.Steps)
+	}
+	if c.Job.Think < 0 {
+		return fmt.Errorf("--think %v: want 0 or more", c.Job.Think)
+	}
+	if c.Epsilon < 0 || c.Epsilon >= c.TTL/2 {
+		return fmt.Errorf("--epsilon %v: want 0 to below half the TTL (%v); a wider tolerance cannot see a double grant", c.Epsilon, c.TTL/2)
+	}
+	if c.Interval < 0 || (c.Interval == 0 && len(c.Faults) > 0) {
+		return fmt.Errorf("--interval %v: want a mean gap between faults above 0, e.g. 5s", c.Interval)
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		return err
+	}
+	if sc.Runtime != "" && c.Cluster.Runtime != sc.Runtime {
+		return fmt.Errorf("--scenario %s needs --runtime %s: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)", sc.Name, sc.Runtime)
+	}
 	if c.Wait.Replicas > c.Cluster.Replicas || c.WaitAOF.Replicas > c.Cluster.Replicas {
 		return fmt.Errorf("--wait/--waitaof ask for more replicas than --replicas %d: such an acquire can never succeed", c.Cluster.Replicas)
 	}
 	if c.WaitAOF.Local > 0 && !c.Cluster.AppendOnly {
 		return fmt.Errorf("--waitaof with a local count needs the AOF: add --appendonly (WAITAOF's first argument must be 0 when AOF is off)")
 	}
-	for _, f := range c.Faults {
-		if (f == "clock-bump" || f == "clock-strobe") && !c.Cluster.FakeTime {
+	for _, name := range c.Faults {
+		f, err := nemesis.Lookup(name)
+		if err != nil {
+			return fmt.Errorf("--faults: %w", err)
+		}
+		if err := f.Check(c.Cluster.Runtime, c.Cluster.Replicas); err != nil {
+			return err
+		}
+		if f.Needs.FakeTime {
 			c.Cluster.FakeTime = true
 		}
-	}
-	if c.Interval <= 0 {
-		c.Interval = 5 * time.Second
 	}
 	sched, err := nemesis.Plan(nemesis.PlanParams{
 		Faults: c.Faults, Seed: c.Seed, TimeLimit: c.TimeLimit, Interval: c.Interval,
@@ -114,73 +143,4 @@ func (c *Config) Validate() error {
 	}
 	c.Schedule = sched
 	return nil
-}
-
-// ParseWait reads --wait n:timeout (timeout a duration or milliseconds).
-func ParseWait(s string) (lock.WaitOpt, error) {
-	if s == "" {
-		return lock.WaitOpt{}, nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) != 2 {
-		return lock.WaitOpt{}, fmt.Errorf("--wait %q: want replicas:timeout, e.g. 1:100ms", s)
-	}
-	n, err := strconv.Atoi(parts[0])
-	if err != nil || n < 0 {
-		return lock.WaitOpt{}, fmt.Errorf("--wait %q: replicas must be a number >= 0", s)
-	}
-	ms, err := parseMs(parts[1])
-	if err != nil {
-		return lock.WaitOpt{}, fmt.Errorf("--wait %q: %v", s, err)
-	}
-	return lock.WaitOpt{Replicas: n, TimeoutMs: ms}, nil
-}
-
-// ParseWaitAOF reads --waitaof local:replicas:timeout.
-func ParseWaitAOF(s string) (lock.WaitAOFOpt, error) {
-	if s == "" {
-		return lock.WaitAOFOpt{}, nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return lock.WaitAOFOpt{}, fmt.Errorf("--waitaof %q: want local:replicas:timeout, e.g. 1:1:100ms", s)
-	}
-	l, err1 := strconv.Atoi(parts[0])
-	r, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil || l < 0 || l > 1 || r < 0 {
-		return lock.WaitAOFOpt{}, fmt.Errorf("--waitaof %q: local is 0 or 1, replicas a number >= 0", s)
-	}
-	ms, err := parseMs(parts[2])
-	if err != nil {
-		return lock.WaitAOFOpt{}, fmt.Errorf("--waitaof %q: %v", s, err)
-	}
-	return lock.WaitAOFOpt{Local: l, Replicas: r, TimeoutMs: ms}, nil
-}
-
-// ParseMinReplicas reads --min-replicas n:lag (lag in seconds, as Valkey has it).
-func ParseMinReplicas(s string) (n, lag int, err error) {
-	if s == "" {
-		return 0, 10, nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) != 2 {
-		return 0, 0, fmt.Errorf("--min-replicas %q: want count:lag-seconds, e.g. 1:10", s)
-	}
-	n, err1 := strconv.Atoi(parts[0])
-	lag, err2 := strconv.Atoi(strings.TrimSuffix(parts[1], "s"))
-	if err1 != nil || err2 != nil || n < 0 || lag < 0 {
-		return 0, 0, fmt.Errorf("--min-replicas %q: count and lag are whole numbers >= 0 (lag in seconds)", s)
-	}
-	return n, lag, nil
-}
-
-func parseMs(s string) (int64, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d.Milliseconds(), nil
-	}
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || ms < 0 {
-		return 0, fmt.Errorf("timeout %q: want a duration (100ms) or milliseconds (100)", s)
-	}
-	return ms, nil
 }

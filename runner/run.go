@@ -92,6 +92,29 @@ func Keys(n int) (keys, runs []string) {
 // Run carries out one run in cfg.Out. Every phase leaves what it produced on
 // disk, so a run that fails or is interrupted halfway is still checkable with
 // `lockjepsen check DIR`.
+// Preflight checks what a run needs from the machine (Valkey binaries,
+// libfaketime for clock faults, Docker and its image) before anything is
+// created or printed, so that a run that cannot start leaves no folder.
+func Preflight(ctx context.Context, cfg Config) error {
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		return err
+	}
+	if err := bins.Check(cfg.Cluster); err != nil {
+		return err
+	}
+	c := cfg.Cluster
+	c.Dir = filepath.Join(cfg.Out, runfolder.Cluster)
+	rt, err := cluster.New(c, bins)
+	if err != nil {
+		return err
+	}
+	if p, ok := rt.(cluster.Preflighter); ok {
+		return p.Preflight(ctx)
+	}
+	return nil
+}
+
 func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	o := Outcome{Dir: cfg.Out, ExitCode: 2}
 	exe := cfg.Exe
@@ -109,6 +132,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	if runfolder.HoldsRun(cfg.Out) {
 		o.Err = fmt.Errorf("%s already holds a run: choose another folder (runs are never overwritten; 'lockjepsen check %s' re-checks it)", cfg.Out, cfg.Out)
+		return o
+	}
+	if err := bins.Check(cfg.Cluster); err != nil {
+		o.Err = err
 		return o
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -404,15 +405,17 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 		cfg.Interval = time.Duration(cell.Fault.Interval)
 	}
 	c := cell.Config
-	if cfg.Wait, err = runner.ParseWait(c.Wait); err != nil {
+	if cfg.Wait, err = knob.ParseWait(c.Wait); err != nil {
 		return cfg, err
 	}
-	if cfg.WaitAOF, err = runner.ParseWaitAOF(c.WaitAOF); err != nil {
+	if cfg.WaitAOF, err = knob.ParseWaitAOF(c.WaitAOF); err != nil {
 		return cfg, err
 	}
-	if cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag, err = runner.ParseMinReplicas(c.MinReplicas); err != nil {
+	mr, err := knob.ParseMinReplicas(c.MinReplicas)
+	if err != nil {
 		return cfg, err
 	}
+	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = mr.Count, mr.LagS
 	cfg.Cluster.AppendOnly = c.AppendOnly || c.AppendFsync != ""
 	if c.AppendFsync != "" {
 		cfg.Cluster.AppendFsync = c.AppendFsync
@@ -421,10 +424,6 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 		cfg.Cluster.Replicas = c.Replicas
 	}
 	cfg.Out = out
-	cfg.Cluster.Dir = out // Validate wants one; the runner sets the real one
-	if err := cfg.Cluster.Validate(); err != nil {
-		return cfg, err
-	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}

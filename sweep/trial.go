@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -108,22 +109,10 @@ type Trial struct {
 	Acquires     Acquires
 }
 
-// failoverFaults produce a Sentinel failover each time; the others do not, so
-// their opportunity is the injection itself.
-var failoverFaults = map[string]bool{"kill-primary": true, "cut-replication": true, "pause-primary": true, "partition": true}
-
-// firstEvent is the nemesis event each fault kind logs first: it anchors the
-// injection on the history's clock.
-var firstEvent = map[string]string{
-	"kill-primary": "kill", "cut-replication": "cut-replication", "fast-restart": "fast-restart",
-	"pause-primary": "pause-node", "pause-client": "pause-client", "clock-bump": "clock-bump",
-	"skew-client": "skew-client",
-}
-
 // Unit is what one opportunity of a fault axis point is.
 func (f Fault) Unit() string {
 	for _, k := range f.Faults {
-		if !failoverFaults[k] {
+		if nf, err := nemesis.Lookup(k); err != nil || !nf.Failover {
 			return "fault"
 		}
 	}
@@ -208,8 +197,10 @@ func (t *Trial) fromHistory(events []history.Event, fault Fault) {
 func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	kinds := map[string]bool{}
 	for _, k := range fault.Faults {
-		if f, ok := firstEvent[k]; ok {
-			kinds[f] = true
+		// A fault's first mark is logged at injection: it anchors the fault
+		// on the history's clock.
+		if f, err := nemesis.Lookup(k); err == nil {
+			kinds[f.Marks[0].Event] = true
 		} else {
 			kinds[k] = true
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
 // Labs is the workshop, in teaching order. The run presets are shortened
@@ -223,104 +224,34 @@ func Labs() []Lab {
 // The claim helpers: each says what it reads, so that a failing claim tells
 // the facilitator what the run showed instead.
 
-func lockIs(want checker.Validity, text string) Claim {
+// claim gives a scenario predicate the lab's own words: the predicate, the
+// same one scenarios expect, does the reading.
+func claim(p scenario.Predicate, text string) Claim {
 	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
 		if ev.Result == nil {
 			return errNoEvidence.Error(), false
 		}
-		return "lock.valid = " + ev.Result.Lock.Valid.String(), ev.Result.Lock.Valid == want
+		return p.Check(ev.Result)
 	}}
 }
+
+func lockIs(want checker.Validity, text string) Claim { return claim(scenario.LockIs(want), text) }
 
 func resourceIs(want checker.Validity, text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		r := ev.Result.Resource
-		return fmt.Sprintf("resource.valid = %s, lost_updates = %d", r.Valid, r.LostUpdates), r.Valid == want
-	}}
+	return claim(scenario.ResourceIs(want), text)
 }
 
-func doubleGrantBy(cause, text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		causes := map[string]int{}
-		for _, v := range ev.Result.Violations {
-			if v.Kind == "double-grant" {
-				causes[v.Cause]++
-			}
-		}
-		return fmt.Sprintf("double-grant violations by cause: %v", causes), causes[cause] > 0
-	}}
-}
+func doubleGrantBy(cause, text string) Claim { return claim(scenario.DoubleGrantBy(cause), text) }
 
-// lockViolationBy accepts any violation against the lock with that cause: a
-// restart that empties the primary shows as a double grant when two leases
-// were certainly alive at once, or as lock-not-linearizable when unknown
-// outcomes leave only an ordering no correct server could produce.
-func lockViolationBy(cause, text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		kinds := map[string]int{}
-		for _, v := range ev.Result.Violations {
-			if v.Affects == "lock" && v.Cause == cause {
-				kinds[v.Kind]++
-			}
-		}
-		return fmt.Sprintf("lock violations caused by %s: %v", cause, kinds), len(kinds) > 0
-	}}
-}
+func lockViolationBy(cause, text string) Claim { return claim(scenario.LockViolationBy(cause), text) }
 
-func newerTurnedAway(text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		n := 0
-		for _, d := range ev.Result.DoubleHolderList {
-			if d.NewTurnedAway != "" {
-				n++
-			}
-		}
-		return fmt.Sprintf("%d of %d double holders had the newer holder turned away", n, ev.Result.DoubleHolders), n > 0
-	}}
-}
+func newerTurnedAway(text string) Claim { return claim(scenario.NewerTurnedAway(), text) }
 
-// staleRejected is kept for labs whose fault always sends a stale write.
-func staleRejected(text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		s := ev.Result.StaleWrites
-		return fmt.Sprintf("stale_writes: %d attempted, %d rejected, %d accepted", s.Attempted, s.Rejected, s.Accepted), s.Rejected > 0 && s.Accepted == 0
-	}}
-}
+func staleRejected(text string) Claim { return claim(scenario.StaleRejected(), text) }
 
-func noStaleAccepted(text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		s := ev.Result.StaleWrites
-		return fmt.Sprintf("stale_writes: %d attempted, %d rejected, %d accepted", s.Attempted, s.Rejected, s.Accepted), s.Accepted == 0
-	}}
-}
+func noStaleAccepted(text string) Claim { return claim(scenario.NoStaleAccepted(), text) }
 
-func staleAccepted(text string) Claim {
-	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
-		if ev.Result == nil {
-			return errNoEvidence.Error(), false
-		}
-		s := ev.Result.StaleWrites
-		return fmt.Sprintf("stale_writes: %d attempted, %d rejected, %d accepted", s.Attempted, s.Rejected, s.Accepted), s.Accepted > 0
-	}}
-}
+func staleAccepted(text string) Claim { return claim(scenario.StaleAccepted(), text) }
 
 func waitShort(text string) Claim {
 	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {

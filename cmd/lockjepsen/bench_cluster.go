@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/internal/stats"
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() {
@@ -33,13 +34,18 @@ func runBenchCluster(args []string) int {
 	fs := newFlagSet("bench cluster", "bench cluster [--trials N] [topology flags]")
 	cfg := cluster.Defaults()
 	clusterFlags(fs, &cfg)
-	trials := fs.Int("trials", 5, "clusters to start (each is killed once)")
-	fs.StringVar(&cfg.Runtime, "runtime", "local", "local or docker (make images first)")
+	trials := new(int)
+	*trials, cfg.Runtime = 5, "local"
+	fs.Var(knob.Int{N: trials, Min: 1, Max: 1000}, "trials", "clusters to start (each is killed once)")
+	fs.Var(knob.Choice{S: &cfg.Runtime, Among: knob.Runtimes}, "runtime", "local or docker (make images first)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *trials < 1 {
-		return fail("--trials %d: want 1 or more", *trials)
+	if fs.NArg() > 0 {
+		return fail("bench cluster: unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail("bench cluster: %v", err)
 	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {

@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/workload"
 )
@@ -24,14 +26,24 @@ import (
 // with the same concurrency against the same primary.
 func runBenchLocks(args []string) int {
 	fs := newFlagSet("bench locks", "bench locks [flags]")
-	clients := fs.Int("clients", 16, "client processes, and valkey-benchmark's -c")
-	dur := fs.Duration("duration", 10*time.Second, "how long the lock clients run")
-	recipe := fs.String("recipe", lock.Native, "lock recipe")
+	clients, d, recipeName, requests := new(int), new(time.Duration), new(string), new(int)
+	*clients, *d, *recipeName, *requests = 16, 10*time.Second, lock.Native, 200000
+	fs.Var(knob.Int{N: clients, Min: 1, Max: 256}, "clients", "client processes, and valkey-benchmark's -c")
+	fs.Var(knob.Duration{D: d, Min: time.Second}, "time-limit", "how long the lock clients run")
+	fs.Var(knob.Duration{D: d, Min: time.Second}, "duration", "the old spelling of --time-limit")
+	fs.Var(knob.Choice{S: recipeName, Among: lock.Names()}, "recipe", "lock recipe: "+strings.Join(lock.Names(), ", "))
 	fencing := fs.Bool("fencing", false, "draw a fencing token with every acquire")
-	requests := fs.Int("requests", 200000, "valkey-benchmark -n")
+	fs.Var(knob.Int{N: requests, Min: 1, Max: 100_000_000}, "requests", "valkey-benchmark -n")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	if fs.NArg() > 0 {
+		return fail("bench locks: unexpected argument %q", fs.Arg(0))
+	}
+	if rec, _ := lock.Lookup(*recipeName); *fencing && !rec.Fences() {
+		return fail("bench locks: --recipe %s draws no fencing token (the library is driven unchanged): drop --fencing", *recipeName)
+	}
+	dur, recipe := d, recipeName
 	bins, err := cluster.FindBinaries()
 	if err != nil {
 		return fail("%v", err)

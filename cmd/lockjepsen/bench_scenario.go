@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/internal/stats"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
 // runBenchScenario runs one scenario over several seeds and prints its
@@ -21,18 +24,9 @@ import (
 // run time: the figures behind the README's claims.
 func runBenchScenario(args []string) int {
 	seeds := 10
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		if args[i] == "--seeds" && i+1 < len(args) {
-			if _, err := fmt.Sscan(args[i+1], &seeds); err != nil || seeds < 1 {
-				return fail("--seeds %q: want a number >= 1", args[i+1])
-			}
-			i++
-			continue
-		}
-		rest = append(rest, args[i])
-	}
-	cfg, code, ok := runFlags("bench scenario", rest)
+	cfg, code, ok := runFlags("bench scenario", args, func(fs *flag.FlagSet) {
+		fs.Var(knob.Int{N: &seeds, Min: 1, Max: 10000}, "seeds", "runs, with seeds 1 to N")
+	})
 	if !ok {
 		return code
 	}
@@ -62,7 +56,7 @@ func runBenchScenario(args []string) int {
 			return fail("seed %d: %v", s, err)
 		}
 		ok := runner.Reproduced(c, &r)
-		first := runner.FirstViolationS(&r)
+		first := scenario.FirstViolationS(&r)
 		if ok {
 			reproduced++
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() {
@@ -48,18 +49,23 @@ func runCluster(args []string) int {
 	return fail("cluster: unknown subcommand %q (want up, status, kill-primary or down)", args[0])
 }
 
-// clusterFlags registers the topology flags shared by `cluster up` and `run`.
+// clusterFlags registers the topology flags of `cluster up`, with the same
+// typed knobs (and so the same checks and messages) as `run`.
 func clusterFlags(fs *flag.FlagSet, c *cluster.Config) {
-	d := cluster.Defaults()
-	fs.IntVar(&c.Replicas, "replicas", d.Replicas, "number of replicas")
-	fs.IntVar(&c.Sentinels, "sentinels", d.Sentinels, "number of Sentinels (quorum: a majority)")
-	fs.DurationVar(&c.DownAfter, "down-after", d.DownAfter, "Sentinel down-after-milliseconds (below ~200ms healthy nodes get flagged down)")
-	fs.DurationVar(&c.FailoverTimeout, "failover-timeout", d.FailoverTimeout, "Sentinel failover-timeout (500ms aborts failovers; 1s-3s works)")
-	fs.IntVar(&c.MinReplicasToWrite, "min-replicas-to-write", 0, "nodes refuse writes (NOREPLICAS) with fewer replicas than this in sync")
-	fs.IntVar(&c.MinReplicasMaxLag, "min-replicas-max-lag", d.MinReplicasMaxLag, "seconds a replica may lag and still count for min-replicas-to-write")
+	fs.Var(knob.Int{N: &c.Replicas, Min: 0, Max: 8}, "replicas", "number of replicas")
+	fs.Var(knob.Int{N: &c.Sentinels, Min: 1, Max: 7}, "sentinels", "number of Sentinels (quorum: a majority)")
+	fs.Var(knob.Duration{D: &c.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds (below ~200ms healthy nodes get flagged down)")
+	fs.Var(knob.Duration{D: &c.FailoverTimeout, Min: time.Second, Why: "below 1s failovers abort on Valkey 9.1"}, "failover-timeout", "Sentinel failover-timeout (500ms aborts failovers; 1s-3s works)")
+	fs.Func("min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10, as `run` takes it", func(v string) error {
+		m, err := knob.ParseMinReplicas(v)
+		c.MinReplicasToWrite, c.MinReplicasMaxLag = m.Count, m.LagS
+		return err
+	})
+	fs.Var(knob.Int{N: &c.MinReplicasToWrite, Min: 0, Max: 8}, "min-replicas-to-write", "nodes refuse writes (NOREPLICAS) with fewer replicas than this in sync")
+	fs.Var(knob.Int{N: &c.MinReplicasMaxLag, Min: 0, Max: 3600}, "min-replicas-max-lag", "seconds a replica may lag and still count for min-replicas-to-write")
 	fs.BoolVar(&c.AppendOnly, "appendonly", false, "turn on the AOF on every node")
-	fs.StringVar(&c.AppendFsync, "appendfsync", d.AppendFsync, "AOF fsync policy: always, everysec or no")
-	fs.IntVar(&c.BasePort, "base-port", 0, "first port of a consecutive range (default: free ports chosen by the kernel)")
+	fs.Var(knob.Choice{S: &c.AppendFsync, Among: knob.FsyncPolicies}, "appendfsync", "AOF fsync policy: always, everysec or no")
+	fs.Var(knob.Int{N: &c.BasePort, Min: 0, Max: 65535}, "base-port", "first port of a consecutive range (default: free ports chosen by the kernel)")
 	fs.BoolVar(&c.FakeTime, "fake-time", false, "start nodes under libfaketime so their wall clocks can be moved")
 }
 
@@ -73,6 +79,9 @@ func clusterUp(args []string) int {
 	}
 	if fs.NArg() > 0 {
 		return fail("cluster up: unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail("cluster up: %v", err)
 	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {

@@ -106,7 +106,7 @@ func listLabs() {
 // labRun is `lockjepsen run ARGS --out DIR` in-process: the same flags, the
 // same runner, so a lab runs exactly the command its page prints.
 func labRun(ctx context.Context, args []string, out string, progress io.Writer) (string, int, error) {
-	cfg, code, ok := runFlags("run", append(append([]string{}, args...), "--out", out))
+	cfg, code, ok := runFlags("run", append(append([]string{}, args...), "--out", out), nil)
 	if !ok {
 		return "", code, fmt.Errorf("lockjepsen run %v: bad flags (exit %d)", args, code)
 	}

@@ -66,7 +66,7 @@ func usage(w io.Writer) {
 }
 
 // newFlagSet makes a flag set whose errors are reported, not fatal, so that every
-// subcommand turns bad flags into exit code 2 the same way.
+// subcommand turns bad flags into the same one-line message and exit code.
 func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("lockjepsen "+name, flag.ContinueOnError)
 	fs.Usage = func() {
@@ -77,12 +77,20 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 }
 
 // parseFlags parses args; it returns (code, false) when the caller must exit.
+// Help goes to stdout with exit 0, so that `lockjepsen run -h | less` works; a
+// bad flag is one line on stderr naming the flag and the problem, without the
+// whole usage burying it.
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitValid, false
-		}
-		return exitUsage, false
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return exitValid, false
+	case err != nil:
+		name := strings.TrimPrefix(fs.Name(), "lockjepsen ")
+		return fail("%s: %v (lockjepsen %s -h lists the flags)", name, err, name), false
 	}
 	return 0, true
 }

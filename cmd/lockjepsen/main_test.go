@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/sweep"
@@ -26,8 +27,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Bad input is refused before anything starts, with exit 2 and a message that
-// names the problem.
+// Bad input is refused before anything starts, with exit 2 and one line
+// that names the flag (or the problem): no usage dump burying it, no
+// goroutine dump, no run folder, no process left behind.
 func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	corrupt := t.TempDir()
 	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t"}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
@@ -42,42 +44,129 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(emptySweep, sweep.ReportJSON), []byte(`{"trials": 20}`), 0o644)
-	tests := []struct {
+	type bad struct {
 		args []string
 		want string
-	}{
+	}
+	tests := []bad{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"run", "--no-such-flag"}, "no-such-flag"},
-		{[]string{"run", "--fence", "sometimes"}, "--fence"},
 		{[]string{"run", "--scenario", "meteor"}, `unknown scenario "meteor"`},
-		{[]string{"run", "--recipe", "paxos"}, "--recipe"},
 		{[]string{"run", "--recipe", "redsync"}, "--fence none"},
-		{[]string{"run", "--wait", "1"}, "--wait"},
 		{[]string{"run", "--waitaof", "1:1:100ms"}, "--appendonly"},
-		{[]string{"run", "--min-replicas", "x:y"}, "--min-replicas"},
-		{[]string{"run", "--faults", "meteor"}, `unknown fault "meteor"`},
+		{[]string{"run", "--wait", "3:100ms"}, "--replicas"},
 		{[]string{"run", "--faults", "partition"}, "docker"},
-		{[]string{"run", "--ttl", "1ms"}, "--ttl"},
+		{[]string{"run", "--scenario", "partition", "--runtime", "local"}, "--runtime docker"},
+		{[]string{"run", "--replicas", "0"}, "--replicas 1 or more"},
+		{[]string{"run", "--keys", "100", "--clients", "2"}, "--keys"},
+		{[]string{"run", "--epsilon", "3s"}, "--epsilon"},
+		{[]string{"run", "--time-limit", "6s"}, "--time-limit"},
 		{[]string{"run", "--out", busy}, "already holds a run"},
-		{[]string{"cluster", "up", "--base-port", "80"}, "--base-port"},
-		{[]string{"cluster", "up", "--down-after", "10ms"}, "--down-after"},
+		{[]string{"run", "extra-arg"}, "unexpected argument"},
+		{[]string{"cluster", "up", "--min-replicas-to-write", "3"}, "--min-replicas-to-write"},
+		{[]string{"cluster", "up", "extra"}, "unexpected argument"},
 		{[]string{"cluster", "status", "--dir", t.TempDir()}, "no cluster"},
+		{[]string{"cluster", "frob"}, "unknown subcommand"},
 		{[]string{"check", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"check", corrupt}, "history.jsonl:2"},
 		{[]string{"check"}, "one run directory"},
 		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
+		{[]string{"check", "--budget", "x", corrupt}, "budget"},
+		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
+		{[]string{"sweep", "--faults", "meteor"}, "meteor"},
+		{[]string{"sweep", "--faults", "partition"}, "docker"},
+		{[]string{"sweep", "--aggregate"}, "--resume"},
+		{[]string{"sweep", "--resume", t.TempDir()}, "plan.json"},
+		{[]string{"sweep", "--resume", t.TempDir(), "--trials", "3"}, "--trials"},
+		{[]string{"sweep", "--config", "x"}, "--config"},
+		{[]string{"bench", "frob"}, "bench"},
+		{[]string{"bench", "locks", "--recipe", "redsync", "--fencing"}, "--fencing"},
+		{[]string{"bench", "locks", "extra"}, "unexpected argument"},
+		{[]string{"bench", "cluster", "--min-replicas-to-write", "3"}, "--min-replicas-to-write"},
+		{[]string{"bench", "scenario", "--recipe", "redsync"}, "--fence none"},
+		{[]string{"lab", "99"}, "99"},
+		{[]string{"lab", "x"}, "not a lab number"},
+		{[]string{"lab", "1", "2"}, "one lab at a time"},
+	}
+	// Every bad value of every typed flag: the message names the flag.
+	for _, f := range []struct {
+		cmd   []string
+		flag  string
+		value []string
+	}{
+		{[]string{"run"}, "fence", []string{"sometimes"}},
+		{[]string{"run"}, "recipe", []string{"paxos"}},
+		{[]string{"run"}, "clients", []string{"0", "257", "x"}},
+		{[]string{"run"}, "keys", []string{"0", "x"}},
+		{[]string{"run"}, "ttl", []string{"1ms", "0", "-1s", "x"}},
+		{[]string{"run"}, "time-limit", []string{"1s", "x"}},
+		{[]string{"run"}, "seed", []string{"x"}},
+		{[]string{"run"}, "faults", []string{"meteor"}},
+		{[]string{"run"}, "interval", []string{"-1s", "0", "x"}},
+		{[]string{"run"}, "wait", []string{"1", "x:100ms", "1:-5"}},
+		{[]string{"run"}, "waitaof", []string{"1:1", "2:1:100ms"}},
+		{[]string{"run"}, "min-replicas", []string{"x:y", "1"}},
+		{[]string{"run"}, "appendfsync", []string{"sometimes"}},
+		{[]string{"run"}, "replicas", []string{"-1", "9"}},
+		{[]string{"run"}, "sentinels", []string{"0", "8"}},
+		{[]string{"run"}, "down-after", []string{"0s", "10ms"}},
+		{[]string{"run"}, "steps", []string{"0"}},
+		{[]string{"run"}, "think", []string{"-1s"}},
+		{[]string{"run"}, "epsilon", []string{"-1s"}},
+		{[]string{"run"}, "runtime", []string{"k8s"}},
+		{[]string{"bench", "scenario"}, "seeds", []string{"0", "x"}},
+		{[]string{"bench", "locks"}, "clients", []string{"0"}},
+		{[]string{"bench", "locks"}, "recipe", []string{"bogus"}},
+		{[]string{"bench", "locks"}, "time-limit", []string{"0", "x"}},
+		{[]string{"bench", "locks"}, "requests", []string{"0"}},
+		{[]string{"bench", "cluster"}, "trials", []string{"0"}},
+		{[]string{"bench", "cluster"}, "runtime", []string{"k8s"}},
+		{[]string{"cluster", "up"}, "replicas", []string{"9"}},
+		{[]string{"cluster", "up"}, "sentinels", []string{"0"}},
+		{[]string{"cluster", "up"}, "down-after", []string{"10ms"}},
+		{[]string{"cluster", "up"}, "failover-timeout", []string{"500ms"}},
+		{[]string{"cluster", "up"}, "min-replicas", []string{"x"}},
+		{[]string{"cluster", "up"}, "appendfsync", []string{"sometimes"}},
+		{[]string{"cluster", "up"}, "base-port", []string{"80", "x"}},
+		{[]string{"sweep"}, "trials", []string{"0"}},
+		{[]string{"sweep"}, "parallel", []string{"0", "17"}},
+		{[]string{"sweep"}, "time-limit", []string{"x"}},
+		{[]string{"sweep"}, "min-failovers", []string{"-1"}},
+		{[]string{"check"}, "epsilon", []string{"x"}},
+	} {
+		for _, v := range f.value {
+			args := append(append([]string{}, f.cmd...), "--"+f.flag, v)
+			if f.cmd[0] == "check" {
+				args = append(args, corrupt)
+			}
+			tests = append(tests, bad{args, f.flag})
+		}
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			cmd := exec.Command(bin, tt.args...)
 			cmd.Dir = t.TempDir()
-			out, err := cmd.CombinedOutput()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			out := stdout.String() + stderr.String()
 			ee, ok := err.(*exec.ExitError)
 			if !ok || ee.ExitCode() != 2 {
 				t.Fatalf("exit %v, want 2\n%s", err, out)
 			}
-			if !strings.Contains(string(out), tt.want) {
+			if !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("message does not name %q:\n%s", tt.want, out)
+			}
+			if n := strings.Count(strings.TrimSpace(stderr.String()), "\n"); n > 0 || strings.Contains(out, "goroutine") {
+				t.Fatalf("want one line on stderr, got %d more:\n%s", n, out)
+			}
+			if _, err := os.Stat(filepath.Join(cmd.Dir, "results")); err == nil {
+				t.Fatal("a refused command left a results folder behind")
+			}
+			// Nothing of the command's process group outlives it.
+			if err := syscall.Kill(-cmd.Process.Pid, 0); err == nil {
+				t.Fatal("a process of the refused command outlived it")
 			}
 		})
 	}

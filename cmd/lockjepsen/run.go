@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
@@ -21,9 +22,9 @@ func init() {
 	register(command{name: "run", summary: "run a scenario: cluster, clients, nemesis, check, report", run: runRun})
 }
 
-func runUsage() string {
+func runUsage(name string) string {
 	var b strings.Builder
-	b.WriteString("run [--scenario NAME] [flags]\n\nscenarios:\n")
+	b.WriteString(name + " [--scenario NAME] [flags]\n\nscenarios:\n")
 	for _, n := range scenario.Names() {
 		s, _ := scenario.Get(n)
 		fmt.Fprintf(&b, "  %-18s %s\n", n, s.Teaches)
@@ -36,112 +37,97 @@ func runUsage() string {
 	return b.String()
 }
 
+// scenarioArg finds --scenario in args before parsing, so that the flags'
+// defaults (and -h) are the chosen scenario's own values.
+func scenarioArg(args []string) string {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return "failover-race"
+		case (a == "--scenario" || a == "-scenario") && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--scenario=") || strings.HasPrefix(a, "-scenario="):
+			_, v, _ := strings.Cut(a, "=")
+			return v
+		}
+	}
+	return "failover-race"
+}
+
 // runFlags parses `run` flags into a config: the scenario first, then every
-// flag the user set overrides the scenario's value.
-func runFlags(name string, args []string) (runner.Config, int, bool) {
-	fs := newFlagSet(name, runUsage())
-	scen := fs.String("scenario", "failover-race", "named preset of faults and knobs (see above)")
-	recipe := fs.String("recipe", lock.Native, "lock recipe: "+strings.Join(lock.Names(), ", "))
-	fence := fs.String("fence", "read-write", "resource fence: none, write or read-write")
-	clients := fs.Int("clients", 16, "client processes (default: the scenario's)")
-	keys := fs.Int("keys", 1, "lock keys (default: the scenario's)")
-	ttl := fs.Duration("ttl", 2*time.Second, "lease TTL (default: the scenario's)")
-	limit := fs.Duration("time-limit", 30*time.Second, "workload length (default: the scenario's)")
-	seed := fs.Int64("seed", 1, "seed of the fault schedule and the clients' choices; the same seed replays the same schedule")
-	faults := fs.String("faults", "", "comma-separated faults, replacing the scenario's (see above)")
-	interval := fs.Duration("interval", 5*time.Second, "mean gap between faults (default: the scenario's)")
-	wait := fs.String("wait", "", "WAIT after acquire, replicas:timeout, e.g. 1:100ms (fewer acks: release, acquire failed)")
-	waitaof := fs.String("waitaof", "", "WAITAOF after acquire, local:replicas:timeout, e.g. 1:1:100ms (needs --appendonly for local 1)")
-	minrep := fs.String("min-replicas", "", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10")
-	fsync := fs.String("appendfsync", "everysec", "AOF fsync policy (with --appendonly): always, everysec, no")
-	aof := fs.Bool("appendonly", false, "AOF on every node")
-	replicas := fs.Int("replicas", 2, "replicas")
-	sentinels := fs.Int("sentinels", 3, "Sentinels")
-	downAfter := fs.Duration("down-after", time.Second, "Sentinel down-after-milliseconds")
-	out := fs.String("out", "", "run directory (default results/<timestamp>-<scenario>)")
-	dsn := fs.String("resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
-	steps := fs.Int("steps", 0, "critical sections per lock hold (default: the scenario's)")
-	think := fs.Duration("think", 0, "work inside one critical section, between read and write (default: the scenario's)")
-	epsilon := fs.Duration("epsilon", 5*time.Millisecond, "checker's tolerance on lease bounds")
-	rt := fs.String("runtime", "local", "where the nodes run: local (processes on loopback) or docker (containers; 'make images' first; partitions possible)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return runner.Config{}, code, false
-	}
-	if fs.NArg() > 0 {
-		return runner.Config{}, fail("%s: unexpected argument %q (flags go before it? see lockjepsen %s -h)", name, fs.Arg(0), name), false
-	}
-	sc, err := scenario.Get(*scen)
+// flag the user set overrides the scenario's value. extra registers a
+// command's own flags (bench scenario's --seeds). Every value is parsed and
+// checked here, before anything starts.
+func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Config, int, bool) {
+	sc, err := scenario.Get(scenarioArg(args))
 	if err != nil {
-		return runner.Config{}, fail("--scenario: %v", err), false
+		return runner.Config{}, fail("%s: --scenario: %v", name, err), false
 	}
 	cfg := runner.FromScenario(sc)
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg.Recipe, cfg.Fence, cfg.Seed, cfg.ResourceDSN, cfg.Epsilon = *recipe, *fence, *seed, *dsn, *epsilon
-	if set["clients"] {
-		cfg.Clients = *clients
+	fs := newFlagSet(name, runUsage(name))
+	dur := func(d *time.Duration, flagName string, min time.Duration, usage string) {
+		fs.Var(knob.Duration{D: d, Min: min}, flagName, usage)
 	}
-	if set["keys"] {
-		cfg.Keys = *keys
-	}
-	if set["ttl"] {
-		cfg.TTL = *ttl
-	}
-	if set["time-limit"] {
-		cfg.TimeLimit = *limit
-	}
-	if set["interval"] {
-		cfg.Interval = *interval
-	}
-	if set["steps"] {
-		cfg.Job.Steps = *steps
-	}
-	if set["think"] {
-		cfg.Job.Think = *think
-	}
-	if set["faults"] {
+	fs.String("scenario", sc.Name, "named preset of faults and knobs (see above); the defaults shown are its values")
+	fs.Var(knob.Choice{S: &cfg.Recipe, Among: lock.Names()}, "recipe", "lock recipe: "+strings.Join(lock.Names(), ", "))
+	fs.Var(knob.Choice{S: &cfg.Fence, Among: knob.FenceModes}, "fence", "resource fence: none, write or read-write")
+	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")
+	fs.Var(knob.Int{N: &cfg.Keys, Min: 1, Max: 1024}, "keys", "lock keys lock:{job-N}, each protecting row job-N (at most 4x --clients)")
+	dur(&cfg.TTL, "ttl", 100*time.Millisecond, "lease TTL; clients renew every TTL/3")
+	dur(&cfg.TimeLimit, "time-limit", 5*time.Second, "workload length (a duration, or seconds)")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule and the clients' choices; the same seed replays the same schedule")
+	fs.Func("faults", "comma-separated faults, replacing the scenario's (see above; none for no faults)", func(v string) error {
 		cfg.Faults = nil
-		for _, f := range strings.Split(*faults, ",") {
-			if f = strings.TrimSpace(f); f != "" && f != "none" {
-				cfg.Faults = append(cfg.Faults, f)
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" || f == "none" {
+				continue
 			}
+			if _, err := nemesis.Lookup(f); err != nil {
+				return err
+			}
+			cfg.Faults = append(cfg.Faults, f)
 		}
+		return nil
+	})
+	dur(&cfg.Interval, "interval", time.Millisecond, "mean gap between faults")
+	fs.Var(&knob.Parsed[knob.Wait]{V: &cfg.Wait, Parse: knob.ParseWait}, "wait", "WAIT after acquire, replicas:timeout, e.g. 1:100ms (fewer acks: release, acquire failed)")
+	fs.Var(&knob.Parsed[knob.WaitAOF]{V: &cfg.WaitAOF, Parse: knob.ParseWaitAOF}, "waitaof", "WAITAOF after acquire, local:replicas:timeout, e.g. 1:1:100ms (needs --appendonly for local 1)")
+	minrep := knob.MinReplicas{LagS: cfg.Cluster.MinReplicasMaxLag}
+	fs.Var(&knob.Parsed[knob.MinReplicas]{V: &minrep, Parse: knob.ParseMinReplicas}, "min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10")
+	fs.Var(knob.Choice{S: &cfg.Cluster.AppendFsync, Among: knob.FsyncPolicies}, "appendfsync", "AOF fsync policy (turns on --appendonly): always, everysec, no")
+	fs.BoolVar(&cfg.Cluster.AppendOnly, "appendonly", false, "AOF on every node")
+	fs.Var(knob.Int{N: &cfg.Cluster.Replicas, Min: 0, Max: 8}, "replicas", "replicas of the primary")
+	fs.Var(knob.Int{N: &cfg.Cluster.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
+	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
+	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
+	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
+	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
+	dur(&cfg.Job.Think, "think", 0, "work inside one critical section, between read and write")
+	dur(&cfg.Epsilon, "epsilon", 0, "checker's tolerance on lease bounds")
+	runtimeName := "local"
+	if sc.Runtime != "" {
+		runtimeName = sc.Runtime
 	}
-	if lock.Summary(cfg.Recipe) == "" {
-		return cfg, fail("--recipe %q: want one of %s", cfg.Recipe, strings.Join(lock.Names(), ", ")), false
+	fs.Var(knob.Choice{S: &runtimeName, Among: knob.Runtimes}, "runtime", "where the nodes run: local (processes on loopback) or docker (containers; 'make images' first; partitions possible)")
+	if extra != nil {
+		extra(fs)
 	}
-	if cfg.Wait, err = runner.ParseWait(*wait); err != nil {
-		return cfg, fail("%v", err), false
+	if code, ok := parseFlags(fs, args); !ok {
+		return cfg, code, false
 	}
-	if cfg.WaitAOF, err = runner.ParseWaitAOF(*waitaof); err != nil {
-		return cfg, fail("%v", err), false
+	if fs.NArg() > 0 {
+		return cfg, fail("%s: unexpected argument %q (flags go before it? see lockjepsen %s -h)", name, fs.Arg(0), name), false
 	}
-	n, lag, err := runner.ParseMinReplicas(*minrep)
-	if err != nil {
-		return cfg, fail("%v", err), false
-	}
-	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = n, lag
-	cfg.Cluster.AppendFsync, cfg.Cluster.AppendOnly = *fsync, *aof || set["appendfsync"]
-	cfg.Cluster.Replicas, cfg.Cluster.Sentinels, cfg.Cluster.DownAfter = *replicas, *sentinels, *downAfter
-	cfg.Cluster.Runtime = *rt
-	if *rt != "local" && *rt != "docker" {
-		return cfg, fail("--runtime %q: want local or docker", *rt), false
-	}
-	if sc.Runtime != "" && *rt != sc.Runtime {
-		return cfg, fail("--scenario %s needs --runtime %s: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)", sc.Name, sc.Runtime), false
-	}
-	for _, f := range cfg.Faults {
-		if f == "partition" && *rt != "docker" {
-			return cfg, fail("the partition fault needs --runtime docker: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)"), false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "appendfsync" {
+			cfg.Cluster.AppendOnly = true
 		}
-	}
-	if err := cfg.Cluster.Validate(); err != nil && !strings.Contains(err.Error(), "no run directory") {
-		return cfg, fail("%v", err), false
-	}
+	})
+	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
+	cfg.Cluster.Runtime = runtimeName
 	if err := cfg.Validate(); err != nil {
-		return cfg, fail("%v", err), false
+		return cfg, fail("%s: %v", name, err), false
 	}
-	cfg.Out = *out
 	if cfg.Out == "" {
 		cfg.Out = runfolder.NewDir(runfolder.Root, time.Now(), cfg.Scenario)
 	}
@@ -149,7 +135,7 @@ func runFlags(name string, args []string) (runner.Config, int, bool) {
 }
 
 func runRun(args []string) int {
-	cfg, code, ok := runFlags("run", args)
+	cfg, code, ok := runFlags("run", args, nil)
 	if !ok {
 		return code
 	}
@@ -160,6 +146,9 @@ func runRun(args []string) int {
 	// processes are ended by the runner, never left behind.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := runner.Preflight(ctx, cfg); err != nil {
+		return fail("run: %v", err)
+	}
 	fmt.Printf("lockjepsen run: scenario %s, recipe %s, fence %s, seed %d -> %s\n", cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed, cfg.Out)
 	if len(cfg.Schedule) > 0 {
 		fmt.Println("fault schedule:")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/internal/tty"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/scenario"
 	"github.com/lockjepsen/lockjepsen/sweep"
@@ -51,12 +52,14 @@ func runSweep(args []string) int {
 	fs.Var(&custom, "config", "a configuration of your own, NAME=KNOB;KNOB... (wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly, appendfsync=always, replicas=3, or a catalog name); repeatable, added to --configs")
 	faults := fs.String("faults", strings.Join(sweep.DefaultFaults, ","), "comma-separated fault kinds (see above)")
 	file := fs.String("file", "", "sweep file (JSON, the shape of plan.json); flags given explicitly override it")
-	trials := fs.Int("trials", sweep.DefaultTrials, "trials per configuration × fault")
-	minFail := fs.Int("min-failovers", 0, "keep adding trials to a cell until it saw this many failovers (faults, for kinds without one)")
-	maxTrials := fs.Int("max-trials", 0, "cap on trials per cell with --min-failovers (default 4x the larger of --trials and --min-failovers)")
-	limit := fs.Duration("time-limit", 0, "workload length of each trial (default: the scenario's)")
+	trials, minFail, maxTrials, parallel, limit := new(int), new(int), new(int), new(int), new(time.Duration)
+	*trials, *parallel = sweep.DefaultTrials, 1
+	fs.Var(knob.Int{N: trials, Min: 1, Max: 100000}, "trials", "trials per configuration × fault")
+	fs.Var(knob.Int{N: minFail, Min: 0, Max: 100000}, "min-failovers", "keep adding trials to a cell until it saw this many failovers (faults, for kinds without one)")
+	fs.Var(knob.Int{N: maxTrials, Min: 0, Max: 100000}, "max-trials", "cap on trials per cell with --min-failovers (default 4x the larger of --trials and --min-failovers)")
+	fs.Var(knob.Duration{D: limit, Min: 0}, "time-limit", "workload length of each trial, a duration or seconds (default: the scenario's)")
 	seed := fs.Int64("seed", 1, "trial n of every cell runs with seed+n")
-	parallel := fs.Int("parallel", 1, "trials at once; each is a full cluster and 8+ client processes, so on 2 cores keep 1 (timings skew above that)")
+	fs.Var(knob.Int{N: parallel, Min: 1, Max: 16}, "parallel", "trials at once; each is a full cluster and 8+ client processes, so on 2 cores keep 1 (timings skew above that)")
 	out := fs.String("out", "", "sweep folder (default results/<timestamp>-sweep)")
 	resume := fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
 	aggregate := fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")

@@ -1,0 +1,183 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// Predicate is one claim about a checked run, composable as Jepsen's
+// checker/compose composes checkers: Check reads the verdict and says what it
+// saw, so a claim that fails tells the reader what the run showed instead.
+// Scenarios build their expectations from these, and the workshop its claims.
+type Predicate struct {
+	Text  string
+	Check func(r *checker.Result) (saw string, ok bool)
+}
+
+// Knobs are the settings that change what a scenario predicts.
+type Knobs struct {
+	Recipe string
+	Fenced bool
+}
+
+// Expectation is what a scenario's lesson predicts for a run with the given
+// knobs: every predicate must hold.
+type Expectation func(k Knobs) []Predicate
+
+// Holds reports whether every predicate holds, and what each saw.
+func Holds(ps []Predicate, r *checker.Result) (bool, []string) {
+	ok := true
+	var saw []string
+	for _, p := range ps {
+		s, good := p.Check(r)
+		ok = ok && good
+		saw = append(saw, fmt.Sprintf("%s: %s", p.Text, s))
+	}
+	return ok, saw
+}
+
+// LockIs: the lock check's verdict.
+func LockIs(want checker.Validity) Predicate {
+	return Predicate{Text: "lock " + want.String(), Check: func(r *checker.Result) (string, bool) {
+		return "lock.valid = " + r.Lock.Valid.String(), r.Lock.Valid == want
+	}}
+}
+
+// ResourceIs: the resource check's verdict.
+func ResourceIs(want checker.Validity) Predicate {
+	return Predicate{Text: "resource " + want.String(), Check: func(r *checker.Result) (string, bool) {
+		return fmt.Sprintf("resource.valid = %s, lost_updates = %d", r.Resource.Valid, r.Resource.LostUpdates), r.Resource.Valid == want
+	}}
+}
+
+// ValidIs: the overall verdict.
+func ValidIs(want checker.Validity) Predicate {
+	return Predicate{Text: "valid " + want.String(), Check: func(r *checker.Result) (string, bool) {
+		return "valid = " + r.Valid.String(), r.Valid == want
+	}}
+}
+
+// Decided: a verdict was reached (not unknown), whatever it is.
+func Decided() Predicate {
+	return Predicate{Text: "a verdict", Check: func(r *checker.Result) (string, bool) {
+		return "valid = " + r.Valid.String(), r.Valid != checker.Unknown
+	}}
+}
+
+// DoubleGrantBy: a double grant blamed on cause.
+func DoubleGrantBy(cause string) Predicate {
+	return Predicate{Text: "a double grant caused by " + cause, Check: func(r *checker.Result) (string, bool) {
+		causes := map[string]int{}
+		for _, v := range r.Violations {
+			if v.Kind == "double-grant" {
+				causes[v.Cause]++
+			}
+		}
+		return fmt.Sprintf("double-grant violations by cause: %v", causes), causes[cause] > 0
+	}}
+}
+
+// LockViolationBy accepts any violation against the lock with that cause: a
+// restart that empties the primary shows as a double grant when two leases
+// were certainly alive at once, or as lock-not-linearizable when unknown
+// outcomes leave only an ordering no correct server could produce.
+func LockViolationBy(cause string) Predicate {
+	return Predicate{Text: "a lock violation caused by " + cause, Check: func(r *checker.Result) (string, bool) {
+		kinds := map[string]int{}
+		for _, v := range r.Violations {
+			if v.Affects == "lock" && v.Cause == cause {
+				kinds[v.Kind]++
+			}
+		}
+		return fmt.Sprintf("lock violations caused by %s: %v", cause, kinds), len(kinds) > 0
+	}}
+}
+
+// NewerTurnedAway: the fence refused the newer of two holders (its number was
+// set back by a failover).
+func NewerTurnedAway() Predicate {
+	return Predicate{Text: "the newer holder turned away", Check: func(r *checker.Result) (string, bool) {
+		n := 0
+		for _, d := range r.DoubleHolderList {
+			if d.NewTurnedAway != "" {
+				n++
+			}
+		}
+		return fmt.Sprintf("%d of %d double holders had the newer holder turned away", n, r.DoubleHolders), n > 0
+	}}
+}
+
+// SomeoneTurnedAway: the fence refused one holder of a double holding, the
+// stale one or the newer one.
+func SomeoneTurnedAway() Predicate {
+	return Predicate{Text: "a holder turned away by the fence", Check: func(r *checker.Result) (string, bool) {
+		n := 0
+		for _, d := range r.DoubleHolderList {
+			if d.NewTurnedAway != "" {
+				n++
+			}
+		}
+		s := r.StaleWrites
+		return fmt.Sprintf("%d stale writes rejected, %d newer holders turned away", s.Rejected, n), s.Rejected > 0 || n > 0
+	}}
+}
+
+// StaleWrites: the stale writes' fate, by the rule given.
+func StaleWrites(text string, rule func(s checker.StaleWrites) bool) Predicate {
+	return Predicate{Text: text, Check: func(r *checker.Result) (string, bool) {
+		s := r.StaleWrites
+		return fmt.Sprintf("stale_writes: %d attempted, %d rejected, %d accepted", s.Attempted, s.Rejected, s.Accepted), rule(s)
+	}}
+}
+
+// StaleRejected: stale writes came and the fence rejected every one.
+func StaleRejected() Predicate {
+	return StaleWrites("stale writes rejected", func(s checker.StaleWrites) bool { return s.Rejected > 0 && s.Accepted == 0 })
+}
+
+// NoStaleAccepted: no stale write landed.
+func NoStaleAccepted() Predicate {
+	return StaleWrites("no stale write accepted", func(s checker.StaleWrites) bool { return s.Accepted == 0 })
+}
+
+// StaleAccepted: a stale write landed.
+func StaleAccepted() Predicate {
+	return StaleWrites("a stale write accepted", func(s checker.StaleWrites) bool { return s.Accepted > 0 })
+}
+
+// FirstViolationS is the time of the first violation that falsifies a
+// verdict, in seconds since the first event; -1 when there is none.
+func FirstViolationS(r *checker.Result) float64 {
+	for _, v := range r.Violations {
+		if v.Affects != "none" {
+			return v.StartS
+		}
+	}
+	return -1
+}
+
+// Expected returns the predicates of a scenario for a run with these knobs.
+func (s Scenario) Expected(k Knobs) []Predicate {
+	if s.expect == nil {
+		return []Predicate{Decided()}
+	}
+	return s.expect(k)
+}
+
+// always is an expectation that the knobs do not change.
+func always(ps ...Predicate) Expectation { return func(Knobs) []Predicate { return ps } }
+
+// clientSide is the expectation of a fault that only makes a client outlive
+// its lease: the lock stays valid (its lease expired honestly), and only a
+// fence keeps the data whole. The unsafe recipe's bare PEXPIRE/DEL act on a
+// lock that is no longer theirs, which the lock check sees.
+func clientSide(k Knobs) []Predicate {
+	switch {
+	case k.Recipe == "unsafe":
+		return []Predicate{LockIs(checker.Invalid)}
+	case k.Fenced:
+		return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Valid), SomeoneTurnedAway()}
+	}
+	return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Invalid)}
+}
