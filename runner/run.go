@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,10 +13,11 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/tty"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/truetime"
-	"golang.org/x/sys/unix"
 )
 
 // clientHandle is one lock client process.
@@ -104,7 +104,7 @@ func Preflight(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c := cfg.Cluster
-	c.Dir = filepath.Join(cfg.Out, "cluster")
+	c.Dir = filepath.Join(cfg.Out, runfolder.Cluster)
 	rt, err := cluster.New(c, bins)
 	if err != nil {
 		return err
@@ -130,6 +130,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		o.Err = err
 		return o
 	}
+	if runfolder.HoldsRun(cfg.Out) {
+		o.Err = fmt.Errorf("%s already holds a run: choose another folder (runs are never overwritten; 'lockjepsen check %s' re-checks it)", cfg.Out, cfg.Out)
+		return o
+	}
 	if err := bins.Check(cfg.Cluster); err != nil {
 		o.Err = err
 		return o
@@ -139,18 +143,18 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	cfg.Versions = Versions{Valkey: bins.Version, Lockjepsen: Version, Go: runtime.Version()}
-	cfg.Cluster.Dir = filepath.Join(cfg.Out, "cluster")
-	if err := writeJSON(filepath.Join(cfg.Out, "config.json"), cfg); err != nil {
+	cfg.Cluster.Dir = filepath.Join(cfg.Out, runfolder.Cluster)
+	if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.Config), cfg); err != nil {
 		o.Err = err
 		return o
 	}
 	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, track: newTracker(cfg.TTL)}
 	defer r.teardown()
-	if r.hist, err = history.Create(filepath.Join(cfg.Out, "history.jsonl")); err != nil {
+	if r.hist, err = history.Create(filepath.Join(cfg.Out, runfolder.History)); err != nil {
 		o.Err = err
 		return o
 	}
-	if r.nem, err = history.Create(filepath.Join(cfg.Out, "nemesis.jsonl")); err != nil {
+	if r.nem, err = history.Create(filepath.Join(cfg.Out, runfolder.Nemesis)); err != nil {
 		o.Err = err
 		return o
 	}
@@ -205,7 +209,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
 	nemErr := r.playSchedule(ctx)
 	interrupted := ctx.Err() != nil
-	if isTerminal(progress) {
+	if tty.IsTerminal(progress) {
 		fmt.Fprintln(progress)
 	}
 
@@ -302,21 +306,12 @@ func (r *run) printProgress() {
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
 	// A terminal gets one line redrawn in place; a log or a pipe gets a line
 	// every five seconds.
-	if isTerminal(r.out) {
+	if tty.IsTerminal(r.out) {
 		fmt.Fprint(r.out, "\r"+line+"   ")
 	} else if el-r.lastLine >= 5*time.Second {
 		r.lastLine = el
 		fmt.Fprintln(r.out, line)
 	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // healAll resumes, restarts and resets whatever a fault may have left broken,
@@ -357,16 +352,16 @@ func (r *run) finishLogs() {
 	}
 	r.histMu.Unlock()
 	if r.res != nil {
-		if err := r.res.export(r.exe, filepath.Join(r.dir, "resource.jsonl")); err != nil {
+		if err := r.res.export(r.exe, filepath.Join(r.dir, runfolder.Resource)); err != nil {
 			fmt.Fprintf(r.out, "warning: %v\n", err)
 		}
 	}
 	if r.cluster != nil {
-		_ = r.cluster.CollectLogs(filepath.Join(r.dir, "logs"))
+		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 	}
 	// Sort the arrival-ordered history by true time, atomically, so the file
 	// on disk is in the documented order.
-	path := filepath.Join(r.dir, "history.jsonl")
+	path := filepath.Join(r.dir, runfolder.History)
 	if ev, err := history.ReadFile(path); err == nil {
 		for i := range ev {
 			ev[i].Index = int64(i)
@@ -384,19 +379,7 @@ func (r *run) teardown() {
 		r.res.stop()
 	}
 	if r.cluster != nil {
-		_ = r.cluster.CollectLogs(filepath.Join(r.dir, "logs"))
+		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()
 	}
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/internal/stats"
 	"github.com/lockjepsen/lockjepsen/knob"
 )
 
@@ -96,8 +97,9 @@ func runBenchCluster(args []string) int {
 	return exitValid
 }
 
+// median is the nearest-rank median (the lower middle one of an even count).
 func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2].Round(time.Millisecond)
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return stats.Percentile(s, 0.5).Round(time.Millisecond)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/sweep"
 )
 
 var bin string
@@ -33,6 +35,15 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t"}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
 	busy := t.TempDir()
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
+	// A sweep folder whose trials are gone: --aggregate must refuse it and
+	// keep the report it holds.
+	emptySweep := t.TempDir()
+	plan := sweep.Plan{Scenario: "failover-race", Configs: []sweep.Config{{Name: "none"}}, Faults: []sweep.Fault{{Name: "cut", Faults: []string{"cut-replication"}}}}
+	plan.Defaults()
+	if err := sweep.Start(emptySweep, plan); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(emptySweep, sweep.ReportJSON), []byte(`{"trials": 20}`), 0o644)
 	type bad struct {
 		args []string
 		want string
@@ -59,6 +70,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"check", corrupt}, "history.jsonl:2"},
 		{[]string{"check"}, "one run directory"},
+		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
 		{[]string{"sweep", "--faults", "meteor"}, "meteor"},
@@ -157,6 +169,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 				t.Fatal("a process of the refused command outlived it")
 			}
 		})
+	}
+	if b, _ := os.ReadFile(filepath.Join(emptySweep, sweep.ReportJSON)); string(b) != `{"trials": 20}` {
+		t.Errorf("sweep --aggregate of no trials rewrote sweep.json: %s", b)
 	}
 }
 
