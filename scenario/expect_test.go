@@ -13,7 +13,7 @@ func TestExpectationsCanFail(t *testing.T) {
 	clean := &checker.Result{Valid: checker.Valid, Lock: checker.LockResult{Valid: checker.Valid},
 		Resource: checker.ResourceResult{Valid: checker.Valid}}
 	race := &checker.Result{Valid: checker.Invalid, Lock: checker.LockResult{Valid: checker.Invalid},
-		Resource: checker.ResourceResult{Valid: checker.Valid},
+		Resource:         checker.ResourceResult{Valid: checker.Valid},
 		Violations:       []checker.Violation{{Kind: "double-grant", Cause: "failover", Affects: "lock"}},
 		DoubleHolderList: []checker.DoubleHolder{{NewTurnedAway: "rejected"}}, DoubleHolders: 1}
 	paused := &checker.Result{Valid: checker.Invalid, Lock: checker.LockResult{Valid: checker.Valid},
