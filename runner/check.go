@@ -107,6 +107,9 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
 		page.Config = string(b)
 	}
+	if len(cfg.Command) > 0 {
+		page.Rerun = shellJoin(cfg.Command)
+	}
 	if err := report.WriteIndex(dir, page); err != nil {
 		return "", ExitCannot, err
 	}

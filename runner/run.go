@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,7 +54,9 @@ type run struct {
 	cfg      Config
 	exe      string
 	dir      string
-	out      io.Writer
+	out      io.Writer // the caller's progress writer and run.log
+	log      io.Writer // run.log alone
+	term     bool      // the caller's writer is a terminal: redraw the progress line
 	cluster  cluster.Runtime
 	res      *resourceProc
 	hist     *history.Writer
@@ -148,7 +151,20 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		o.Err = err
 		return o
 	}
-	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, track: newTracker(cfg.TTL)}
+	// run.log keeps what the terminal shows (phases, fault steps, progress
+	// every five seconds, the summary), as Jepsen keeps jepsen.log.
+	logf, err := os.Create(filepath.Join(cfg.Out, runfolder.RunLog))
+	if err != nil {
+		o.Err = fmt.Errorf("create run log: %w", err)
+		return o
+	}
+	defer logf.Close()
+	if len(cfg.Command) > 0 {
+		fmt.Fprintf(logf, "$ %s\n", shellJoin(cfg.Command))
+	}
+	term := tty.IsTerminal(progress)
+	progress = io.MultiWriter(progress, logf)
+	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, log: logf, term: term, track: newTracker(cfg.TTL)}
 	defer r.teardown()
 	if r.hist, err = history.Create(filepath.Join(cfg.Out, runfolder.History)); err != nil {
 		o.Err = err
@@ -209,7 +225,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
 	nemErr := r.playSchedule(ctx)
 	interrupted := ctx.Err() != nil
-	if tty.IsTerminal(progress) {
+	if term {
 		fmt.Fprintln(progress)
 	}
 
@@ -242,6 +258,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	o.Checked, o.ExitCode, o.Summary = true, code, res
+	fmt.Fprintf(logf, "\n%s", res)
 	if interrupted {
 		o.Err = fmt.Errorf("interrupted: the history up to the interruption is in %s", cfg.Out)
 		o.ExitCode = 2
@@ -305,11 +322,18 @@ func (r *run) printProgress() {
 	line := fmt.Sprintf("  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d",
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
 	// A terminal gets one line redrawn in place; a log or a pipe gets a line
-	// every five seconds.
-	if tty.IsTerminal(r.out) {
-		fmt.Fprint(r.out, "\r"+line+"   ")
-	} else if el-r.lastLine >= 5*time.Second {
+	// every five seconds (run.log too, when the terminal redraws).
+	every5 := el-r.lastLine >= 5*time.Second
+	if every5 {
 		r.lastLine = el
+	}
+	switch {
+	case r.term:
+		fmt.Fprint(r.out, "\r"+line+"   ")
+		if every5 {
+			fmt.Fprintln(r.log, line)
+		}
+	case every5:
 		fmt.Fprintln(r.out, line)
 	}
 }
@@ -382,4 +406,17 @@ func (r *run) teardown() {
 		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()
 	}
+}
+
+// shellJoin quotes a command line so that it can be pasted into a shell.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=:/.,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }

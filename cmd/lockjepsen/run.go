@@ -128,6 +128,9 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	if err := cfg.Validate(); err != nil {
 		return cfg, fail("%s: %v", name, err), false
 	}
+	// The command that reruns this run: `lockjepsen run` with the run flags
+	// given (bench scenario and lab add their own --seed and --out).
+	cfg.Command = append([]string{"lockjepsen", "run"}, withoutFlag(withoutFlag(args, "seeds"), "out")...)
 	if cfg.Out == "" {
 		cfg.Out = runfolder.NewDir(runfolder.Root, time.Now(), cfg.Scenario)
 	}
@@ -170,4 +173,20 @@ func runRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockjepsen: %v\n", o.Err)
 	}
 	return o.ExitCode
+}
+
+// withoutFlag drops --name VALUE (or --name=VALUE) from args.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && i+1 < len(args) && args[i] != a:
+			i++
+		case strings.HasPrefix(a, name+"=") && args[i] != a:
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
