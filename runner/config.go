@@ -68,6 +68,7 @@ func FromScenario(s scenario.Scenario) Config {
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime
+	c.Cluster.OldReplica = s.OldReplica
 	return c
 }
 

@@ -196,6 +196,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	phase(fmt.Sprintf("server: %s", caps))
+	// A failover can promote any replica: a node that cannot run the recipe
+	// (an 8.1 node without DELIFEQ halfway through a rolling upgrade) is
+	// warned about before the run, not discovered in its releases.
+	for _, w := range r.nodeCapabilityWarnings(ctx, lcfg) {
+		fmt.Fprintf(progress, "warning: %s\n", w)
+	}
 
 	phase(fmt.Sprintf("resource: fence mode %s, %s", cfg.Fence, backendName(cfg.ResourceDSN)))
 	if r.res, err = startResource(ctx, exe, cfg.Out, cfg.Fence, cfg.ResourceDSN, runs); err != nil {
@@ -419,4 +425,24 @@ func shellJoin(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// nodeCapabilityWarnings asks every Valkey node, not only the primary,
+// whether it can run the recipe, and says which cannot.
+func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []string {
+	var out []string
+	for _, n := range r.cluster.Nodes() {
+		if n.Kind == cluster.RoleSentinel || n.PID == 0 {
+			continue
+		}
+		c := lcfg
+		c.Sentinels, c.MasterSet, c.Addr = nil, "", n.Addr
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := lock.Check(cctx, c)
+		cancel()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s can become primary but %v; if a failover promotes it, those commands fail there", n.Name, err))
+		}
+	}
+	return out
 }
