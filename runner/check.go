@@ -82,7 +82,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err != nil {
 		return "", ExitCannot, fmt.Errorf("check %s: %w", dir, err)
 	}
-	if err := writeJSON(filepath.Join(dir, "results.json"), res); err != nil {
+	if err := writeJSON(filepath.Join(dir, "results.json"), withMetrics(res, events, cfg.TTL)); err != nil {
 		return "", ExitCannot, err
 	}
 	sum := summarize(dir, res, cfg, hasCfg)
