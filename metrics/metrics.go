@@ -22,7 +22,7 @@ var Outcomes = []string{string(history.OK), string(history.Fail), string(history
 
 // Collector holds one registry of lockjepsen_ metrics. Counters only grow:
 // a sweep feeds every trial into the same collector, so rate() and increase()
-// work across trials, and lockjepsen_run_info says which trial is running.
+// work across trials, and lockjepsen_trial says which trial is running.
 type Collector struct {
 	reg *prometheus.Registry
 
@@ -36,6 +36,7 @@ type Collector struct {
 	failovers        prometheus.Counter
 	faults           *prometheus.CounterVec
 	runInfo          *prometheus.GaugeVec
+	trial            *prometheus.GaugeVec
 }
 
 // New makes a collector with its own registry (plus the Go runtime and
@@ -83,11 +84,15 @@ func New() *Collector {
 		}, []string{"fault"}),
 		runInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lockjepsen_run_info",
-			Help: "The run under way: 1 for `run`; in a sweep the number of the trial last started in the cell.",
+			Help: "1 for each run started; cell is the sweep cell (empty for `run`).",
 		}, []string{"scenario", "recipe", "fence", "cell"}),
+		trial: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lockjepsen_trial",
+			Help: "Sweep only: the number of the trial last started in the cell.",
+		}, []string{"cell"}),
 	}
 	c.reg.MustRegister(c.acquireLatency, c.acquires, c.hold, c.unlockMismatches, c.renewFailures,
-		c.fenceRejections, c.doubleGrants, c.failovers, c.faults, c.runInfo,
+		c.fenceRejections, c.doubleGrants, c.failovers, c.faults, c.runInfo, c.trial,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every bounded series exists from the start, at 0, so a dashboard and
 	// increase() see the first event.
@@ -128,11 +133,10 @@ type Info struct {
 // NewRun starts feeding one run (one history) into the collector. Runs may
 // be fed concurrently (a sweep with --parallel): each pairs its own events.
 func (c *Collector) NewRun(info Info) *Run {
-	v := 1.0
+	c.runInfo.WithLabelValues(info.Scenario, info.Recipe, info.Fence, info.Cell).Set(1)
 	if info.Cell != "" {
-		v = float64(info.Trial)
+		c.trial.WithLabelValues(info.Cell).Set(float64(info.Trial))
 	}
-	c.runInfo.WithLabelValues(info.Scenario, info.Recipe, info.Fence, info.Cell).Set(v)
 	return &Run{
 		c: c, invokes: map[history.Process]history.Event{}, holds: map[string]int64{},
 		sum: newTally(),

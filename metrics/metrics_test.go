@@ -237,6 +237,7 @@ func TestServerServesAndRefusesBadAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	c.NewRun(Info{Scenario: "failover-race", Recipe: "native", Fence: "read-write", Cell: "none.link-down", Trial: 3})
 	c.NewRun(Info{Scenario: "baseline", Recipe: "native", Fence: "read-write"}).Observe(history.Event{Process: history.Nemesis, Type: history.Info, F: history.NFailover})
 	resp, err := http.Get(s.URL())
 	if err != nil {
@@ -245,7 +246,8 @@ func TestServerServesAndRefusesBadAddresses(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{"lockjepsen_failovers_total 1", `lockjepsen_acquires_total{outcome="fail",reason="contention"} 0`,
-		`lockjepsen_run_info{cell="",fence="read-write",recipe="native",scenario="baseline"} 1`, "lockjepsen_hold_seconds_bucket"} {
+		`lockjepsen_run_info{cell="",fence="read-write",recipe="native",scenario="baseline"} 1`, "lockjepsen_hold_seconds_bucket",
+		`lockjepsen_trial{cell="none.link-down"} 3`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("scrape lacks %q", want)
 		}

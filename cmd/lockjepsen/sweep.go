@@ -149,7 +149,7 @@ func runSweep(args []string) int {
 	opts := sweep.Options{Progress: os.Stdout, TTY: isTerminal(os.Stdout)}
 	if mcoll != nil {
 		// One endpoint and one registry for the whole sweep: counters add up
-		// across trials, lockjepsen_run_info names the trial under way.
+		// across trials, lockjepsen_trial names the trial under way.
 		opts.Run = func(ctx context.Context, cfg runner.Config, p io.Writer) runner.Outcome {
 			cfg.Metrics = mcoll.NewRun(trialInfo(dir, cfg))
 			return runner.Run(ctx, cfg, p)
