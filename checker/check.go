@@ -14,6 +14,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Check judges a history (history.jsonl) and the resource's own log
@@ -209,7 +210,7 @@ func drawAll(res *Result, dir string, lockChecks, resChecks []*keyCheck, fs []fa
 		prefix  string
 		affects string
 		checks  []*keyCheck
-	}{{"lock", "lock", lockChecks}, {"resource", "resource", resChecks}} {
+	}{{runfolder.PageLock, "lock", lockChecks}, {runfolder.PageResource, "resource", resChecks}} {
 		for _, kc := range group.checks {
 			if kc.info == nil {
 				continue

@@ -4,20 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // draw writes porcupine's HTML for one failed partition, with the nemesis
 // faults in force during the window and the witness as annotations, and
 // returns the file name relative to dir.
 func draw(dir, prefix string, kc *keyCheck, fs []fault, marks []porcupine.Annotation, t0 int64, used map[string]bool) (string, error) {
-	name := prefix + "-" + fileSafe(kc.key)
-	for i := 2; used[name+".html"]; i++ {
-		name = fmt.Sprintf("%s-%s-%d", prefix, fileSafe(kc.key), i)
+	name := runfolder.PorcupinePage(prefix, kc.key)
+	for i := 2; used[name]; i++ {
+		name = runfolder.PorcupinePage(prefix, fmt.Sprintf("%s-%d", kc.key, i))
 	}
-	name += ".html"
 	used[name] = true
 	var anns []porcupine.Annotation
 	for _, f := range fs {
@@ -58,16 +57,6 @@ func witnessMark(w witness, t0 int64) porcupine.Annotation {
 		Description: w.kind, Details: fmt.Sprintf("%s on %s from %s to %s", w.kind, w.key, secs(w.start, t0), secs(w.end, t0)),
 		BackgroundColor: "#e74c3c", TextColor: "#ffffff",
 	}
-}
-
-func fileSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, s)
 }
 
 // ensureDir makes sure the pictures have somewhere to go.

@@ -2,8 +2,9 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 func yesno(b bool) string {
@@ -49,12 +50,5 @@ func sentinelConf(c *Config, n *Node, port int, primary string) string {
 }
 
 func writeFile(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
+	return runfolder.Replace(path, []byte(content), 0o644)
 }

@@ -1,8 +1,9 @@
 package metrics
 
 import (
-	"math"
 	"slices"
+
+	"github.com/lockjepsen/lockjepsen/internal/stats"
 )
 
 // Summary is the `metrics` key of results.json: the figures the endpoint
@@ -30,7 +31,7 @@ type AcquireCounts struct {
 	FailBy map[string]int `json:"fail_by"`
 }
 
-// Percentiles are nearest-rank percentiles, in ms.
+// Percentiles are nearest-rank percentiles (internal/stats), in ms.
 type Percentiles struct {
 	Count int     `json:"count"`
 	P50   float64 `json:"p50"`
@@ -77,12 +78,6 @@ func percentiles(ns []int64) Percentiles {
 	}
 	s := slices.Clone(ns)
 	slices.Sort(s)
-	return Percentiles{Count: len(s), P50: rank(s, 0.50), P99: rank(s, 0.99)}
-}
-
-// rank is the nearest-rank percentile of sorted ns, in ms, as the checker's.
-func rank(sorted []int64, p float64) float64 {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return float64(sorted[i]) / 1e6
+	ms := func(p float64) float64 { return float64(stats.Percentile(s, p)) / 1e6 }
+	return Percentiles{Count: len(s), P50: ms(0.50), P99: ms(0.99)}
 }

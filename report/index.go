@@ -3,11 +3,13 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Page is what index.html shows.
@@ -18,6 +20,7 @@ type Page struct {
 	Summary  string
 	Result   *checker.Result
 	Config   string // config.json, pretty
+	Rerun    string // the command line that made the run, quoted for a shell
 	Files    []string
 	// First holds the first violation of each kind; Counts says how many of
 	// each there are. A failover that hands a lock out a hundred times is one
@@ -89,7 +92,7 @@ Failovers: {{.Result.Failovers}}. Fence numbers handed out twice: {{.Result.Fenc
 <h2>Timeline</h2>
 <p>One row per client; bars are lock holds coloured by key (red outline: part of a double grant). Yellow bands: faults in force;
 red bands: two clients acting as holder at once. Red crosses: reads or writes the fence turned away; red triangles: stale writes that landed.</p>
-<a href="timeline.svg"><img src="timeline.png" alt="timeline of lock holds, faults and writes"></a>
+<a href="` + runfolder.TimelineSVG + `"><img src="` + runfolder.TimelinePNG + `" alt="timeline of lock holds, faults and writes"></a>
 {{if .First}}<h2>What went wrong</h2>
 <p>The first violation of each kind (in all: {{.Counts}}).</p>
 <table><tr><th>kind</th><th>key</th><th>clients</th><th>when (s)</th><th>cause</th><th>explanation</th><th>picture</th></tr>
@@ -103,6 +106,8 @@ red bands: two clients acting as holder at once. Red crosses: reads or writes th
 <table><tr><th>key</th><th>stale client</th><th>new client</th><th>overlap ms</th><th>double grant</th><th>cause</th><th>stale write</th><th>newer turned away</th></tr>
 {{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{printf "%.0f" .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.NewTurnedAway}}</td></tr>
 {{end}}</table></details>{{end}}
+{{if .Rerun}}<h2>Rerun this</h2>
+<pre class="rerun">{{.Rerun}}</pre>{{end}}
 <h2>Summary</h2>
 <pre>{{.Summary}}</pre>
 <h2>Files</h2>
@@ -118,13 +123,14 @@ func WriteIndex(dir string, p Page) error {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		name := e.Name()
-		// SQLite's -wal/-shm sidecars vanish when the resource closes.
-		if name == "index.html" || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".addr") ||
+		// SQLite's -wal/-shm sidecars vanish when the resource closes;
+		// runfolder's temporary files are hidden.
+		if name == runfolder.Index || name == runfolder.ResourceAddr || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp") ||
 			strings.HasSuffix(name, "-wal") || strings.HasSuffix(name, "-shm") || strings.Contains(name, ".tmp.") {
 			continue
 		}
 		if e.IsDir() {
-			if name == "logs" || name == "porcupine" {
+			if name == runfolder.Logs || name == "porcupine" {
 				sub, _ := os.ReadDir(filepath.Join(dir, name))
 				for _, s := range sub {
 					p.Files = append(p.Files, name+"/"+s.Name())
@@ -135,16 +141,7 @@ func WriteIndex(dir string, p Page) error {
 		p.Files = append(p.Files, name)
 	}
 	p.digest()
-	f, err := os.Create(filepath.Join(dir, "index.html.tmp"))
-	if err != nil {
-		return fmt.Errorf("create index.html: %w", err)
-	}
-	if err := indexTmpl.Execute(f, p); err != nil {
-		f.Close()
-		return fmt.Errorf("render index.html: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write index.html: %w", err)
-	}
-	return os.Rename(filepath.Join(dir, "index.html.tmp"), filepath.Join(dir, "index.html"))
+	return runfolder.WriteAtomic(filepath.Join(dir, runfolder.Index), 0o644, func(w io.Writer) error {
+		return indexTmpl.Execute(w, p)
+	})
 }

@@ -2,13 +2,12 @@ package resource
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Service is a Store served over HTTP on a listener: what `lockjepsen resource
@@ -64,12 +63,8 @@ func (s *Service) Close() error {
 // WriteReadyFile writes addr to path atomically (temp file and rename), so a
 // runner polling for the file never reads half an address.
 func WriteReadyFile(path, addr string) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		return fmt.Errorf("resource: write ready file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("resource: write ready file: %w", err), os.Remove(tmp))
+	if err := runfolder.Replace(path, []byte(addr+"\n"), 0o644); err != nil {
+		return fmt.Errorf("resource: ready file: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/report"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -45,28 +45,27 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err != nil || !st.IsDir() {
 		return "", ExitCannot, fmt.Errorf("%s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
 	}
-	hpath := filepath.Join(dir, "history.jsonl")
+	hpath := filepath.Join(dir, runfolder.History)
 	events, err := history.ReadFile(hpath)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", ExitCannot, fmt.Errorf("%s has no history.jsonl: not a lockjepsen run directory", dir)
+			return "", ExitCannot, fmt.Errorf("%s has no "+runfolder.History+": not a lockjepsen run directory", dir)
 		}
 		return "", ExitCannot, fmt.Errorf("cannot check %s: %w", dir, err)
 	}
 	if len(events) == 0 {
 		return "", ExitCannot, fmt.Errorf("%s is empty: the run stopped before any operation; nothing to check", hpath)
 	}
-	attempts, err := checker.ReadAttemptsFile(filepath.Join(dir, "resource.jsonl"))
+	attempts, err := checker.ReadAttemptsFile(filepath.Join(dir, runfolder.Resource))
 	if err != nil {
 		return "", ExitCannot, err
 	}
 	var cfg Config
 	hasCfg := false
-	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
-		if err := json.Unmarshal(b, &cfg); err != nil {
-			return "", ExitCannot, fmt.Errorf("%s/config.json is corrupt: %v", dir, err)
-		}
+	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Config), &cfg); err == nil {
 		hasCfg = true
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", ExitCannot, err
 	}
 	opts := checker.Options{Epsilon: cfg.Epsilon, Dir: dir}
 	if len(opt) > 0 {
@@ -82,11 +81,11 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err != nil {
 		return "", ExitCannot, fmt.Errorf("check %s: %w", dir, err)
 	}
-	if err := writeJSON(filepath.Join(dir, "results.json"), withMetrics(res, events, cfg.TTL)); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, events, cfg.TTL)); err != nil {
 		return "", ExitCannot, err
 	}
 	sum := summarize(dir, res, cfg, hasCfg)
-	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(sum), 0o644); err != nil {
+	if err := runfolder.WriteFileAtomic(filepath.Join(dir, runfolder.Summary), []byte(sum), 0o644); err != nil {
 		return "", ExitCannot, fmt.Errorf("write summary: %w", err)
 	}
 	tl := report.BuildTimeline(events, res)
@@ -98,15 +97,18 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err != nil {
 		return "", ExitCannot, err
 	}
-	if err := report.Save(p, filepath.Join(dir, "timeline"), tl.Clients); err != nil {
+	if err := report.Save(p, filepath.Join(dir, runfolder.Timeline), tl.Clients); err != nil {
 		return "", ExitCannot, err
 	}
 	page := report.Page{Title: title, Scenario: cfg.Scenario, Summary: sum, Result: res}
 	if sc, err := scenario.Get(cfg.Scenario); err == nil {
 		page.Teaches = sc.Teaches
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
 		page.Config = string(b)
+	}
+	if len(cfg.Command) > 0 {
+		page.Rerun = shellJoin(cfg.Command)
 	}
 	if err := report.WriteIndex(dir, page); err != nil {
 		return "", ExitCannot, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/workload"
 )
 
@@ -37,10 +38,10 @@ func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.Cli
 // startClient starts one client process; its diagnostics go to
 // clients/<slot>.log in the run directory.
 var startClient = func(ctx context.Context, exe string, cfg workload.ClientConfig, dir string) (clientHandle, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "clients"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, runfolder.Clients), 0o755); err != nil {
 		return nil, fmt.Errorf("create clients dir: %w", err)
 	}
-	f, err := os.Create(filepath.Join(dir, "clients", fmt.Sprintf("client-%d.log", cfg.Slot)))
+	f, err := os.Create(filepath.Join(dir, runfolder.ClientLog(cfg.Slot)))
 	if err != nil {
 		return nil, fmt.Errorf("create client log: %w", err)
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	Out         string         `json:"out"`
 
 	Schedule []nemesis.Step `json:"schedule"`
+	// Command is the command line that made the run, for "rerun this"; empty
+	// when a run was started from code.
+	Command []string `json:"command,omitempty"`
 	// Exe is the lockjepsen binary whose `client` and `resource serve`
 	// subcommands the run starts; default: this executable.
 	Exe      string   `json:"-"`

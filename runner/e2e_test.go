@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,6 +118,11 @@ func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
 				t.Fatalf("too little work to mean anything: %+v", r.Ops)
 			}
 			if seed == 1 {
+				// run.log holds what the terminal showed: phases and the summary.
+				b, err := os.ReadFile(filepath.Join(cfg.Out, "run.log"))
+				if err != nil || !strings.Contains(string(b), "] check") || !strings.Contains(string(b), o.Summary) {
+					t.Fatalf("run.log lacks the phases or the summary (%v):\n%s", err, b)
+				}
 				checkInBrowser(t, cfg.Out)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/metrics"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -169,7 +170,7 @@ func TestMetricsEndpointMatchesHistory(t *testing.T) {
 	}
 
 	// The history, counted here independently of the collector.
-	events, err := history.ReadFile(filepath.Join(out, "history.jsonl"))
+	events, err := history.ReadFile(filepath.Join(out, runfolder.History))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestMetricsEndpointMatchesHistory(t *testing.T) {
 	}
 
 	// results.json's metrics key: the same figures, replayed from the file.
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	b, err := os.ReadFile(filepath.Join(out, runfolder.Results))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // resourceProc is the fenced resource, run as its own process as users deploy
@@ -20,17 +22,17 @@ type resourceProc struct {
 }
 
 func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []string) (*resourceProc, error) {
-	ready := filepath.Join(dir, "resource.addr")
+	ready := filepath.Join(dir, runfolder.ResourceAddr)
 	args := []string{"resource", "serve", "--addr", "127.0.0.1:0", "--mode", mode, "--ready-file", ready}
 	if dsn != "" {
 		args = append(args, "--dsn", dsn, "--schema", "run_"+strings.ReplaceAll(filepath.Base(dir), "-", "_"))
 	} else {
-		args = append(args, "--db", filepath.Join(dir, "resource.db"))
+		args = append(args, "--db", filepath.Join(dir, runfolder.ResourceDB))
 	}
 	for _, r := range runs {
 		args = append(args, "--run", r)
 	}
-	logf, err := os.Create(filepath.Join(dir, "resource.log"))
+	logf, err := os.Create(filepath.Join(dir, runfolder.ResourceLog))
 	if err != nil {
 		return nil, fmt.Errorf("create resource log: %w", err)
 	}
@@ -51,7 +53,7 @@ func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []strin
 		}
 		select {
 		case <-p.done:
-			b, _ := os.ReadFile(filepath.Join(dir, "resource.log"))
+			b, _ := os.ReadFile(filepath.Join(dir, runfolder.ResourceLog))
 			return nil, fmt.Errorf("resource service exited: %s", strings.TrimSpace(string(b)))
 		case <-ctx.Done():
 			p.stop()
@@ -60,7 +62,7 @@ func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []strin
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("resource service not ready after 20s, see %s", filepath.Join(dir, "resource.log"))
+			return nil, fmt.Errorf("resource service not ready after 20s, see %s", filepath.Join(dir, runfolder.ResourceLog))
 		}
 	}
 }

@@ -2,22 +2,23 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/tty"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/truetime"
-	"golang.org/x/sys/unix"
 )
 
 // clientHandle is one lock client process.
@@ -53,7 +54,9 @@ type run struct {
 	cfg      Config
 	exe      string
 	dir      string
-	out      io.Writer
+	out      io.Writer // the caller's progress writer and run.log
+	log      io.Writer // run.log alone
+	term     bool      // the caller's writer is a terminal: redraw the progress line
 	cluster  cluster.Runtime
 	res      *resourceProc
 	hist     *history.Writer
@@ -105,7 +108,7 @@ func Preflight(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c := cfg.Cluster
-	c.Dir = filepath.Join(cfg.Out, "cluster")
+	c.Dir = filepath.Join(cfg.Out, runfolder.Cluster)
 	rt, err := cluster.New(c, bins)
 	if err != nil {
 		return err
@@ -131,6 +134,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		o.Err = err
 		return o
 	}
+	if runfolder.HoldsRun(cfg.Out) {
+		o.Err = fmt.Errorf("%s already holds a run: choose another folder (runs are never overwritten; 'lockjepsen check %s' re-checks it)", cfg.Out, cfg.Out)
+		return o
+	}
 	if err := bins.Check(cfg.Cluster); err != nil {
 		o.Err = err
 		return o
@@ -140,18 +147,31 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	cfg.Versions = Versions{Valkey: bins.Version, Lockjepsen: Version, Go: runtime.Version()}
-	cfg.Cluster.Dir = filepath.Join(cfg.Out, "cluster")
-	if err := writeJSON(filepath.Join(cfg.Out, "config.json"), cfg); err != nil {
+	cfg.Cluster.Dir = filepath.Join(cfg.Out, runfolder.Cluster)
+	if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.Config), cfg); err != nil {
 		o.Err = err
 		return o
 	}
-	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, track: newTracker(cfg.TTL)}
+	// run.log keeps what the terminal shows (phases, fault steps, progress
+	// every five seconds, the summary), as Jepsen keeps jepsen.log.
+	logf, err := os.Create(filepath.Join(cfg.Out, runfolder.RunLog))
+	if err != nil {
+		o.Err = fmt.Errorf("create run log: %w", err)
+		return o
+	}
+	defer logf.Close()
+	if len(cfg.Command) > 0 {
+		fmt.Fprintf(logf, "$ %s\n", shellJoin(cfg.Command))
+	}
+	term := tty.IsTerminal(progress)
+	progress = io.MultiWriter(progress, logf)
+	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, log: logf, term: term, track: newTracker(cfg.TTL)}
 	defer r.teardown()
-	if r.hist, err = history.Create(filepath.Join(cfg.Out, "history.jsonl")); err != nil {
+	if r.hist, err = history.Create(filepath.Join(cfg.Out, runfolder.History)); err != nil {
 		o.Err = err
 		return o
 	}
-	if r.nem, err = history.Create(filepath.Join(cfg.Out, "nemesis.jsonl")); err != nil {
+	if r.nem, err = history.Create(filepath.Join(cfg.Out, runfolder.Nemesis)); err != nil {
 		o.Err = err
 		return o
 	}
@@ -206,7 +226,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
 	nemErr := r.playSchedule(ctx)
 	interrupted := ctx.Err() != nil
-	if isTerminal(progress) {
+	if term {
 		fmt.Fprintln(progress)
 	}
 
@@ -240,6 +260,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	o.Checked, o.ExitCode, o.Summary = true, code, res
+	fmt.Fprintf(logf, "\n%s", res)
 	if interrupted {
 		o.Err = fmt.Errorf("interrupted: the history up to the interruption is in %s", cfg.Out)
 		o.ExitCode = 2
@@ -304,22 +325,20 @@ func (r *run) printProgress() {
 	line := fmt.Sprintf("  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d",
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
 	// A terminal gets one line redrawn in place; a log or a pipe gets a line
-	// every five seconds.
-	if isTerminal(r.out) {
-		fmt.Fprint(r.out, "\r"+line+"   ")
-	} else if el-r.lastLine >= 5*time.Second {
+	// every five seconds (run.log too, when the terminal redraws).
+	every5 := el-r.lastLine >= 5*time.Second
+	if every5 {
 		r.lastLine = el
+	}
+	switch {
+	case r.term:
+		fmt.Fprint(r.out, "\r"+line+"   ")
+		if every5 {
+			fmt.Fprintln(r.log, line)
+		}
+	case every5:
 		fmt.Fprintln(r.out, line)
 	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // healAll resumes, restarts and resets whatever a fault may have left broken,
@@ -360,16 +379,16 @@ func (r *run) finishLogs() {
 	}
 	r.histMu.Unlock()
 	if r.res != nil {
-		if err := r.res.export(r.exe, filepath.Join(r.dir, "resource.jsonl")); err != nil {
+		if err := r.res.export(r.exe, filepath.Join(r.dir, runfolder.Resource)); err != nil {
 			fmt.Fprintf(r.out, "warning: %v\n", err)
 		}
 	}
 	if r.cluster != nil {
-		_ = r.cluster.CollectLogs(filepath.Join(r.dir, "logs"))
+		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 	}
 	// Sort the arrival-ordered history by true time, atomically, so the file
 	// on disk is in the documented order.
-	path := filepath.Join(r.dir, "history.jsonl")
+	path := filepath.Join(r.dir, runfolder.History)
 	if ev, err := history.ReadFile(path); err == nil {
 		for i := range ev {
 			ev[i].Index = int64(i)
@@ -387,19 +406,20 @@ func (r *run) teardown() {
 		r.res.stop()
 	}
 	if r.cluster != nil {
-		_ = r.cluster.CollectLogs(filepath.Join(r.dir, "logs"))
+		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()
 	}
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+// shellJoin quotes a command line so that it can be pasted into a shell.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=:/.,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return strings.Join(out, " ")
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // summarize is summary.txt: what was run, the checker's own account, and what
@@ -17,6 +18,6 @@ func summarize(dir string, res *checker.Result, cfg Config, hasCfg bool) string 
 			cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed, cfg.Clients, cfg.Keys, cfg.TTL, cfg.TimeLimit)
 	}
 	b.WriteString(res.Summary())
-	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, "index.html"))
+	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, runfolder.Index))
 	return b.String()
 }

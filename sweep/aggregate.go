@@ -2,8 +2,9 @@ package sweep
 
 import (
 	"encoding/csv"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // CellStats are the aggregates of one cell, the rows of sweep.csv.
@@ -78,19 +80,16 @@ type Report struct {
 // ReadPlan reads plan.json of a sweep folder.
 func ReadPlan(dir string) (Plan, error) {
 	var p Plan
-	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
-	if err != nil {
-		return p, fmt.Errorf("%s is not a sweep folder (no plan.json): %w", dir, err)
+	err := runfolder.ReadJSON(filepath.Join(dir, PlanFile), &p)
+	if errors.Is(err, os.ErrNotExist) {
+		return p, fmt.Errorf("%s is not a sweep folder (no %s): %w", dir, PlanFile, err)
 	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("%s/plan.json is corrupt: %w", dir, err)
-	}
-	return p, nil
+	return p, err
 }
 
 // TrialDirs lists a cell's trial folders with a trial.json, by trial number.
 func TrialDirs(dir string, cell Cell) ([]string, error) {
-	base := filepath.Join(dir, "trials", cell.ID())
+	base := filepath.Join(dir, Trials, cell.ID())
 	ents, err := os.ReadDir(base)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -109,7 +108,7 @@ func TrialDirs(dir string, cell Cell) ([]string, error) {
 			continue // interrupted leftovers are renamed <n>.interrupted
 		}
 		p := filepath.Join(base, e.Name())
-		if _, err := os.Stat(filepath.Join(p, "trial.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(p, TrialRecord)); err == nil {
 			out = append(out, td{n, p})
 		}
 	}
@@ -231,19 +230,14 @@ func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // WriteFiles writes sweep.json and sweep.csv into the sweep folder.
 func (r *Report) WriteFiles(dir string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode sweep.json: %w", err)
-	}
-	if err := writeAtomic(filepath.Join(dir, "sweep.json"), append(b, '\n')); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(dir, ReportJSON), r); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "sweep.csv.tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write sweep.csv: %w", err)
-	}
-	w := csv.NewWriter(f)
+	return runfolder.WriteAtomic(filepath.Join(dir, ReportCSV), 0o644, r.writeCSV)
+}
+
+func (r *Report) writeCSV(out io.Writer) error {
+	w := csv.NewWriter(out)
 	_ = w.Write(csvHeader)
 	for _, c := range r.Cells {
 		p := ""
@@ -267,34 +261,5 @@ func (r *Report) WriteFiles(dir string) error {
 		})
 	}
 	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return fmt.Errorf("write sweep.csv: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write sweep.csv: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "sweep.csv")); err != nil {
-		return fmt.Errorf("write sweep.csv: %w", err)
-	}
-	return nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
-	}
-	return writeAtomic(path, append(b, '\n'))
+	return w.Error()
 }

@@ -439,7 +439,7 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 
 // RewritePlan replaces plan.json of a sweep being resumed (only --parallel
 // and the adaptive trial counts may change).
-func RewritePlan(dir string, p Plan) error { return writeJSON(filepath.Join(dir, "plan.json"), p) }
+func RewritePlan(dir string, p Plan) error { return writePlan(filepath.Join(dir, PlanFile), p) }
 
 // Estimation is a sweep's expected wall time.
 type Estimation struct {

@@ -3,9 +3,11 @@ package sweep
 import (
 	"fmt"
 	"html/template"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Finding is one sentence of the report's reading, per fault.
@@ -180,19 +182,7 @@ func WriteReport(dir string, r *Report) error {
 		}
 		pg.Cells = append(pg.Cells, row)
 	}
-	f, err := os.Create(filepath.Join(dir, "index.html.tmp"))
-	if err != nil {
-		return fmt.Errorf("write index.html: %w", err)
-	}
-	if err := indexTmpl.Execute(f, pg); err != nil {
-		f.Close()
-		return fmt.Errorf("write index.html: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write index.html: %w", err)
-	}
-	if err := os.Rename(filepath.Join(dir, "index.html.tmp"), filepath.Join(dir, "index.html")); err != nil {
-		return fmt.Errorf("write index.html: %w", err)
-	}
-	return nil
+	return runfolder.WriteAtomic(filepath.Join(dir, runfolder.Index), 0o644, func(w io.Writer) error {
+		return indexTmpl.Execute(w, pg)
+	})
 }

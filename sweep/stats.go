@@ -3,6 +3,8 @@ package sweep
 import (
 	"math"
 	"sort"
+
+	"github.com/lockjepsen/lockjepsen/internal/stats"
 )
 
 // Z95 is the standard normal quantile for a two-sided 95% interval.
@@ -36,20 +38,6 @@ func Wilson(k, n int, z float64) (lo, hi float64) {
 	return max(0, lo), min(1, hi)
 }
 
-// Percentile is the nearest-rank percentile (p in [0,1]) of sorted values: the
-// smallest value with at least p of the data at or below it. Nearest rank, as
-// the checker's latency figures use, so a sweep's p99 of one trial equals that
-// trial's results.json; and it always returns an observed value. NaN when
-// empty.
-func Percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return sorted[i]
-}
-
 // Dist summarises a sample: count, p50, p99, max (0 when empty, so JSON and
 // CSV never carry NaN).
 type Dist struct {
@@ -59,11 +47,13 @@ type Dist struct {
 	Max   float64 `json:"max"`
 }
 
-// Summarize sorts xs in place and returns its Dist.
+// Summarize sorts xs in place and returns its Dist. Its percentiles are
+// nearest rank, as the checker's latency figures, so a sweep's p99 of one
+// trial equals that trial's results.json.
 func Summarize(xs []float64) Dist {
 	if len(xs) == 0 {
 		return Dist{}
 	}
 	sort.Float64s(xs)
-	return Dist{Count: len(xs), P50: Percentile(xs, 0.50), P99: Percentile(xs, 0.99), Max: xs[len(xs)-1]}
+	return Dist{Count: len(xs), P50: stats.Percentile(xs, 0.50), P99: stats.Percentile(xs, 0.99), Max: xs[len(xs)-1]}
 }

@@ -51,38 +51,8 @@ func TestWilsonEdges(t *testing.T) {
 	}
 }
 
-// Nearest-rank examples from the definition (Wikipedia, "Percentile",
-// nearest-rank method): {15, 20, 35, 40, 50}.
-func TestPercentileKnownValues(t *testing.T) {
-	xs := []float64{15, 20, 35, 40, 50}
-	for _, c := range []struct{ p, want float64 }{
-		{0.05, 15}, {0.30, 20}, {0.40, 20}, {0.50, 35}, {0.99, 50}, {1, 50}, {0, 15},
-	} {
-		if got := Percentile(xs, c.p); got != c.want {
-			t.Errorf("p%v = %v, want %v", c.p*100, got, c.want)
-		}
-	}
-	// {3, 6, 7, 8, 8, 10, 13, 15, 16, 20}: p25 = 7, p50 = 8, p75 = 15, p100 = 20.
-	ys := []float64{3, 6, 7, 8, 8, 10, 13, 15, 16, 20}
-	for _, c := range []struct{ p, want float64 }{{0.25, 7}, {0.50, 8}, {0.75, 15}, {1, 20}} {
-		if got := Percentile(ys, c.p); got != c.want {
-			t.Errorf("p%v = %v, want %v", c.p*100, got, c.want)
-		}
-	}
-	// p99 of 1..1000 is the 990th value; of 1..100 the 99th.
-	var big []float64
-	for i := 1; i <= 1000; i++ {
-		big = append(big, float64(i))
-	}
-	if got := Percentile(big, 0.99); got != 990 {
-		t.Errorf("p99 of 1..1000 = %v, want 990", got)
-	}
-	if got := Percentile(big[:100], 0.99); got != 99 {
-		t.Errorf("p99 of 1..100 = %v, want 99", got)
-	}
-	if !math.IsNaN(Percentile(nil, 0.5)) {
-		t.Error("percentile of nothing must be NaN")
-	}
+// Summarize's percentiles are nearest rank (internal/stats).
+func TestSummarize(t *testing.T) {
 	d := Summarize([]float64{50, 15, 40, 20, 35})
 	if d != (Dist{Count: 5, P50: 35, P99: 50, Max: 50}) {
 		t.Errorf("Summarize = %+v", d)

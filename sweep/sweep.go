@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 )
 
@@ -46,13 +47,13 @@ type state struct {
 // Start creates a sweep folder: plan.json and trials/. It refuses a folder
 // that already holds a plan, so a sweep is never overwritten (--resume it).
 func Start(dir string, plan Plan) error {
-	if _, err := os.Stat(filepath.Join(dir, "plan.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
 		return fmt.Errorf("%s already holds a sweep: resume it with --resume %s, or choose another --out", dir, dir)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, Trials), 0o755); err != nil {
 		return fmt.Errorf("create sweep folder: %w", err)
 	}
-	return writeJSON(filepath.Join(dir, "plan.json"), plan)
+	return writePlan(filepath.Join(dir, PlanFile), plan)
 }
 
 // Execute runs every trial of the plan in dir that has not finished yet (all
@@ -194,10 +195,7 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := rep.WriteFiles(dir); err != nil {
-		return rep, err
-	}
-	if err := WriteReport(dir, rep); err != nil {
+	if err := Publish(dir, rep); err != nil {
 		return rep, err
 	}
 	if firstErr == nil && ctx.Err() != nil {
@@ -212,7 +210,7 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 // interrupted one recorded stays on disk.
 func scanCell(dir string, c Cell) (*state, error) {
 	st := &state{cell: c, done: map[int]bool{}}
-	base := filepath.Join(dir, "trials", c.ID())
+	base := filepath.Join(dir, Trials, c.ID())
 	ents, err := os.ReadDir(base)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("scan %s: %w", base, err)
@@ -257,7 +255,7 @@ func scanCell(dir string, c Cell) (*state, error) {
 // trial.json and loads the result. The runner's own phase log goes to
 // run.log in the trial folder; the terminal shows the sweep's bar only.
 func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*Trial, error) {
-	out := filepath.Join(dir, "trials", j.cell.ID(), strconv.Itoa(j.n))
+	out := filepath.Join(dir, Trials, j.cell.ID(), strconv.Itoa(j.n))
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("create trial folder: %w", err)
 	}
@@ -265,13 +263,9 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 	if err != nil {
 		return nil, fmt.Errorf("trial %s/%d: %w", j.cell.ID(), j.n, err)
 	}
-	logf, err := os.Create(filepath.Join(out, "run.log"))
-	if err != nil {
-		return nil, fmt.Errorf("create run.log: %w", err)
-	}
 	start := time.Now()
-	o := run(ctx, cfg, logf)
-	_ = logf.Close()
+	// The runner keeps its own run.log in the trial folder.
+	o := run(ctx, cfg, io.Discard)
 	rec := Record{Cell: j.cell.ID(), Trial: j.n, Seed: cfg.Seed, ExitCode: o.ExitCode,
 		StartedAt: start.UTC().Format(time.RFC3339), WallS: time.Since(start).Seconds()}
 	switch {
@@ -287,7 +281,7 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 	if o.Err != nil {
 		rec.Error = o.Err.Error()
 	}
-	if err := writeJSON(filepath.Join(out, "trial.json"), rec); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(out, TrialRecord), rec); err != nil {
 		return nil, err
 	}
 	if rec.Status == StatusInterrupted {
@@ -298,7 +292,7 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 		// The trial's own files are broken: record it as failed so that the
 		// sweep goes on and the report says so.
 		rec.Status, rec.Error = StatusFailed, err.Error()
-		_ = writeJSON(filepath.Join(out, "trial.json"), rec)
+		_ = runfolder.WriteJSON(filepath.Join(out, TrialRecord), rec)
 		return &Trial{Record: rec, Dir: out}, nil
 	}
 	return t, nil

@@ -1,7 +1,7 @@
 package sweep
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +10,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Trial status in trial.json.
@@ -100,12 +101,8 @@ func (f Fault) Unit() string {
 // ReadRecord reads a trial folder's trial.json.
 func ReadRecord(dir string) (Record, error) {
 	var r Record
-	b, err := os.ReadFile(filepath.Join(dir, "trial.json"))
-	if err != nil {
+	if err := runfolder.ReadJSON(filepath.Join(dir, TrialRecord), &r); err != nil {
 		return r, fmt.Errorf("trial %s: %w", dir, err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("trial %s/trial.json is corrupt: %w", dir, err)
 	}
 	return r, nil
 }
@@ -120,15 +117,13 @@ func LoadTrial(dir string, fault Fault) (*Trial, error) {
 	if !rec.Counts() {
 		return t, nil
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return nil, fmt.Errorf("trial %s has no results.json (re-check it with 'lockjepsen check %s'): %w", dir, dir, err)
-	}
 	t.Result = new(checker.Result)
-	if err := json.Unmarshal(b, t.Result); err != nil {
-		return nil, fmt.Errorf("trial %s/results.json is corrupt: %w", dir, err)
+	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Results), t.Result); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("trial %s has no %s (re-check it with 'lockjepsen check %s'): %w", dir, runfolder.Results, dir, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("trial %s: %w", dir, err)
 	}
-	events, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	events, err := history.ReadFile(filepath.Join(dir, runfolder.History))
 	if err != nil {
 		return nil, fmt.Errorf("trial %s: %w", dir, err)
 	}

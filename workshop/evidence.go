@@ -1,15 +1,14 @@
 package workshop
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Evidence is what a step left on disk, read back the way an attendee would
@@ -30,26 +29,20 @@ type Evidence struct {
 	Others map[string]*Evidence
 }
 
-// TranscriptFile and ResultsFile are what the claims read.
-const (
-	TranscriptFile = "transcript.json"
-	ResultsFile    = "results.json"
-)
+// TranscriptFile is a by-hand lab's record; a run step's claims read the
+// run folder's runfolder.Results.
+const TranscriptFile = "transcript.json"
 
 // Load reads a step's folder.
 func Load(s Step, dir string) (*Evidence, error) {
 	ev := &Evidence{Dir: dir}
 	switch s.Kind {
 	case KindRun:
-		b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
-		if err != nil {
+		ev.Result = &checker.Result{}
+		if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Results), ev.Result); err != nil {
 			return nil, fmt.Errorf("read the run's verdicts: %w", err)
 		}
-		ev.Result = &checker.Result{}
-		if err := json.Unmarshal(b, ev.Result); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
-		}
-		events, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+		events, err := history.ReadFile(filepath.Join(dir, runfolder.History))
 		if err != nil {
 			return nil, fmt.Errorf("read the run's history: %w", err)
 		}
@@ -116,26 +109,15 @@ func (t *Transcript) Reply(id string) (string, bool) {
 
 // ReadTranscript loads transcript.json.
 func ReadTranscript(path string) (*Transcript, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read the lab's transcript: %w", err)
-	}
 	var t Transcript
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := runfolder.ReadJSON(path, &t); err != nil {
+		return nil, fmt.Errorf("read the lab's transcript: %w", err)
 	}
 	return &t, nil
 }
 
 func (t *Transcript) write(path string) error {
-	b, err := json.MarshalIndent(t, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode transcript: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write transcript: %w", err)
-	}
-	return nil
+	return runfolder.WriteJSON(path, t)
 }
 
 // errNoEvidence is returned by checks on a step that produced nothing.

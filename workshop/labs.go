@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/runfolder"
+	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -13,6 +15,10 @@ import (
 // back leave most of the 90 minutes for discussion; the tests run exactly
 // these commands and assert exactly these claims.
 func Labs() []Lab {
+	// Porcupine's pages of the first lock key and of the row it protects.
+	keys, rows := runner.Keys(1)
+	lockPage := runfolder.PorcupinePage(runfolder.PageLock, keys[0])
+	rowPage := runfolder.PorcupinePage(runfolder.PageResource, rows[0])
 	labs := []Lab{
 		{
 			N: 1, Title: "The lock by hand", Minutes: 10,
@@ -47,7 +53,7 @@ func Labs() []Lab {
 					resourceIs(checker.Valid, "the resource check is valid: the fence let only one holder write"),
 					newerTurnedAway("the fence turned the NEWER holder away: the failover set the fence counter back"),
 				},
-				Open: []string{"index.html", "timeline.png", "lock-lock__job-1_.html", "summary.txt", ResultsFile},
+				Open: []string{runfolder.Index, runfolder.TimelinePNG, lockPage, runfolder.Summary, runfolder.Results},
 			}},
 		},
 		{
@@ -64,7 +70,7 @@ func Labs() []Lab {
 						waitShort("WAIT 1 100 returned 0 for acquires made while the replicas were cut off: those were released"),
 						lockIs(checker.Valid, "the lock check is valid: the grant the race needs was refused"),
 					},
-					Open: []string{"index.html", "timeline.png", "summary.txt", "history.jsonl"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Summary, runfolder.History},
 				},
 				{
 					Name: "lab3-restart", Kind: KindRun,
@@ -73,7 +79,7 @@ func Labs() []Lab {
 						lockIs(checker.Invalid, "the lock check is invalid although every grant was acknowledged by a replica"),
 						lockViolationBy("fast-restart", "the lock violation is blamed on the fast restart: the replicas resynced from an empty primary"),
 					},
-					Open: []string{"index.html", "timeline.png", "summary.txt"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Summary},
 				},
 				{
 					Name: "lab3-fsync-always", Kind: KindRun,
@@ -81,7 +87,7 @@ func Labs() []Lab {
 					Claims: []Claim{
 						lockIs(checker.Valid, "with appendonly yes and appendfsync always the restarted primary reloads its locks: the lock check is valid"),
 					},
-					Open: []string{"index.html", "summary.txt"},
+					Open: []string{runfolder.Index, runfolder.Summary},
 				},
 			},
 		},
@@ -106,7 +112,7 @@ func Labs() []Lab {
 						noReplicas("acquires were refused with NOREPLICAS once the replicas' links were dropped"),
 						lockIs(checker.Valid, "the lock check is valid: the cut-off primary granted nothing"),
 					},
-					Open: []string{"index.html", "timeline.png", "summary.txt"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Summary},
 				},
 			},
 		},
@@ -124,7 +130,7 @@ func Labs() []Lab {
 						lockIs(checker.Valid, "the lock check is valid: the lease expired honestly"),
 						resourceIs(checker.Invalid, "the resource check is invalid: the woken client's write was a lost update"),
 					},
-					Open: []string{"index.html", "timeline.png", "resource-job-1.html", "summary.txt"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, rowPage, runfolder.Summary},
 				},
 				{
 					Name: "lab5-fence", Kind: KindRun,
@@ -134,7 +140,7 @@ func Labs() []Lab {
 						noStaleAccepted("no stale write landed: the fence turned away every write sent after the lease ended"),
 						resourceIs(checker.Valid, "the resource check is valid"),
 					},
-					Open: []string{"index.html", "timeline.png", "resource.jsonl"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Resource},
 				},
 			},
 		},
@@ -152,7 +158,7 @@ func Labs() []Lab {
 						staleAccepted("the stale write was accepted: its fence was still the highest written"),
 						resourceIs(checker.Invalid, "the resource check is invalid: both wrote value+1, a lost update"),
 					},
-					Open: []string{"index.html", "timeline.png", "resource.jsonl"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Resource},
 				},
 			},
 		},
@@ -168,7 +174,7 @@ func Labs() []Lab {
 						lockIs(checker.Invalid, "the lock check is invalid"),
 						doubleGrantBy("server-clock", "the double grant is blamed on the server's clock: the lease ended early"),
 					},
-					Open: []string{"index.html", "timeline.png", "logs/"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Logs + "/"},
 				},
 				{
 					Name: "lab7-client-clock", Kind: KindRun,
@@ -177,7 +183,7 @@ func Labs() []Lab {
 						lockIs(checker.Valid, "the lock check is valid: the server expired the lease on time"),
 						resourceIs(checker.Invalid, "the resource check is invalid: the slow client kept writing after its lease ended"),
 					},
-					Open: []string{"index.html", "timeline.png"},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG},
 				},
 			},
 		},

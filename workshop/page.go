@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // The pages in docs/workshop/ are prose written by hand around generated
@@ -178,7 +180,7 @@ func outputBlock(r StepReport, dir string, ferr *error) string {
 	fmt.Fprintf(&b, "Captured by `scripts/workshop-capture.sh` (%s, %v):\n\n```\n$ %s\n", time.Now().Format("2006-01-02"), r.Duration.Round(100*time.Millisecond), r.Step.Command())
 	summary := strings.TrimRight(r.Summary, "\n")
 	// The run folder's absolute path differs on every machine.
-	summary = strings.ReplaceAll(summary, r.Dir+"/", "results/workshop/"+r.Step.Name+"/")
+	summary = strings.ReplaceAll(summary, r.Dir+"/", filepath.Join(DefaultDir, r.Step.Name)+"/")
 	b.WriteString(summary + "\n```\n\n")
 	b.WriteString("| claim | held | observed |\n|---|---|---|\n")
 	for _, c := range r.Claims {
@@ -192,8 +194,8 @@ func outputBlock(r StepReport, dir string, ferr *error) string {
 		fmt.Fprintf(&b, "\n**The step could not be carried out:** %v\n", r.Err)
 	}
 	if r.Step.Kind == KindRun {
-		img := filepath.Join("img", r.Step.Name+"-timeline.png")
-		if err := copyFile(filepath.Join(r.Dir, "timeline.png"), filepath.Join(dir, img)); err != nil {
+		img := filepath.Join("img", r.Step.Name+"-"+runfolder.TimelinePNG)
+		if err := copyFile(filepath.Join(r.Dir, runfolder.TimelinePNG), filepath.Join(dir, img)); err != nil {
 			*ferr = err
 		} else {
 			fmt.Fprintf(&b, "\n![timeline of %s](%s)\n", r.Step.Name, img)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // RunFunc carries out `lockjepsen run ARGS --out DIR`, printing its progress to
@@ -18,7 +20,7 @@ type RunFunc func(ctx context.Context, args []string, out string, progress io.Wr
 
 // Options configure a lab session.
 type Options struct {
-	Dir        string    // lab folders go to Dir/<step name>; default results/workshop
+	Dir        string    // lab folders go to Dir/<step name>; default DefaultDir
 	ClusterDir string    // a `cluster up` topology lab 1 uses when it answers
 	Run        RunFunc   // how run steps are carried out
 	Out        io.Writer // what attendees read
@@ -62,7 +64,7 @@ func (r StepReport) Held() bool {
 // room's predictions, each step with its summary and claims, and what to open.
 func Play(ctx context.Context, l Lab, opt Options) []StepReport {
 	if opt.Dir == "" {
-		opt.Dir = filepath.Join("results", "workshop")
+		opt.Dir = DefaultDir
 	}
 	w := opt.Out
 	fmt.Fprintf(w, "Lab %d: %s\n\nPredict first: %s\n", l.N, l.Title, l.Question)
@@ -175,7 +177,7 @@ func fresh(dir string) error {
 	}
 	ours := len(entries) == 0
 	for _, e := range entries {
-		if e.Name() == "config.json" || e.Name() == TranscriptFile || e.Name() == "cluster" {
+		if e.Name() == runfolder.Config || e.Name() == TranscriptFile || e.Name() == runfolder.Cluster {
 			ours = true
 		}
 	}

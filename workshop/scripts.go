@@ -13,11 +13,15 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // DefaultClusterDir is where `lockjepsen cluster up` keeps its topology; lab 1
 // uses a cluster running there, as the attendees would with valkey-cli.
 const DefaultClusterDir = ".lockjepsen/cluster"
+
+// DefaultDir is where the labs' runs go, one subfolder per step.
+var DefaultDir = filepath.Join(runfolder.Root, "workshop")
 
 // session sends commands with the real valkey-cli, so the replies on the page
 // are exactly what attendees see when they type the same lines.
@@ -109,7 +113,7 @@ func topology(ctx context.Context, existing, dir string, cfg cluster.Config) (*c
 			}
 		}
 	}
-	cfg.Dir = filepath.Join(dir, "cluster")
+	cfg.Dir = filepath.Join(dir, runfolder.Cluster)
 	l, err := cluster.NewLocal(cfg, bins)
 	if err != nil {
 		return nil, bins, nil, err
@@ -153,7 +157,7 @@ func lockByHand(ctx context.Context, dir string, opt Options, out io.Writer) (*T
 	if err != nil {
 		return nil, fmt.Errorf("find the primary: %w", err)
 	}
-	if l.Config().Dir == filepath.Join(dir, "cluster") {
+	if l.Config().Dir == filepath.Join(dir, runfolder.Cluster) {
 		fmt.Fprintf(out, "(no 'lockjepsen cluster up' topology answered in %s: using a private one on port %s)\n\n", opt.ClusterDir, portOnly(p.Addr))
 	}
 	s := &session{cli: bins.CLI, addr: p.Addr, start: time.Now(), out: out}

@@ -4,16 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/internal/stats"
 	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() {
 	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET), 'bench scenario' (reproduction rate)", run: runBench})
 }
+
+const benchUsage = `usage: lockjepsen bench cluster|locks|scenario [flags]   (lockjepsen bench <kind> -h for its flags)
+
+  cluster   median time from 'cluster up' to ready, and from SIGKILL of the primary to a writable new one
+  locks     lock ops/s of N client processes against valkey-benchmark -t set at the same concurrency
+  scenario  a scenario over seeds 1..N: reproduction rate, median time to the first violation, median run time`
 
 func runBench(args []string) int {
 	if len(args) > 0 {
@@ -24,9 +31,12 @@ func runBench(args []string) int {
 			return runBenchLocks(args[1:])
 		case "scenario":
 			return runBenchScenario(args[1:])
+		case "-h", "--help", "help":
+			fmt.Println(benchUsage)
+			return exitValid
 		}
 	}
-	return fail("bench: want 'bench cluster [--trials N]', 'bench locks [--clients N --duration D]' or 'bench scenario --scenario NAME [--seeds 10] [run flags]'")
+	return fail("bench: want one of 'bench cluster', 'bench locks' or 'bench scenario' (lockjepsen bench -h)")
 }
 
 func runBenchCluster(args []string) int {
@@ -87,8 +97,9 @@ func runBenchCluster(args []string) int {
 	return exitValid
 }
 
+// median is the nearest-rank median (the lower middle one of an even count).
 func median(d []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2].Round(time.Millisecond)
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return stats.Percentile(s, 0.5).Round(time.Millisecond)
 }

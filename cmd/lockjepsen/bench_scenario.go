@@ -2,18 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/internal/stats"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -31,12 +32,13 @@ func runBenchScenario(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	base := filepath.Join("results", time.Now().Format("20060102-150405")+"-bench-"+cfg.Scenario)
+	base := runfolder.NewDir(runfolder.Root, time.Now(), "bench-"+cfg.Scenario)
 	var firsts, runs []float64
 	reproduced := 0
 	for s := 1; s <= seeds; s++ {
 		c := cfg
 		c.Seed = int64(s)
+		c.Command = append(append([]string{}, cfg.Command...), "--seed", fmt.Sprint(s))
 		c.Out = filepath.Join(base, fmt.Sprintf("seed-%d", s))
 		if err := c.Validate(); err != nil {
 			return fail("%v", err)
@@ -50,12 +52,8 @@ func runBenchScenario(args []string) int {
 		if !o.Checked {
 			return fail("seed %d: %v", s, o.Err)
 		}
-		b, err := os.ReadFile(filepath.Join(c.Out, "results.json"))
-		if err != nil {
-			return fail("seed %d: %v", s, err)
-		}
 		var r checker.Result
-		if err := json.Unmarshal(b, &r); err != nil {
+		if err := runfolder.ReadJSON(filepath.Join(c.Out, runfolder.Results), &r); err != nil {
 			return fail("seed %d: %v", s, err)
 		}
 		ok := runner.Reproduced(c, &r)
@@ -74,10 +72,12 @@ func runBenchScenario(args []string) int {
 	return exitValid
 }
 
+// medianF is the nearest-rank median, as every figure of lockjepsen: one
+// seed's own figure (the lower middle one for an even count).
 func medianF(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return stats.Percentile(s, 0.5)
 }
 
 func medianOrNone(v []float64) string {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/lockjepsen/lockjepsen/knob"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() {
@@ -106,7 +107,11 @@ func clusterUp(args []string) int {
 	}
 	fmt.Printf("cluster ready in %v (Valkey %s), run directory %s\n\n", time.Since(start).Round(time.Millisecond), l.Version(), l.Config().Dir)
 	printStatus(l)
-	fmt.Printf("\ntry: valkey-cli -p %s SET lock:{demo} mytoken NX PX 30000\n", portOf(l.Nodes()[0].Addr))
+	_, port, err := net.SplitHostPort(l.Nodes()[0].Addr)
+	if err != nil {
+		port = l.Nodes()[0].Addr
+	}
+	fmt.Printf("\ntry: valkey-cli -p %s SET lock:{demo} mytoken NX PX 30000\n", port)
 	fmt.Printf("     lockjepsen cluster kill-primary --dir %s ; lockjepsen cluster down --dir %s\n", cfg.Dir, cfg.Dir)
 	return exitValid
 }
@@ -207,12 +212,3 @@ func clusterDown(args []string) int {
 }
 
 func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
-
-func portOf(addr string) string {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[i+1:]
-		}
-	}
-	return addr
-}

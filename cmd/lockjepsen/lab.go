@@ -6,12 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
-	"unsafe"
 
+	"github.com/lockjepsen/lockjepsen/internal/tty"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/workshop"
 )
@@ -22,7 +22,7 @@ func init() {
 
 func runLab(args []string) int {
 	fs := newFlagSet("lab", "lab [flags] [N | all]\n\nwithout N: list the labs. N: print lab N's prediction question, wait for Enter\n(on a terminal, outside CI), run its command, check the page's claims, name what to open.")
-	dir := fs.String("dir", filepath.Join("results", "workshop"), "folder for the labs' runs (one subfolder per step, replaced on every run)")
+	dir := fs.String("dir", workshop.DefaultDir, "folder for the labs' runs (one subfolder per step, replaced on every run)")
 	clusterDir := fs.String("cluster-dir", workshop.DefaultClusterDir, "the 'lockjepsen cluster up' topology lab 1 uses (a private one if none answers)")
 	noWait := fs.Bool("no-wait", false, "do not wait for Enter after the question")
 	capture := fs.String("capture", "", "rewrite the captured outputs of the pages in this folder (docs/workshop) from this session (the timings table only with 'all')")
@@ -55,7 +55,7 @@ func runLab(args []string) int {
 	opt := workshop.Options{
 		Dir: *dir, ClusterDir: *clusterDir, Run: labRun, Out: os.Stdout, In: os.Stdin,
 		// A room of laptops waits for Enter; CI and pipes do not.
-		Interactive: !*noWait && os.Getenv("CI") == "" && isTTY(os.Stdin),
+		Interactive: !*noWait && os.Getenv("CI") == "" && tty.IsTerminal(os.Stdin),
 	}
 	start := time.Now()
 	var reports []workshop.StepReport
@@ -111,17 +111,9 @@ func labRun(ctx context.Context, args []string, out string, progress io.Writer) 
 		return "", code, fmt.Errorf("lockjepsen run %v: bad flags (exit %d)", args, code)
 	}
 	o := runner.Run(ctx, cfg, progress)
-	updateLatest(out)
+	_ = runfolder.UpdateLatest(runfolder.Root, out) // a no-op below results/workshop
 	if o.Err != nil {
 		return o.Summary, o.ExitCode, fmt.Errorf("run: %w", o.Err)
 	}
 	return o.Summary, o.ExitCode, nil
-}
-
-// isTTY reports whether f is a terminal: a TCGETS that succeeds. A character
-// device is not enough, since /dev/null is one and CI runners attach it.
-func isTTY(f *os.File) bool {
-	var t syscall.Termios
-	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
-	return errno == 0
 }

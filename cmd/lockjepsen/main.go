@@ -30,15 +30,21 @@ var commands = map[string]command{}
 
 func register(c command) { commands[c.name] = c }
 
-func main() { os.Exit(dispatch(os.Args[1:], os.Stderr)) }
+func main() { os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func dispatch(args []string, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+// dispatch runs a subcommand. Asked-for help goes to stdout with exit 0; no
+// command at all is a usage error on stderr.
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout)
 		return exitValid
+	case "--version", "-version":
+		return commands["version"].run(nil)
 	}
 	c, ok := commands[args[0]]
 	if !ok {

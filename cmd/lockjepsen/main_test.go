@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/sweep"
 )
 
 var bin string
@@ -33,6 +35,15 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t"}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
 	busy := t.TempDir()
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
+	// A sweep folder whose trials are gone: --aggregate must refuse it and
+	// keep the report it holds.
+	emptySweep := t.TempDir()
+	plan := sweep.Plan{Scenario: "failover-race", Configs: []sweep.Config{{Name: "none"}}, Faults: []sweep.Fault{{Name: "cut", Faults: []string{"cut-replication"}}}}
+	plan.Defaults()
+	if err := sweep.Start(emptySweep, plan); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(emptySweep, sweep.ReportJSON), []byte(`{"trials": 20}`), 0o644)
 	type bad struct {
 		args []string
 		want string
@@ -59,6 +70,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"check", corrupt}, "history.jsonl:2"},
 		{[]string{"check"}, "one run directory"},
+		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
 		{[]string{"sweep", "--faults", "meteor"}, "meteor"},
@@ -160,6 +172,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 			}
 		})
 	}
+	if b, _ := os.ReadFile(filepath.Join(emptySweep, sweep.ReportJSON)); string(b) != `{"trials": 20}` {
+		t.Errorf("sweep --aggregate of no trials rewrote sweep.json: %s", b)
+	}
 }
 
 func TestHelpListsEveryCommandAndExitsZero(t *testing.T) {
@@ -174,5 +189,62 @@ func TestHelpListsEveryCommandAndExitsZero(t *testing.T) {
 	}
 	if strings.Contains(string(out), "  client ") {
 		t.Error("help lists the hidden client subcommand")
+	}
+}
+
+// Help is asked for: it goes to stdout with exit 0 and lists the command's
+// flags, so `lockjepsen run -h | less` shows it.
+func TestHelpOfEveryCommandOnStdout(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "-h"}, []string{"-scenario", "-ttl", "-fence", "failover-race"}},
+		{[]string{"check", "-h"}, []string{"-epsilon", "-budget"}},
+		{[]string{"sweep", "-h"}, []string{"-configs", "-faults", "-trials"}},
+		{[]string{"bench", "-h"}, []string{"cluster", "locks", "scenario"}},
+		{[]string{"bench", "cluster", "-h"}, []string{"-trials", "-runtime"}},
+		{[]string{"bench", "locks", "-h"}, []string{"-clients", "-time-limit"}},
+		{[]string{"bench", "scenario", "-h"}, []string{"-seeds", "-scenario"}},
+		{[]string{"cluster", "up", "-h"}, []string{"-replicas", "-min-replicas"}},
+		{[]string{"lab", "-h"}, []string{"-dir"}},
+		{[]string{"version", "-h"}, []string{"version"}},
+		{[]string{"--version"}, []string{"lockjepsen"}},
+		{[]string{"help"}, []string{"run", "check"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout does not mention %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// The defaults `run -h` shows are the chosen scenario's, not placeholders.
+func TestRunHelpShowsTheScenarioDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		scenario string
+		want     []string
+	}{
+		{"failover-race", []string{"lease TTL; clients renew every TTL/3 (default 6s)", "client processes (default 8)", "(a duration, or seconds) (default 25s)"}},
+		{"baseline", []string{"(default 2s)", "client processes (default 16)", "(default 30s)"}},
+	} {
+		out, err := exec.Command(bin, "run", "--scenario", tt.scenario, "-h").Output()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.scenario, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: help does not show %q:\n%s", tt.scenario, w, out)
+			}
+		}
 	}
 }

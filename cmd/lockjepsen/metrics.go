@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/sweep"
 )
 
 // metricsOpts are the --metrics-addr and --metrics-linger flags of run and
@@ -69,7 +70,7 @@ func runInfo(cfg runner.Config) metrics.Info {
 // trialInfo names a sweep trial by its folder, <sweep>/trials/<cell>/<n>.
 func trialInfo(dir string, cfg runner.Config) metrics.Info {
 	info := runInfo(cfg)
-	if rel, err := filepath.Rel(filepath.Join(dir, "trials"), cfg.Out); err == nil {
+	if rel, err := filepath.Rel(filepath.Join(dir, sweep.Trials), cfg.Out); err == nil {
 		info.Cell = filepath.Dir(rel)
 		info.Trial, _ = strconv.Atoi(filepath.Base(rel))
 	}

@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/lockjepsen/lockjepsen/resource"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 func init() {
@@ -54,7 +54,7 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-const defaultResourceDB = "resource.db"
+const defaultResourceDB = runfolder.ResourceDB
 
 // databaseFlags registers --db, --dsn and --schema and returns a function that
 // checks them after parsing and fills cfg.
@@ -189,20 +189,10 @@ func resourceExport(args []string) int {
 		}
 		return exitValid
 	}
-	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fail("resource export: %v", err)
-	}
-	_, err = export(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, out)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := runfolder.WriteAtomic(out, 0o644, func(w io.Writer) error {
+		_, err := export(w)
+		return err
+	}); err != nil {
 		return fail("resource export: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "lockjepsen: attempts written to %s\n", out)

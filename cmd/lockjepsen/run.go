@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -128,8 +128,11 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	if err := cfg.Validate(); err != nil {
 		return cfg, fail("%s: %v", name, err), false
 	}
+	// The command that reruns this run: `lockjepsen run` with the run flags
+	// given (bench scenario and lab add their own --seed and --out).
+	cfg.Command = append([]string{"lockjepsen", "run"}, withoutFlag(withoutFlag(args, "seeds"), "out")...)
 	if cfg.Out == "" {
-		cfg.Out = filepath.Join("results", time.Now().Format("20060102-150405")+"-"+cfg.Scenario)
+		cfg.Out = runfolder.NewDir(runfolder.Root, time.Now(), cfg.Scenario)
 	}
 	return cfg, 0, true
 }
@@ -140,7 +143,7 @@ func runRun(args []string) int {
 	if !ok {
 		return code
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Out, "history.jsonl")); err == nil {
+	if runfolder.HoldsRun(cfg.Out) {
 		return fail("%s already holds a run: choose another --out (runs are never overwritten)", cfg.Out)
 	}
 	msrv, mcoll, code, ok := mo.start("run")
@@ -166,7 +169,9 @@ func runRun(args []string) int {
 	}
 	start := time.Now()
 	o := runner.Run(ctx, cfg, os.Stdout)
-	updateLatest(cfg.Out)
+	if err := runfolder.UpdateLatest(runfolder.Root, cfg.Out); err != nil {
+		fmt.Fprintf(os.Stderr, "lockjepsen: warning: %v\n", err)
+	}
 	if o.Summary != "" {
 		fmt.Println()
 		fmt.Print(o.Summary)
@@ -179,14 +184,18 @@ func runRun(args []string) int {
 	return o.ExitCode
 }
 
-// updateLatest points results/latest at the newest run (a relative symlink,
-// so the results folder can be moved).
-func updateLatest(out string) {
-	parent := filepath.Dir(out)
-	link := filepath.Join(parent, "latest")
-	tmp := link + ".tmp"
-	_ = os.Remove(tmp)
-	if err := os.Symlink(filepath.Base(out), tmp); err == nil {
-		_ = os.Rename(tmp, link)
+// withoutFlag drops --name VALUE (or --name=VALUE) from args.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && i+1 < len(args) && args[i] != a:
+			i++
+		case strings.HasPrefix(a, name+"=") && args[i] != a:
+		default:
+			out = append(out, args[i])
+		}
 	}
+	return out
 }

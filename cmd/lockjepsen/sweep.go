@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-
 	"flag"
 	"fmt"
 	"io"
@@ -13,7 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/internal/tty"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 	"github.com/lockjepsen/lockjepsen/sweep"
@@ -130,7 +131,7 @@ func runSweep(args []string) int {
 		}
 		dir = *out
 		if dir == "" {
-			dir = filepath.Join("results", time.Now().Format("20060102-150405")+"-sweep")
+			dir = runfolder.NewDir(runfolder.Root, time.Now(), "sweep")
 		}
 		if err := sweep.Start(dir, plan); err != nil {
 			return fail("sweep: %v", err)
@@ -146,7 +147,7 @@ func runSweep(args []string) int {
 		stop() // restore the default: a second Ctrl-C ends the process
 	}()
 	start := time.Now()
-	opts := sweep.Options{Progress: os.Stdout, TTY: isTerminal(os.Stdout)}
+	opts := sweep.Options{Progress: os.Stdout, TTY: tty.IsTerminal(os.Stdout)}
 	if mcoll != nil {
 		// One endpoint and one registry for the whole sweep: counters add up
 		// across trials, lockjepsen_trial names the trial under way.
@@ -159,7 +160,7 @@ func runSweep(args []string) int {
 	defer mo.stop(ctx, msrv)
 	if rep != nil {
 		printFindings(rep)
-		fmt.Printf("\nsweep took %v; open %s\n", time.Since(start).Round(time.Second), filepath.Join(dir, "index.html"))
+		fmt.Printf("\nsweep took %v; open %s\n", time.Since(start).Round(time.Second), filepath.Join(dir, runfolder.Index))
 	}
 	if err != nil {
 		return fail("sweep: %v", err)
@@ -171,19 +172,24 @@ func runSweep(args []string) int {
 	return exitValid
 }
 
+// reaggregate is --resume DIR --aggregate. A folder with no trial folders is
+// refused before anything is written: its sweep.json, sweep.csv, plots and
+// index.html (if any) are what a mistyped folder or moved trials would lose.
 func reaggregate(dir string) int {
 	rep, err := sweep.Aggregate(dir)
 	if err != nil {
 		return fail("sweep: %v", err)
 	}
-	if err := rep.WriteFiles(dir); err != nil {
-		return fail("sweep: %v", err)
+	if rep.TrialFolders() == 0 {
+		return fail("sweep: %s holds no trial folders (%s/<cell>/<n>/%s): nothing to aggregate, and nothing in it was changed; "+
+			"run its trials with 'lockjepsen sweep --resume %s' (without --aggregate), or give the sweep folder that holds them",
+			dir, filepath.Join(dir, sweep.Trials), sweep.TrialRecord, dir)
 	}
-	if err := sweep.WriteReport(dir, rep); err != nil {
+	if err := sweep.Publish(dir, rep); err != nil {
 		return fail("sweep: %v", err)
 	}
 	printFindings(rep)
-	fmt.Printf("\nre-aggregated %d trial(s); open %s\n", rep.Trials, filepath.Join(dir, "index.html"))
+	fmt.Printf("\nre-aggregated %d trial(s); open %s\n", rep.Trials, filepath.Join(dir, runfolder.Index))
 	return exitValid
 }
 
@@ -287,11 +293,4 @@ func printFindings(rep *sweep.Report) {
 			fmt.Printf("  %s\n", l)
 		}
 	}
-}
-
-// isTerminal reports whether f is a character device, where the progress bar
-// redraws in place; elsewhere (CI logs, make) it prints one line per trial.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

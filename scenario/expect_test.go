@@ -1,0 +1,62 @@
+package scenario
+
+import (
+	"testing"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// Every scenario's expectation is decided by predicates that can fail: a
+// result showing the lesson satisfies it, a clean result does not (except
+// baseline's, which predicts the clean one).
+func TestExpectationsCanFail(t *testing.T) {
+	clean := &checker.Result{Valid: checker.Valid, Lock: checker.LockResult{Valid: checker.Valid},
+		Resource: checker.ResourceResult{Valid: checker.Valid}}
+	race := &checker.Result{Valid: checker.Invalid, Lock: checker.LockResult{Valid: checker.Invalid},
+		Resource:         checker.ResourceResult{Valid: checker.Valid},
+		Violations:       []checker.Violation{{Kind: "double-grant", Cause: "failover", Affects: "lock"}},
+		DoubleHolderList: []checker.DoubleHolder{{NewTurnedAway: "rejected"}}, DoubleHolders: 1}
+	paused := &checker.Result{Valid: checker.Invalid, Lock: checker.LockResult{Valid: checker.Valid},
+		Resource: checker.ResourceResult{Valid: checker.Invalid}}
+	for _, tt := range []struct {
+		scenario string
+		knobs    Knobs
+		shows    *checker.Result
+	}{
+		{"failover-race", Knobs{Recipe: "native", Fenced: true}, race},
+		{"paused-client", Knobs{Recipe: "native"}, paused},
+		{"client-clock-skew", Knobs{Recipe: "native"}, paused},
+	} {
+		s, err := Get(tt.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := s.Expected(tt.knobs)
+		if ok, saw := Holds(ps, tt.shows); !ok {
+			t.Errorf("%s: the lesson's result does not satisfy the expectation: %v", tt.scenario, saw)
+		}
+		if ok, _ := Holds(ps, clean); ok {
+			t.Errorf("%s: a clean result satisfies the expectation: it cannot fail", tt.scenario)
+		}
+	}
+	b, _ := Get("baseline")
+	if ok, _ := Holds(b.Expected(Knobs{}), race); ok {
+		t.Error("baseline's expectation accepts an invalid run")
+	}
+	if ok, saw := Holds(b.Expected(Knobs{}), clean); !ok {
+		t.Errorf("baseline's expectation refuses a clean run: %v", saw)
+	}
+}
+
+// Every scenario except the seed-drawn mix predicts something specific.
+func TestEveryScenarioHasAnExpectation(t *testing.T) {
+	for _, n := range Names() {
+		s, _ := Get(n)
+		if s.expect == nil && n != "random" {
+			t.Errorf("%s has no expectation", n)
+		}
+		if s.Expect == "" {
+			t.Errorf("%s has no expectation in words", n)
+		}
+	}
+}
