@@ -81,6 +81,7 @@ func (r *run) record(e history.Event) {
 		_, _ = r.nem.Write(written)
 	}
 	r.track.observe(written)
+	r.cfg.Metrics.Observe(written)
 }
 
 // Keys returns the lock keys and the resource rows they protect.
@@ -249,6 +250,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		_ = c.Wait()
 	}
 	pumps.Wait()
+	r.finalDoubleGrants()
 	r.finishLogs()
 
 	if nemErr != nil && !interrupted {
@@ -324,6 +326,7 @@ func (r *run) playSchedule(ctx context.Context) error {
 func (r *run) printProgress() {
 	r.track.drain(truetime.Now() - int64(time.Second))
 	ops, faults, suspects := r.track.counts()
+	r.cfg.Metrics.DoubleGrantsSeen(suspects)
 	el := time.Since(r.start)
 	line := fmt.Sprintf("  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d",
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)

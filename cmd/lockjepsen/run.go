@@ -144,12 +144,20 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 }
 
 func runRun(args []string) int {
-	cfg, code, ok := runFlags("run", args, nil)
+	var mo metricsOpts
+	cfg, code, ok := runFlags("run", args, mo.register)
 	if !ok {
 		return code
 	}
 	if runfolder.HoldsRun(cfg.Out) {
 		return fail("%s already holds a run: choose another --out (runs are never overwritten)", cfg.Out)
+	}
+	msrv, mcoll, code, ok := mo.start("run")
+	if !ok {
+		return code
+	}
+	if mcoll != nil {
+		cfg.Metrics = mcoll.NewRun(runInfo(cfg))
 	}
 	// The first Ctrl-C stops the workload and still checks what was recorded;
 	// processes are ended by the runner, never left behind.
@@ -178,6 +186,7 @@ func runRun(args []string) int {
 	if o.Err != nil {
 		fmt.Fprintf(os.Stderr, "lockjepsen: %v\n", o.Err)
 	}
+	mo.stop(ctx, msrv)
 	return o.ExitCode
 }
 
