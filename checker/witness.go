@@ -264,7 +264,7 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 		case history.FRelease, history.FExtend:
 			// A holder granted during another's tenure is already reported as
 			// a double grant; its own later releases and extends follow from it.
-			if grantedInside(ws, h, q.Token) {
+			if grantedInside(ws, h, q) {
 				continue
 			}
 			kind := "non-holder-release"
@@ -278,11 +278,11 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 	return ws
 }
 
-// grantedInside reports whether a double grant to token was already found
-// inside h's tenure.
-func grantedInside(ws []witness, h *tenure, token string) bool {
+// grantedInside reports whether q's token was granted inside h's tenure
+// before q was sent, a double grant already found.
+func grantedInside(ws []witness, h *tenure, q *Op) bool {
 	for i := len(ws) - 1; i >= 0; i-- {
-		if ws[i].kind == "double-grant" && ws[i].holder == h && ws[i].op.Token == token {
+		if ws[i].kind == "double-grant" && ws[i].holder == h && ws[i].op.Token == q.Token && ws[i].op.Return <= q.Call {
 			return true
 		}
 	}
