@@ -137,6 +137,9 @@ type Result struct {
 	DurationMs         float64              `json:"duration_ms"`
 	CheckMs            float64              `json:"check_ms"`
 	ResourceLogChecked bool                 `json:"resource_log_checked"`
+	// Warnings say when the verdict cannot be trusted as it stands, e.g. an
+	// epsilon so wide that no double grant can be seen.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).
