@@ -62,6 +62,7 @@ func Read(r io.Reader, name string) ([]Event, error) {
 func Scan(r io.Reader, name string, fn func(*Event) error) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	v := newLineValidator()
+	in := make(interner, internMax)
 	line := 0
 	for {
 		b, err := br.ReadSlice('\n')
@@ -90,11 +91,15 @@ func Scan(r io.Reader, name string, fn func(*Event) error) error {
 			continue
 		}
 		var e Event
-		if derr := decodeEvent(b, &e); derr != nil {
-			if !complete {
-				return nil // half-written last line of a crashed run
+		if decodeFast(b, &e, &in) != nil {
+			// encoding/json knows every form JSON allows and words the error.
+			e = Event{}
+			if derr := decodeEvent(b, &e); derr != nil {
+				if !complete {
+					return nil // half-written last line of a crashed run
+				}
+				return &ParseError{name, line, fmt.Errorf("not a valid event: %v", derr)}
 			}
-			return &ParseError{name, line, fmt.Errorf("not a valid event: %v", derr)}
 		}
 		if verr := Validate(&e); verr != nil {
 			return &ParseError{name, line, verr}

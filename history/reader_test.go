@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -99,6 +100,28 @@ func FuzzRead(f *testing.F) {
 			if Validate(&ev[i]) != nil {
 				t.Fatalf("accepted an invalid event %+v", ev[i])
 			}
+		}
+	})
+}
+
+// The fast decoder and encoding/json agree on every line either accepts.
+func FuzzDecodeAgrees(f *testing.F) {
+	f.Add([]byte(`{"index":3,"time":5,"process":"nemesis","type":"info","f":"kill","node":"valkey-1","detail":"x"}`))
+	f.Add([]byte(`{"time":5,"process":2,"type":"ok","f":"write","client":2,"key":"k","token":"t","value":-4,"verdict":"accepted","fence":9}`))
+	f.Add([]byte(`{"time":5,"process":2,"type":"ok","f":"write","key":"k\u0041","token":"t"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast, slow Event
+		in := make(interner)
+		if decodeFast(b, &fast, &in) != nil {
+			return
+		}
+		if err := decodeEvent(b, &slow); err != nil {
+			t.Fatalf("fast accepted what encoding/json refuses (%v): %s", err, b)
+		}
+		fb, _ := json.Marshal(fast)
+		sb, _ := json.Marshal(slow)
+		if string(fb) != string(sb) {
+			t.Fatalf("fast %s\nslow %s", fb, sb)
 		}
 	})
 }
