@@ -77,6 +77,6 @@ func BenchmarkFaultRun(b *testing.B) {
 	})
 	b.Run("witness+picture", func(b *testing.B) {
 		events := faultRun(b)
-		benchCheck(b, events, Options{Dir: b.TempDir()}, Invalid)
+		benchCheck(b, events, Options{Pictures: true}, Invalid)
 	})
 }

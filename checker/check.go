@@ -12,15 +12,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Check judges a history (history.jsonl) and the resource's own log
 // (resource.jsonl; nil when absent). It returns an error only when the history
 // cannot be checked at all, e.g. a completion without an invoke.
-// Visualisations are written to opts.Dir when it is set.
+// With opts.Pictures it also gathers what porcupine needs to draw each failed
+// partition (Result.Pictures); report draws them.
 func Check(events []history.Event, attempts []history.Attempt, opts Options) (*Result, error) {
 	began := time.Now()
 	opts = opts.Defaults()
@@ -77,7 +76,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 	sort.Strings(secKeys)
 	res.Resource.Sections = len(secs)
 
-	draw := opts.Dir != ""
+	draw := opts.Pictures
 	lockChecks := make([]*keyCheck, len(lockKeys))
 	resChecks := make([]*keyCheck, len(secKeys))
 	var wg sync.WaitGroup
@@ -202,9 +201,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		res.Violations[i].EndS = rel(res.Violations[i].End, t0)
 	}
 	if draw {
-		if err := drawAll(res, opts.Dir, lockChecks, resChecks, fs, t0); err != nil {
-			return res, err
-		}
+		res.Pictures = pictures(lockChecks, resChecks, fs, t0)
 	}
 	res.CheckMs = ms(time.Since(began))
 	return res, nil
@@ -222,54 +219,6 @@ func epsilonWarnings(eps time.Duration, minTTL int64) []string {
 	case minTTL != never && int64(eps) >= minTTL/2:
 		return []string{fmt.Sprintf("epsilon %v is at least half the shortest lease (%v): a lease is certain for at most half its length, so double grants go unseen; a VALID verdict proves little (use an epsilon well below TTL/2)",
 			eps, time.Duration(minTTL))}
-	}
-	return nil
-}
-
-// drawAll writes a picture for every partition that failed and links the
-// violations to it.
-func drawAll(res *Result, dir string, lockChecks, resChecks []*keyCheck, fs []fault, t0 int64) error {
-	if err := ensureDir(dir); err != nil {
-		return err
-	}
-	used := make(map[string]bool)
-	pictures := make(map[[2]string]string)
-	for _, group := range []struct {
-		prefix  string
-		affects string
-		checks  []*keyCheck
-	}{{runfolder.PageLock, "lock", lockChecks}, {runfolder.PageResource, "resource", resChecks}} {
-		for _, kc := range group.checks {
-			if kc.info == nil {
-				continue
-			}
-			var marks []porcupine.Annotation
-			for _, w := range kc.witnesses {
-				if w.end >= kc.from && w.start <= kc.to {
-					marks = append(marks, witnessMark(w, t0))
-				}
-			}
-			if kc.stuck != nil {
-				marks = append(marks, porcupine.Annotation{Tag: "violation", Start: kc.stuck.Call, End: kc.stuck.Call,
-					Description: "cannot be explained", BackgroundColor: "#e74c3c", TextColor: "#ffffff"})
-			}
-			for _, p := range kc.lost {
-				marks = append(marks, porcupine.Annotation{Tag: "violation", Start: max(p[0].Call, p[1].Call),
-					End: max(p[0].Call, p[1].Call), Description: "lost update", BackgroundColor: "#e74c3c", TextColor: "#ffffff"})
-			}
-			name, err := draw(dir, group.prefix, kc, fs, marks, t0, used)
-			if err != nil {
-				return err
-			}
-			res.Visualizations = append(res.Visualizations, name)
-			pictures[[2]string{group.affects, kc.key}] = name
-		}
-	}
-	for i := range res.Violations {
-		v := &res.Violations[i]
-		if p, ok := pictures[[2]string{v.Affects, v.Key}]; ok {
-			v.Picture = p
-		}
 	}
 	return nil
 }

@@ -2,8 +2,6 @@ package checker
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -173,7 +171,7 @@ func TestCheckClasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h.build(), nil, Options{Dir: t.TempDir()})
+			r, err := Check(c.h.build(), nil, Options{Pictures: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +216,7 @@ func assertWant(t *testing.T, r *Result, w want) {
 		t.Errorf("valid %v, want %v", r.Valid, want)
 	}
 	// Every failed partition gets a picture.
-	if (r.Lock.Valid == Invalid || r.Resource.Valid == Invalid) && len(r.Visualizations) == 0 {
+	if (r.Lock.Valid == Invalid || r.Resource.Valid == Invalid) && len(r.Pictures) == 0 {
 		t.Errorf("no visualisation for an invalid history")
 	}
 }
@@ -300,23 +298,27 @@ func TestResultJSONKeys(t *testing.T) {
 	}
 }
 
-func TestVisualisationWritten(t *testing.T) {
-	dir := t.TempDir()
+// The checker gathers, not draws: a failed partition yields a picture whose
+// annotations name the fault in force (report.DrawPorcupine writes it).
+func TestPictureGathered(t *testing.T) {
 	h := newHB().nem("kill", "valkey-1", 5).
 		acq(0, "A", 1000, 0, 1, ok, 0).acq(1, "B", 1000, 10, 11, ok, 0).nem("restart", "valkey-1", 20)
-	r, err := Check(h.build(), nil, Options{Dir: dir})
+	r, err := Check(h.build(), nil, Options{Pictures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Visualizations) != 1 || r.Violations[0].Picture != r.Visualizations[0] {
-		t.Fatalf("pictures %v, violation picture %q", r.Visualizations, r.Violations[0].Picture)
+	if len(r.Pictures) != 1 || r.Pictures[0].Affects != "lock" || r.Pictures[0].Key != r.Violations[0].Key {
+		t.Fatalf("pictures %+v for violations %+v", r.Pictures, r.Violations)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, r.Visualizations[0]))
-	if err != nil {
-		t.Fatal(err)
+	found := false
+	for _, a := range r.Pictures[0].Annotations {
+		found = found || a.Description == "kill valkey-1"
 	}
-	if !strings.Contains(string(b), "kill valkey-1") {
+	if !found {
 		t.Errorf("picture lacks the nemesis annotation")
+	}
+	if len(r.Visualizations) != 0 {
+		t.Errorf("the checker wrote pages: %v", r.Visualizations)
 	}
 }
 

@@ -67,7 +67,7 @@ func FuzzModels(f *testing.F) {
 		// Hand-built ops on one process may overlap; only well-formed
 		// histories reach the models.
 		began := time.Now()
-		if _, err := Check(h.build(), nil, Options{Budget: 300 * time.Millisecond, Dir: t.TempDir()}); err != nil {
+		if _, err := Check(h.build(), nil, Options{Budget: 300 * time.Millisecond, Pictures: true}); err != nil {
 			return
 		}
 		if d := time.Since(began); d > 5*time.Second {

@@ -88,8 +88,9 @@ type Options struct {
 	// Budget is porcupine's time budget per lock key and per resource row. When
 	// it runs out without a verdict the part is "unknown".
 	Budget time.Duration
-	// Dir, when set, receives the porcupine HTML visualisations.
-	Dir string
+	// Pictures keeps, for every failed partition, what porcupine needs to
+	// draw it (Result.Pictures); report.DrawPorcupine writes the pages.
+	Pictures bool
 	// ChunkOps is the size porcupine segments are grown to before they are cut
 	// at a point where the key's state is known; it bounds porcupine's
 	// quadratic memory.
@@ -122,21 +123,25 @@ type Result struct {
 	Lock     LockResult     `json:"lock"`
 	Resource ResourceResult `json:"resource"`
 
-	DoubleHolders      int                  `json:"double_holders"`
-	DoubleHolderList   []DoubleHolder       `json:"double_holder_list"`
-	ExposureMs         Exposure             `json:"exposure_ms"`
-	StaleWrites        StaleWrites          `json:"stale_writes"`
-	FenceTokens        FenceTokens          `json:"fence_tokens"`
-	Failovers          int                  `json:"failovers"`
-	Ops                map[string]*OpCounts `json:"ops"`
-	LatencyMs          Latency              `json:"latency_ms"`
-	Violations         []Violation          `json:"violations"`
-	Visualizations     []string             `json:"visualizations"`
-	Options            OptionsEcho          `json:"options"`
-	StartTime          int64                `json:"start_time"`
-	DurationMs         float64              `json:"duration_ms"`
-	CheckMs            float64              `json:"check_ms"`
-	ResourceLogChecked bool                 `json:"resource_log_checked"`
+	DoubleHolders    int                  `json:"double_holders"`
+	DoubleHolderList []DoubleHolder       `json:"double_holder_list"`
+	ExposureMs       Exposure             `json:"exposure_ms"`
+	StaleWrites      StaleWrites          `json:"stale_writes"`
+	FenceTokens      FenceTokens          `json:"fence_tokens"`
+	Failovers        int                  `json:"failovers"`
+	Ops              map[string]*OpCounts `json:"ops"`
+	LatencyMs        Latency              `json:"latency_ms"`
+	Violations       []Violation          `json:"violations"`
+	Visualizations   []string             `json:"visualizations"`
+	// Pictures are the failed partitions to draw (Options.Pictures); not
+	// part of results.json: report.DrawPorcupine turns them into pages and
+	// fills Visualizations and each violation's Picture.
+	Pictures           []Picture   `json:"-"`
+	Options            OptionsEcho `json:"options"`
+	StartTime          int64       `json:"start_time"`
+	DurationMs         float64     `json:"duration_ms"`
+	CheckMs            float64     `json:"check_ms"`
+	ResourceLogChecked bool        `json:"resource_log_checked"`
 	// Warnings say when the verdict cannot be trusted as it stands, e.g. an
 	// epsilon so wide that no double grant can be seen.
 	Warnings []string `json:"warnings,omitempty"`

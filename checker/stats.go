@@ -1,7 +1,7 @@
 package checker
 
 import (
-	"math"
+	"github.com/lockjepsen/lockjepsen/internal/stats"
 	"sort"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -43,12 +43,6 @@ func latency(ops []Op, f string) Percentiles {
 		return Percentiles{}
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return Percentiles{Count: len(ds), P50: percentile(ds, 0.50), P99: percentile(ds, 0.99), Max: float64(ds[len(ds)-1]) / 1e6}
-}
-
-// percentile is the nearest-rank percentile, in ms.
-func percentile(sorted []int64, p float64) float64 {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	i = max(0, min(i, len(sorted)-1))
-	return float64(sorted[i]) / 1e6
+	ms := func(p float64) float64 { return float64(stats.Percentile(ds, p)) / 1e6 }
+	return Percentiles{Count: len(ds), P50: ms(0.50), P99: ms(0.99), Max: float64(ds[len(ds)-1]) / 1e6}
 }

@@ -1,9 +1,12 @@
 package history
 
 import (
+	"io"
+
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 	"os"
 	"sync"
 )
@@ -66,31 +69,17 @@ func (w *Writer) Close() error {
 	return w.f.Close()
 }
 
-// WriteFile writes events, already indexed, to path atomically (temp file and
-// rename), so a reader never sees a half-rewritten history.
+// WriteFile writes events, already indexed, to path atomically (temp file,
+// fsync and rename), so a reader never sees a half-rewritten history.
 func WriteFile(path string, events []Event) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	enc := json.NewEncoder(bw)
-	for i := range events {
-		if err := enc.Encode(&events[i]); err != nil {
-			f.Close()
-			return fmt.Errorf("encode event %d: %w", i, err)
+	return runfolder.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 256<<10)
+		enc := json.NewEncoder(bw)
+		for i := range events {
+			if err := enc.Encode(&events[i]); err != nil {
+				return fmt.Errorf("encode event %d: %w", i, err)
+			}
 		}
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
+		return bw.Flush()
+	})
 }

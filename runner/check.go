@@ -114,13 +114,13 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if len(opt) > 0 {
 		o = opt[0]
 	}
-	opts := checker.Options{Epsilon: ck.epsilon(o.Epsilon), Budget: ck.budget(o.Budget), Dir: dir}
-	if o.NoHTML {
-		opts.Dir = ""
-	}
+	opts := checker.Options{Epsilon: ck.epsilon(o.Epsilon), Budget: ck.budget(o.Budget), Pictures: !o.NoHTML}
 	res, err := checker.Check(events, attempts, opts)
 	if err != nil {
 		return "", ExitCannot, fmt.Errorf("check %s: %w", dir, err)
+	}
+	if err := report.DrawPorcupine(dir, res); err != nil {
+		return "", ExitCannot, err
 	}
 	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, events, cfg.TTL)); err != nil {
 		return "", ExitCannot, err

@@ -70,8 +70,18 @@ build_valkey() {
   local full
   full=$(apt-cache showsrc valkey 2>/dev/null | sed -n 's/^Version: //p' | grep -m1 "^$version[-+]") ||
     die "Debian $suite has no valkey $version source package (apt-cache showsrc valkey lists what there is)"
-  (cd "$src" && apt-get source -qq --download-only "valkey=$full" >&2)
-  (cd "$src" && dpkg-source -x --no-check ./*.dsc build >/dev/null)
+  if (cd "$src" && apt-get source -qq --download-only "valkey=$full" >&2); then
+    (cd "$src" && dpkg-source -x --no-check ./*.dsc build >/dev/null)
+  else
+    # A stable point release can leave the index naming a .dsc and Debian
+    # diff the mirror no longer serves while the upstream tarball is still
+    # there (seen for trixie's 8.1.1+dfsg1-3+deb13u3): that tarball builds.
+    local orig
+    orig=$(ls "$src"/*.orig.tar.* 2>/dev/null | head -1)
+    [[ -n $orig ]] || die "could not fetch valkey $full from Debian $suite"
+    log "the Debian diff is not on the mirror; building the upstream tarball $(basename "$orig")"
+    mkdir -p "$src/build" && tar -xf "$orig" -C "$src/build" --strip-components=1
+  fi
   log "building valkey $version $* (about two minutes on 2 cores)"
   local blog="$CACHE/build-$(basename "$prefix").log"
   make -C "$src/build" -j"$(nproc)" BUILD_TLS=no USE_SYSTEMD=no "$@" >"$blog" 2>&1 || die "valkey build failed, see $blog"
