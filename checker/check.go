@@ -38,6 +38,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 	}
 	res := &Result{
 		Ops:                opCounts(ops),
+		UnknownCommands:    unknownCommands(ops, t0),
 		LatencyMs:          Latency{Acquire: latency(ops, history.FAcquire)},
 		Options:            OptionsEcho{EpsilonMs: ms(opts.Epsilon), BudgetS: opts.Budget.Seconds()},
 		StartTime:          t0,

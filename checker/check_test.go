@@ -331,3 +331,21 @@ func TestUnknownWhenBudgetExhausted(t *testing.T) {
 		t.Fatalf("lock %v valid %v, want unknown", r.Lock.Valid, r.Valid)
 	}
 }
+
+// A release refused as an unknown command (an 8.1 node promoted halfway
+// through an upgrade) is put down to the server's version, by command.
+func TestUnknownCommandsAttributed(t *testing.T) {
+	ops := []Op{
+		{F: "release", Call: 5, Outcome: "fail", Err: "ERR unknown command 'DELIFEQ', with args beginning with: 'lock:{job-1}'"},
+		{F: "release", Call: 9, Outcome: "fail", Err: "ERR unknown command 'DELIFEQ', with args beginning with: 'lock:{job-2}'"},
+		{F: "extend", Call: 7, Outcome: "fail", Err: "ERR unknown command 'FOO'"},
+		{F: "release", Call: 3, Outcome: "fail", Err: "lock not held"},
+	}
+	got := unknownCommands(ops, 0)
+	if len(got) != 2 || got[0].Command != "DELIFEQ" || got[0].Ops["release"] != 2 || got[1].Command != "FOO" || got[1].Ops["extend"] != 1 {
+		t.Fatalf("unknown commands %+v", got)
+	}
+	if len(unknownCommands(ops[3:], 0)) != 0 {
+		t.Fatal("an ordinary failure counted as an unknown command")
+	}
+}

@@ -29,6 +29,7 @@ type Op struct {
 	Value   *int64 // read: value seen; write: value written
 	Verdict string
 	Reason  string // a rejected read/write: the resource's words for why
+	Err     string // a failed op: the server's or client's words
 	Node    string
 
 	InvokeIndex int64
@@ -98,6 +99,9 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		}
 		if e.Value != nil && o.F == history.FRead {
 			o.Value = e.Value
+		}
+		if e.Type == history.Fail {
+			o.Err = e.Error
 		}
 		if e.Verdict != "" {
 			o.Verdict = e.Verdict

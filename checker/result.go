@@ -136,12 +136,15 @@ type Result struct {
 	// Pictures are the failed partitions to draw (Options.Pictures); not
 	// part of results.json: report.DrawPorcupine turns them into pages and
 	// fills Visualizations and each violation's Picture.
-	Pictures           []Picture   `json:"-"`
-	Options            OptionsEcho `json:"options"`
-	StartTime          int64       `json:"start_time"`
-	DurationMs         float64     `json:"duration_ms"`
-	CheckMs            float64     `json:"check_ms"`
-	ResourceLogChecked bool        `json:"resource_log_checked"`
+	Pictures []Picture `json:"-"`
+	// UnknownCommands are operations the server refused as unknown commands
+	// (an older node promoted, a build without the command).
+	UnknownCommands    []UnknownCommand `json:"unknown_commands"`
+	Options            OptionsEcho      `json:"options"`
+	StartTime          int64            `json:"start_time"`
+	DurationMs         float64          `json:"duration_ms"`
+	CheckMs            float64          `json:"check_ms"`
+	ResourceLogChecked bool             `json:"resource_log_checked"`
 	// Warnings say when the verdict cannot be trusted as it stands, e.g. an
 	// epsilon so wide that no double grant can be seen.
 	Warnings []string `json:"warnings,omitempty"`

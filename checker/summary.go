@@ -53,6 +53,10 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %d double holder(s): its fence number was set back by the failover, so the older holder kept writing\n", n)
 	}
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
+	for _, u := range r.UnknownCommands {
+		fmt.Fprintf(&b, "unknown command %s: %v failed from %.1f s on, because a node did not know the command (an older version or build), not because of the lock; those locks lingered until their TTL\n",
+			u.Command, u.Ops, u.First)
+	}
 	if len(r.Violations) > 0 {
 		// The first violation of each kind in full; a failover that hands a
 		// lock out a hundred times is one story, not a hundred.

@@ -181,3 +181,16 @@ func clientSide(k Knobs) []Predicate {
 	}
 	return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Invalid)}
 }
+
+// UnknownCommandFails: the server refused command as unknown for op (the
+// sign of a node on an older version serving the recipe).
+func UnknownCommandFails(command, op string) Predicate {
+	return Predicate{Text: op + " refused as unknown command " + command, Check: func(r *checker.Result) (string, bool) {
+		for _, u := range r.UnknownCommands {
+			if u.Command == command {
+				return fmt.Sprintf("%s unknown for %v", command, u.Ops), u.Ops[op] > 0
+			}
+		}
+		return "no unknown " + command, false
+	}}
+}

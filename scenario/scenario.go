@@ -153,7 +153,7 @@ var all = map[string]Scenario{
 		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: shortJob, OldReplica: true,
 		Expect: "lock valid; releases fail on the 8.1 primary (unknown command)",
-		expect: always(LockIs(checker.Valid)),
+		expect: always(LockIs(checker.Valid), UnknownCommandFails("DELIFEQ", "release")),
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
