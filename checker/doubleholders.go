@@ -20,6 +20,9 @@ type acting struct {
 	writes []*Op
 	// turnedAway is the first read or write of this tenure the fence rejected.
 	turnedAway *Op
+	// fenceSource is where the tenure's number came from: the grant's own
+	// (valkey, lease-row) or the resource's sequence; "" without a fence.
+	fenceSource string
 }
 
 func actingIntervals(ops []Op) map[string][]*acting {
@@ -30,6 +33,9 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FAcquire && o.Outcome == history.OK {
 			if by[o.Token] == nil {
 				a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
+				if o.Fence != 0 {
+					a.fenceSource = o.FenceSource
+				}
 				by[o.Token] = a
 				order = append(order, a)
 			}
@@ -55,6 +61,9 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		}
 		if o.F == history.FAcquire {
 			continue
+		}
+		if o.F == history.FFence && o.Outcome == history.OK && o.Fence != 0 {
+			a.fenceSource = o.FenceSource
 		}
 		// A read or write may land at the resource until its reply; a release,
 		// extend or refused attempt acts only when it is sent.
@@ -123,7 +132,7 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 				cause, names := attribute(fs, a.grant.Call, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
 					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,
-					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none"}
+					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource}
 				for _, w := range a.writes {
 					if w.Call < b.start {
 						continue
@@ -143,6 +152,9 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 					default:
 						sw.Unknown++
 					}
+				}
+				if t := a.turnedAway; t != nil && t.Call >= b.start {
+					d.StaleTurnedAway = t.F
 				}
 				if t := b.turnedAway; t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F

@@ -49,6 +49,9 @@ func (r *Result) Summary() string {
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
 		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %d double holder(s): its fence number was set back by the failover, so the older holder kept writing\n", n)
 	}
+	if n := staleTurnedAway(r); n > 0 {
+		fmt.Fprintf(&b, "the fence turned the STALE holder away in %d double holder(s): its numbers came from the database's own sequence, so the newer holder was protected\n", n)
+	}
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
 	if len(r.Violations) > 0 {
 		// The first violation of each kind in full; a failover that hands a
@@ -79,6 +82,18 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "     in all: %s\n", strings.Join(parts, ", "))
 	}
 	return b.String()
+}
+
+// staleTurnedAway counts the double holders in which numbers from the
+// database's sequence protected the newer holder.
+func staleTurnedAway(r *Result) int {
+	n := 0
+	for _, d := range r.DoubleHolderList {
+		if stalePaid(d) {
+			n++
+		}
+	}
+	return n
 }
 
 func clientList(cs []int) string {

@@ -116,9 +116,9 @@ func Validate(e *Event) error {
 		if e.Token == "" {
 			return fmt.Errorf(`%s without "token"`, e.F)
 		}
-	case FRead, FWrite:
+	case FRead, FWrite, FFence:
 	default:
-		return fmt.Errorf(`unknown client operation %q (want acquire, extend, release, read or write)`, e.F)
+		return fmt.Errorf(`unknown client operation %q (want acquire, extend, release, read, write or fence)`, e.F)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/tty"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
@@ -181,7 +182,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	phase(fmt.Sprintf("server: %s", caps))
 
-	phase(fmt.Sprintf("resource: fence mode %s, %s", cfg.Fence, backendName(cfg.ResourceDSN)))
+	fenceFrom := ""
+	if cfg.FenceSource == knob.FenceSourceResource {
+		fenceFrom = ", fence numbers from the database's own sequence"
+	}
+	phase(fmt.Sprintf("resource: fence mode %s, %s%s", cfg.Fence, backendName(cfg.ResourceDSN), fenceFrom))
 	if r.res, err = startResource(ctx, exe, cfg.Out, cfg.Fence, cfg.ResourceDSN, runs); err != nil {
 		o.Err = err
 		return o
