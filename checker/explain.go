@@ -28,6 +28,8 @@ func causeClause(cause string, faults []string) string {
 		return "It happened around a server clock change" + where + ": the server's clock jumped, so the first lease expired early."
 	case "client-pause":
 		return "The first client had been paused" + where + " longer than its lease, so its lease expired honestly while it still believed it held the lock."
+	case "db-restart":
+		return "It happened around a restart of the resource's database" + where + "."
 	case "client-clock":
 		return "The first client's clock was skewed" + where + ", so it believed its lease lasted longer than it did."
 	}

@@ -60,6 +60,7 @@ const (
 	CauseReplication = "replication"
 	CauseClientPause = "client-pause"
 	CauseClientClock = "client-clock"
+	CauseDBRestart   = "db-restart"
 )
 
 // Lookup finds a fault by name; the error lists the known ones.

@@ -69,6 +69,9 @@ func FromScenario(s scenario.Scenario) Config {
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime
+	if s.Recipe != "" {
+		c.Recipe = s.Recipe
+	}
 	return c
 }
 

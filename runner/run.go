@@ -57,6 +57,7 @@ type run struct {
 	out      io.Writer
 	cluster  cluster.Runtime
 	res      *resourceProc
+	resMu    sync.Mutex // res is replaced by a restart-db fault
 	hist     *history.Writer
 	nem      *history.Writer
 	track    *tracker
@@ -380,9 +381,11 @@ func (r *run) teardown() {
 	for _, c := range r.clients {
 		_ = syscall.Kill(c.PID(), syscall.SIGKILL)
 	}
+	r.resMu.Lock()
 	if r.res != nil {
 		r.res.stop()
 	}
+	r.resMu.Unlock()
 	if r.cluster != nil {
 		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()

@@ -58,3 +58,48 @@ func TestFailoverRaceFenceFromResource(t *testing.T) {
 		t.Fatalf("resource.log names %d issued numbers, the history %d", n, issued)
 	}
 }
+
+// The database's own lease lock under a database restart: unavailable while
+// the database is down, never granted twice.
+func TestSQLLeaseSurvivesDatabaseRestart(t *testing.T) {
+	cfg := config(t, "sql-lease-restart", nil)
+	if cfg.Recipe != "sql-lease" {
+		t.Fatalf("scenario recipe %q, want sql-lease", cfg.Recipe)
+	}
+	o, r := runAndLoad(t, cfg)
+	if !Reproduced(cfg, r) || o.ExitCode != 0 {
+		t.Fatalf("exit %d; the run did not show the lesson of sql-lease-restart: %v\n%s", o.ExitCode, Expected(cfg), o.Summary)
+	}
+	if r.Lock.Valid != checker.Valid || r.DoubleHolders != 0 {
+		t.Fatalf("lock %v with %d double holders: the database's lease granted twice\n%s", r.Lock.Valid, r.DoubleHolders, o.Summary)
+	}
+	nem, err := history.ReadFile(filepath.Join(cfg.Out, "nemesis.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarts := 0
+	for _, e := range nem {
+		if e.F == "db-restarted" {
+			restarts++
+		}
+	}
+	if restarts < 2 {
+		t.Fatalf("%d database restarts, want 2 or more", restarts)
+	}
+	if a := r.Ops["acquire"]; a == nil || a.OK < 20 || a.Info == 0 {
+		t.Fatalf("acquires %+v: want grants before and after, and unanswered ones while down", a)
+	}
+	// Grants carry the lock row's counter, which kept rising across restarts.
+	ev, err := history.ReadFile(filepath.Join(cfg.Out, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ev {
+		if e.F == history.FAcquire && e.Type == history.OK && (e.Fence == 0 || e.FenceSource != history.FenceLeaseRow) {
+			t.Fatalf("grant without the lease row's number: %+v", e)
+		}
+	}
+	if r.FenceTokens.Regressions != 0 || r.FenceTokens.Duplicates != 0 {
+		t.Fatalf("the lease row's counter went backwards: %+v", r.FenceTokens)
+	}
+}

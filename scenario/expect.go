@@ -137,6 +137,32 @@ func NoFenceRegression() Predicate {
 	}}
 }
 
+// NoDoubleGrant: no double-grant violation at all.
+func NoDoubleGrant() Predicate {
+	return Predicate{Text: "no double grant", Check: func(r *checker.Result) (string, bool) {
+		n := 0
+		for _, v := range r.Violations {
+			if v.Kind == "double-grant" {
+				n++
+			}
+		}
+		return fmt.Sprintf("%d double-grant violations, %d double holders", n, r.DoubleHolders), n == 0
+	}}
+}
+
+// Unavailable: some acquires ended with an unknown outcome (the lock service
+// did not answer: it was down), which is the price of a lock without a
+// failover story.
+func Unavailable() Predicate {
+	return Predicate{Text: "acquires unanswered while the lock service was down", Check: func(r *checker.Result) (string, bool) {
+		c := r.Ops["acquire"]
+		if c == nil {
+			return "no acquires", false
+		}
+		return fmt.Sprintf("acquire: %d ok / %d fail / %d info", c.OK, c.Fail, c.Info), c.Info > 0
+	}}
+}
+
 // SomeoneTurnedAway: the fence refused one holder of a double holding, the
 // stale one or the newer one.
 func SomeoneTurnedAway() Predicate {

@@ -32,6 +32,8 @@ type Scenario struct {
 	// Runtime, when set, is the only runtime that can carry the scenario out
 	// ("docker" for partitions); `lockjepsen run` refuses the others.
 	Runtime string `json:"runtime,omitempty"`
+	// Recipe, when set, is the preset's lock recipe (default native).
+	Recipe string `json:"recipe,omitempty"`
 	// Expect is what the scenario's lesson predicts, in words (the workshop's
 	// page hashes include it, so rewording it asks for a recapture); expect
 	// is the prediction as predicates, which the end-to-end tests, `bench
@@ -134,6 +136,15 @@ var all = map[string]Scenario{
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob, Runtime: "docker",
 		Expect: "lock invalid (double grant, split-brain)",
 		expect: always(LockIs(checker.Invalid), DoubleGrantBy("split-brain")),
+	},
+	"sql-lease-restart": {
+		Teaches: "the database's own lease lock (recipe sql-lease: a row UPDATEd in the resource's database) has no " +
+			"failover story: kill and restart the database and the lock is unavailable meanwhile, but never granted twice",
+		Faults: []string{"restart-db"}, Recipe: "sql-lease", Clients: 8, Keys: 2, TTL: 3 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 4 * time.Second,
+		Job:    Job{Steps: 10, Think: 50 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "lock valid (no double grant); acquires fail while the database is down",
+		expect: always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid), Unavailable()),
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
