@@ -50,7 +50,7 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %d double holder(s): its fence number was set back by the failover, so the older holder kept writing\n", n)
 	}
 	if n := staleTurnedAway(r); n > 0 {
-		fmt.Fprintf(&b, "the fence turned the STALE holder away in %d double holder(s): its numbers came from the database's own sequence, so the newer holder was protected\n", n)
+		fmt.Fprintf(&b, "the fence turned the STALE holder away in %d double holder(s): the numbers came from the database's own sequence, so the newer holder was protected\n", n)
 	}
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
 	if len(r.Violations) > 0 {
