@@ -89,9 +89,6 @@ func TestFenceFromResourceInClients(t *testing.T) {
 						t.Fatalf("acquire ok with fence %d: the lock draws no number here", e.Fence)
 					}
 				case e.F == history.FAcquire, e.F == history.FFence:
-					if e.F == history.FAcquire && tc.source == history.FenceResource {
-						break
-					}
 					if e.FenceSource != tc.source || e.Fence <= last {
 						t.Fatalf("%s ok: fence %d from %q after %d; want a higher number from %s", e.F, e.Fence, e.FenceSource, last, tc.source)
 					}
