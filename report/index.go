@@ -20,6 +20,7 @@ type Page struct {
 	Summary  string
 	Result   *checker.Result
 	Config   string // config.json, pretty
+	Rerun    string // the command line that made the run, quoted for a shell
 	Files    []string
 	// First holds the first violation of each kind; Counts says how many of
 	// each there are. A failover that hands a lock out a hundred times is one
@@ -105,6 +106,8 @@ red bands: two clients acting as holder at once. Red crosses: reads or writes th
 <table><tr><th>key</th><th>stale client</th><th>new client</th><th>overlap ms</th><th>double grant</th><th>cause</th><th>stale write</th><th>newer turned away</th></tr>
 {{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{printf "%.0f" .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.NewTurnedAway}}</td></tr>
 {{end}}</table></details>{{end}}
+{{if .Rerun}}<h2>Rerun this</h2>
+<pre class="rerun">{{.Rerun}}</pre>{{end}}
 <h2>Summary</h2>
 <pre>{{.Summary}}</pre>
 <h2>Files</h2>

@@ -32,6 +32,7 @@ const (
 	Resource = "resource.jsonl" // the fenced resource's log of every read and write
 	Results  = "results.json"   // the checker's verdicts and figures (docs/checker.md)
 	Summary  = "summary.txt"    // what the terminal printed at the end
+	RunLog   = "run.log"        // the phase log and the summary, as the terminal showed them (Jepsen's jepsen.log)
 	Config   = "config.json"    // every knob, the seed, the fault schedule, versions
 	Index    = "index.html"     // start here
 

@@ -81,7 +81,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err != nil {
 		return "", ExitCannot, fmt.Errorf("check %s: %w", dir, err)
 	}
-	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), res); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, events, cfg.TTL)); err != nil {
 		return "", ExitCannot, err
 	}
 	sum := summarize(dir, res, cfg, hasCfg)
@@ -106,6 +106,9 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
 		page.Config = string(b)
+	}
+	if len(cfg.Command) > 0 {
+		page.Rerun = shellJoin(cfg.Command)
 	}
 	if err := report.WriteIndex(dir, page); err != nil {
 		return "", ExitCannot, err

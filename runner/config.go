@@ -10,6 +10,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -41,10 +42,17 @@ type Config struct {
 	Out         string         `json:"out"`
 
 	Schedule []nemesis.Step `json:"schedule"`
+	// Command is the command line that made the run, for "rerun this"; empty
+	// when a run was started from code.
+	Command []string `json:"command,omitempty"`
 	// Exe is the lockjepsen binary whose `client` and `resource serve`
 	// subcommands the run starts; default: this executable.
 	Exe      string   `json:"-"`
 	Versions Versions `json:"versions"`
+
+	// Metrics, when set, is fed every history event as it is written
+	// (--metrics-addr); nil: no metrics.
+	Metrics *metrics.Run `json:"-"`
 }
 
 // Versions records what a run ran on.
@@ -69,6 +77,7 @@ func FromScenario(s scenario.Scenario) Config {
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime
+	c.Cluster.OldReplica = s.OldReplica
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,6 +118,11 @@ func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
 				t.Fatalf("too little work to mean anything: %+v", r.Ops)
 			}
 			if seed == 1 {
+				// run.log holds what the terminal showed: phases and the summary.
+				b, err := os.ReadFile(filepath.Join(cfg.Out, "run.log"))
+				if err != nil || !strings.Contains(string(b), "] check") || !strings.Contains(string(b), o.Summary) {
+					t.Fatalf("run.log lacks the phases or the summary (%v):\n%s", err, b)
+				}
 				checkInBrowser(t, cfg.Out)
 			}
 		})
@@ -134,6 +140,10 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 		{"paused-client", func(c *Config) { c.Fence = "none" }, 1},
 		{"paused-client", func(c *Config) { c.Recipe = "unsafe"; c.Fence = "none" }, 1},
 		{"clock-jump", nil, 1},
+		// A promoted replica judges PXAT times by its own clock: ahead, it
+		// grants again; behind, locks only live longer.
+		{"skewed-replica", nil, 1},
+		{"skewed-replica-behind", nil, 0},
 	}
 	for _, tt := range tests {
 		cfg := config(t, tt.scenario, tt.mutate)

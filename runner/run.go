@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -54,7 +55,9 @@ type run struct {
 	cfg      Config
 	exe      string
 	dir      string
-	out      io.Writer
+	out      io.Writer // the caller's progress writer and run.log
+	log      io.Writer // run.log alone
+	term     bool      // the caller's writer is a terminal: redraw the progress line
 	cluster  cluster.Runtime
 	res      *resourceProc
 	resMu    sync.Mutex // res is replaced by a restart-db fault
@@ -80,6 +83,7 @@ func (r *run) record(e history.Event) {
 		_, _ = r.nem.Write(written)
 	}
 	r.track.observe(written)
+	r.cfg.Metrics.Observe(written)
 }
 
 // Keys returns the lock keys and the resource rows they protect.
@@ -150,7 +154,20 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		o.Err = err
 		return o
 	}
-	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, track: newTracker(cfg.TTL)}
+	// run.log keeps what the terminal shows (phases, fault steps, progress
+	// every five seconds, the summary), as Jepsen keeps jepsen.log.
+	logf, err := os.Create(filepath.Join(cfg.Out, runfolder.RunLog))
+	if err != nil {
+		o.Err = fmt.Errorf("create run log: %w", err)
+		return o
+	}
+	defer logf.Close()
+	if len(cfg.Command) > 0 {
+		fmt.Fprintf(logf, "$ %s\n", shellJoin(cfg.Command))
+	}
+	term := tty.IsTerminal(progress)
+	progress = io.MultiWriter(progress, logf)
+	r := &run{cfg: cfg, exe: exe, dir: cfg.Out, out: progress, log: logf, term: term, track: newTracker(cfg.TTL)}
 	defer r.teardown()
 	if r.hist, err = history.Create(filepath.Join(cfg.Out, runfolder.History)); err != nil {
 		o.Err = err
@@ -182,6 +199,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	phase(fmt.Sprintf("server: %s", caps))
+	// A failover can promote any replica: a node that cannot run the recipe
+	// (an 8.1 node without DELIFEQ halfway through a rolling upgrade) is
+	// warned about before the run, not discovered in its releases.
+	for _, w := range r.nodeCapabilityWarnings(ctx, lcfg) {
+		fmt.Fprintf(progress, "warning: %s\n", w)
+	}
 
 	fenceFrom := ""
 	if cfg.FenceSource == knob.FenceSourceResource {
@@ -215,7 +238,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
 	nemErr := r.playSchedule(ctx)
 	interrupted := ctx.Err() != nil
-	if tty.IsTerminal(progress) {
+	if term {
 		fmt.Fprintln(progress)
 	}
 
@@ -233,6 +256,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		_ = c.Wait()
 	}
 	pumps.Wait()
+	r.finalDoubleGrants()
 	r.finishLogs()
 
 	if nemErr != nil && !interrupted {
@@ -248,6 +272,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	o.Checked, o.ExitCode, o.Summary = true, code, res
+	fmt.Fprintf(logf, "\n%s", res)
 	if interrupted {
 		o.Err = fmt.Errorf("interrupted: the history up to the interruption is in %s", cfg.Out)
 		o.ExitCode = 2
@@ -307,15 +332,23 @@ func (r *run) playSchedule(ctx context.Context) error {
 func (r *run) printProgress() {
 	r.track.drain(truetime.Now() - int64(time.Second))
 	ops, faults, suspects := r.track.counts()
+	r.cfg.Metrics.DoubleGrantsSeen(suspects)
 	el := time.Since(r.start)
 	line := fmt.Sprintf("  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d",
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
 	// A terminal gets one line redrawn in place; a log or a pipe gets a line
-	// every five seconds.
-	if tty.IsTerminal(r.out) {
-		fmt.Fprint(r.out, "\r"+line+"   ")
-	} else if el-r.lastLine >= 5*time.Second {
+	// every five seconds (run.log too, when the terminal redraws).
+	every5 := el-r.lastLine >= 5*time.Second
+	if every5 {
 		r.lastLine = el
+	}
+	switch {
+	case r.term:
+		fmt.Fprint(r.out, "\r"+line+"   ")
+		if every5 {
+			fmt.Fprintln(r.log, line)
+		}
+	case every5:
 		fmt.Fprintln(r.out, line)
 	}
 }
@@ -390,4 +423,37 @@ func (r *run) teardown() {
 		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()
 	}
+}
+
+// shellJoin quotes a command line so that it can be pasted into a shell.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=:/.,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// nodeCapabilityWarnings asks every Valkey node, not only the primary,
+// whether it can run the recipe, and says which cannot.
+func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []string {
+	var out []string
+	for _, n := range r.cluster.Nodes() {
+		if n.Kind == cluster.RoleSentinel || n.PID == 0 {
+			continue
+		}
+		c := lcfg
+		c.Sentinels, c.MasterSet, c.Addr = nil, "", n.Addr
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := lock.Check(cctx, c)
+		cancel()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s can become primary but %v; if a failover promotes it, those commands fail there", n.Name, err))
+		}
+	}
+	return out
 }

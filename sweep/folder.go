@@ -12,12 +12,12 @@ import (
 // The files of a sweep folder; each trial folder under Trials is a run
 // folder (package runfolder) plus TrialRecord and TrialLog.
 const (
-	PlanFile    = "plan.json"  // the matrix, fixed for --resume
-	Trials      = "trials"     // trials/<cell>/<n>/
-	TrialRecord = "trial.json" // a trial's status, exit code and wall time
-	TrialLog    = "run.log"    // the runner's phase log of one trial
-	ReportJSON  = "sweep.json" // every aggregate (Report)
-	ReportCSV   = "sweep.csv"  // one row per cell (docs/sweep.md)
+	PlanFile    = "plan.json"      // the matrix, fixed for --resume
+	Trials      = "trials"         // trials/<cell>/<n>/
+	TrialRecord = "trial.json"     // a trial's status, exit code and wall time
+	TrialLog    = runfolder.RunLog // the runner's phase log of one trial, written by the runner
+	ReportJSON  = "sweep.json"     // every aggregate (Report)
+	ReportCSV   = "sweep.csv"      // one row per cell (docs/sweep.md)
 )
 
 // writePlan writes a sweep's plan.json, atomically.

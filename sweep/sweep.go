@@ -263,13 +263,9 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 	if err != nil {
 		return nil, fmt.Errorf("trial %s/%d: %w", j.cell.ID(), j.n, err)
 	}
-	logf, err := os.Create(filepath.Join(out, TrialLog))
-	if err != nil {
-		return nil, fmt.Errorf("create run.log: %w", err)
-	}
 	start := time.Now()
-	o := run(ctx, cfg, logf)
-	_ = logf.Close()
+	// The runner keeps its own run.log in the trial folder.
+	o := run(ctx, cfg, io.Discard)
 	rec := Record{Cell: j.cell.ID(), Trial: j.n, Seed: cfg.Seed, ExitCode: o.ExitCode,
 		StartedAt: start.UTC().Format(time.RFC3339), WallS: time.Since(start).Seconds()}
 	switch {

@@ -38,6 +38,7 @@ func runBenchScenario(args []string) int {
 	for s := 1; s <= seeds; s++ {
 		c := cfg
 		c.Seed = int64(s)
+		c.Command = append(append([]string{}, cfg.Command...), "--seed", fmt.Sprint(s))
 		c.Out = filepath.Join(base, fmt.Sprintf("seed-%d", s))
 		if err := c.Validate(); err != nil {
 			return fail("%v", err)

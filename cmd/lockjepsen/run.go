@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -100,6 +101,8 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(knob.Int{N: &cfg.Cluster.Replicas, Min: 0, Max: 8}, "replicas", "replicas of the primary")
 	fs.Var(knob.Int{N: &cfg.Cluster.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
 	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
+	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
+	fs.BoolVar(&cfg.Cluster.OldReplica, "mixed-versions", cfg.Cluster.OldReplica, "run the last replica on Valkey 8.1 (no DELIFEQ) as Sentinel's preferred candidate: a rolling upgrade halfway (make setup-builds)")
 	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
 	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
@@ -126,9 +129,15 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	})
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
 	cfg.Cluster.Runtime = runtimeName
+	if cfg.Cluster.Build == "default" {
+		cfg.Cluster.Build = ""
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fail("%s: %v", name, err), false
 	}
+	// The command that reruns this run: `lockjepsen run` with the run flags
+	// given (bench scenario and lab add their own --seed and --out).
+	cfg.Command = append([]string{"lockjepsen", "run"}, withoutFlag(withoutFlag(args, "seeds"), "out")...)
 	if cfg.Out == "" {
 		cfg.Out = runfolder.NewDir(runfolder.Root, time.Now(), cfg.Scenario)
 	}
@@ -136,12 +145,20 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 }
 
 func runRun(args []string) int {
-	cfg, code, ok := runFlags("run", args, nil)
+	var mo metricsOpts
+	cfg, code, ok := runFlags("run", args, mo.register)
 	if !ok {
 		return code
 	}
 	if runfolder.HoldsRun(cfg.Out) {
 		return fail("%s already holds a run: choose another --out (runs are never overwritten)", cfg.Out)
+	}
+	msrv, mcoll, code, ok := mo.start("run")
+	if !ok {
+		return code
+	}
+	if mcoll != nil {
+		cfg.Metrics = mcoll.NewRun(runInfo(cfg))
 	}
 	// The first Ctrl-C stops the workload and still checks what was recorded;
 	// processes are ended by the runner, never left behind.
@@ -170,5 +187,22 @@ func runRun(args []string) int {
 	if o.Err != nil {
 		fmt.Fprintf(os.Stderr, "lockjepsen: %v\n", o.Err)
 	}
+	mo.stop(ctx, msrv)
 	return o.ExitCode
+}
+
+// withoutFlag drops --name VALUE (or --name=VALUE) from args.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && i+1 < len(args) && args[i] != a:
+			i++
+		case strings.HasPrefix(a, name+"=") && args[i] != a:
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
