@@ -55,9 +55,14 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		}
 	}
 	var slack int64
+	minTTL := int64(never)
 	for i := range ops {
 		slack = max(slack, ops[i].TTL)
+		if ops[i].TTL > 0 {
+			minTTL = min(minTTL, ops[i].TTL)
+		}
 	}
+	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
 
 	lockOps, lockKeys := byKey(ops, isLockOp)
 	secs := buildSections(ops, idx)
@@ -110,10 +115,17 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		if kc.res.Porcupine == "illegal" {
 			v := Violation{Kind: "lock-not-linearizable", Affects: "lock", Key: kc.key, Start: kc.segFrom, End: kc.segTo,
 				Clients: []int{}, Explanation: explainStuckLock(kc.key, kc.stuck, kc.segFrom, kc.segTo, t0)}
-			if kc.stuck != nil {
-				v.Clients = []int{kc.stuck.Client}
-				v.Events = []int64{kc.stuck.InvokeIndex}
-				v.Cause, v.Faults = attribute(fs, kc.segFrom, kc.segTo, slack, nil, true)
+			if o := kc.stuck; o != nil {
+				// The violation starts at the reply no server could give,
+				// not at the start of the span porcupine checked.
+				v.Start, v.End = o.Call, o.Return
+				if v.End == never {
+					v.End = max(o.Done, o.Call)
+				}
+				v.Clients = []int{o.Client}
+				v.Tokens = []string{o.Token}
+				v.Events = []int64{o.InvokeIndex}
+				v.Cause, v.Faults = attribute(fs, kc.segFrom, v.End, slack, nil, true)
 			}
 			res.Violations = append(res.Violations, v)
 		}
@@ -202,6 +214,22 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 	}
 	res.CheckMs = ms(time.Since(began))
 	return res, nil
+}
+
+// epsilonWarnings states the ε policy: a negative ε narrows the lease bounds
+// below what a correct server guarantees (false alarms), and an ε of half the
+// shortest lease or more leaves a certain interval of at most half a lease
+// (none at all from ε ≥ ttl), so double grants go unseen and VALID means
+// little.
+func epsilonWarnings(eps time.Duration, minTTL int64) []string {
+	switch {
+	case eps < 0:
+		return []string{fmt.Sprintf("epsilon %v is negative: lease bounds are narrower than a correct server guarantees, so legal histories may be judged invalid", eps)}
+	case minTTL != never && int64(eps) >= minTTL/2:
+		return []string{fmt.Sprintf("epsilon %v is at least half the shortest lease (%v): a lease is certain for at most half its length, so double grants go unseen; a VALID verdict proves little (use an epsilon well below TTL/2)",
+			eps, time.Duration(minTTL))}
+	}
+	return nil
 }
 
 // drawAll writes a picture for every partition that failed and links the

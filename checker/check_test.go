@@ -102,7 +102,7 @@ func TestCheckClasses(t *testing.T) {
 				nem("resume-client", "client-1", 19).
 				rel(1, "B", 20, 21, ok).
 				acq(2, "C", 1000, 30, 31, ok, 0),
-			want: want{lock: Invalid, resource: Valid, kinds: []string{"non-holder-release", "double-grant"}, doubleHolders: 2, dhCause: "client-pause"},
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"non-holder-release", "double-grant"}, doubleHolders: 1, dhCause: "none"},
 		},
 		{
 			name: "info acquire that took effect",

@@ -6,10 +6,13 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-// acting is the interval in which a client acted as the holder of one token:
-// from its acquire's ok to its last read, write, extend or release attempt. It
-// is the client's belief, not the server's: a paused client acts as holder
-// long after its lease has expired.
+// acting is the interval in which a client acted as the holder of one grant:
+// from the grant's return to the later of the reply of its last read or
+// write and the end of its belief, min(first release call, call + ttl of its
+// latest successful grant or extend). It is the client's belief, not the
+// server's: a paused client acts as holder long after its lease has expired.
+// Releases and extends are not acts of a holder: a release sent late ends the
+// belief at its call but does not prolong it.
 type acting struct {
 	token  string
 	key    string
@@ -18,7 +21,7 @@ type acting struct {
 	start  int64
 	end    int64
 	writes []*Op
-	// turnedAway is the first read or write of this tenure the fence rejected.
+	// turnedAway is the first read or write of this grant the fence rejected.
 	turnedAway *Op
 	// fenceSource is where the tenure's number came from: the grant's own
 	// (valkey, lease-row) or the resource's sequence; "" without a fence.
@@ -26,49 +29,57 @@ type acting struct {
 }
 
 func actingIntervals(ops []Op) map[string][]*acting {
-	by := make(map[string]*acting)
+	// Every op of a token belongs to its latest grant called before it; a
+	// token granted again starts a new interval.
+	type tokKey struct{ key, token string }
+	grants := make(map[tokKey][]*acting)
 	var order []*acting
 	for i := range ops {
 		o := &ops[i]
 		if o.F == history.FAcquire && o.Outcome == history.OK {
-			if by[o.Token] == nil {
-				a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
-				if o.Fence != 0 {
-					a.fenceSource = o.FenceSource
-				}
-				by[o.Token] = a
-				order = append(order, a)
+			a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
+			if o.Fence != 0 {
+				a.fenceSource = o.FenceSource
 			}
+			k := tokKey{o.Key, o.Token}
+			grants[k] = append(grants[k], a)
+			order = append(order, a)
 		}
 	}
-	// Until it releases, a client believes it holds the lock for ttl after its
-	// last successful grant or extend was sent, whether or not it acts.
-	belief := make(map[string]int64)
-	release := make(map[string]int64)
+	for _, as := range grants {
+		sort.Slice(as, func(i, j int) bool { return as[i].grant.Call < as[j].grant.Call })
+	}
+	belief := make(map[*acting]*Op)
+	release := make(map[*acting]int64)
 	for i := range ops {
 		o := &ops[i]
-		a := by[o.Token]
-		if a == nil || o.Call < a.grant.Call {
+		as := grants[tokKey{o.Key, o.Token}]
+		j := sort.Search(len(as), func(j int) bool { return as[j].grant.Call > o.Call }) - 1
+		if j < 0 {
 			continue
 		}
-		if (o.F == history.FAcquire || o.F == history.FExtend) && o.Outcome == history.OK {
-			belief[o.Token] = max(belief[o.Token], o.Call+o.TTL)
-		}
-		if o.F == history.FRelease {
-			if _, seen := release[o.Token]; !seen {
-				release[o.Token] = o.Call
+		a := as[j]
+		switch o.F {
+		case history.FAcquire, history.FExtend:
+			if o.Outcome == history.OK {
+				if b := belief[a]; b == nil || o.Call >= b.Call {
+					belief[a] = o
+				}
 			}
-		}
-		if o.F == history.FAcquire {
+			continue
+		case history.FRelease:
+			if r, seen := release[a]; !seen || o.Call < r {
+				release[a] = o.Call
+			}
 			continue
 		}
 		if o.F == history.FFence && o.Outcome == history.OK && o.Fence != 0 {
 			a.fenceSource = o.FenceSource
 		}
-		// A read or write may land at the resource until its reply; a release,
-		// extend or refused attempt acts only when it is sent.
+		// A read or write may land at the resource until its reply; a failed
+		// one did not act.
 		end := o.Call
-		if (o.F == history.FRead || o.F == history.FWrite) && o.Outcome != history.Fail && o.Done > end {
+		if o.Outcome != history.Fail && o.Done > end {
 			end = o.Done
 		}
 		if end > a.end {
@@ -77,14 +88,18 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FWrite {
 			a.writes = append(a.writes, o)
 		}
-		if (o.F == history.FRead || o.F == history.FWrite) && o.Verdict == history.Rejected && a.turnedAway == nil {
+		if o.Verdict == history.Rejected && a.turnedAway == nil {
 			a.turnedAway = o
 		}
 	}
 	out := make(map[string][]*acting)
 	for _, a := range order {
-		until := belief[a.token]
-		if r, ok := release[a.token]; ok {
+		b := belief[a]
+		if b == nil {
+			b = a.grant
+		}
+		until := satAdd(b.Call, b.TTL)
+		if r, ok := release[a]; ok {
 			until = min(until, r)
 		}
 		a.end = max(a.end, until)
@@ -121,8 +136,8 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 			}
 			active = keep
 			for _, a := range active {
-				if a.token == b.token {
-					continue
+				if a.client == b.client && a.token == b.token {
+					continue // one client's own re-grant is not two holders
 				}
 				end := min(a.end, b.end)
 				if end <= b.start {

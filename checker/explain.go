@@ -24,27 +24,50 @@ func causeClause(cause string, faults []string) string {
 	return "No injected fault was in force at the time, which points at the lock recipe, the server, or a client slower than its lease."
 }
 
-func explainWitness(w witness, t0 int64, cause string, faults []string) string {
-	h := w.holder
-	switch w.kind {
-	case "non-holder-release":
-		return fmt.Sprintf("Client %d released %s at %s while client %d certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
-			w.op.Client, w.key, secs(w.op.Call, t0), h.grant.Client, secs(h.start, t0), secs(h.end, t0))
-	case "non-holder-extend":
-		return fmt.Sprintf("Client %d extended %s at %s while client %d certainly held it: the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
-			w.op.Client, w.key, secs(w.op.Call, t0), h.grant.Client)
+// names words two holders for a sentence: by client slot, and by token too
+// when both are one client (a client that re-used or renewed under another
+// token), so that a reader never sees "clients 0 and 0".
+func names(c1 int, t1 string, c2 int, t2 string) (string, string) {
+	if c1 != c2 {
+		return fmt.Sprintf("client %d", c1), fmt.Sprintf("client %d", c2)
 	}
-	return fmt.Sprintf("Clients %d and %d held %s at the same time: client %d's lease was certainly alive from %s to %s, yet the lock service also granted the lock to client %d at %s. A correct lock server never grants a lock whose lease cannot have expired. %s",
-		h.grant.Client, w.op.Client, w.key, h.grant.Client, secs(h.start, t0), secs(h.end, t0), w.op.Client, secs(w.op.Return, t0), causeClause(cause, faults))
+	if t1 == t2 {
+		return fmt.Sprintf("client %d (token %s)", c1, shortToken(t1)), fmt.Sprintf("client %d again (same token)", c2)
+	}
+	return fmt.Sprintf("client %d (token %s)", c1, shortToken(t1)), fmt.Sprintf("client %d (token %s)", c2, shortToken(t2))
 }
 
-func explainStuckLock(key string, o *Op, from, to, t0 int64) string {
-	s := fmt.Sprintf("No single correct lock server could have given the replies seen on %s between %s and %s, although no two leases were certainly alive at once (unknown outcomes leave several possibilities, and none fits).",
-		key, secs(from, t0), secs(to, t0))
-	if o != nil {
-		s += fmt.Sprintf(" The first reply that cannot be explained is client %d's %s %s at %s.", o.Client, o.F, o.Outcome, secs(o.Call, t0))
+func capital(s string) string {
+	if s == "" {
+		return s
 	}
-	return s
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func explainWitness(w witness, t0 int64, cause string, faults []string) string {
+	h := w.holder
+	a, b := names(h.grant.Client, h.token, w.op.Client, w.op.Token)
+	switch w.kind {
+	case "non-holder-release":
+		return fmt.Sprintf("%s released %s at %s while %s certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
+			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
+	case "non-holder-extend":
+		return fmt.Sprintf("%s extended %s at %s while %s certainly held it (its lease ran from %s to at least %s): the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
+			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
+	}
+	return fmt.Sprintf("%s and %s held %s at the same time: %s's lease was certainly alive from %s to %s, yet the lock service also granted the lock to %s at %s. A correct lock server never grants a lock whose lease cannot have expired. %s",
+		capital(a), b, w.key, a, secs(h.start, t0), secs(h.end, t0), b, secs(w.op.Return, t0), causeClause(cause, faults))
+}
+
+// explainStuckLock explains porcupine's verdict when the direct check found
+// no witness: every placement of the unknown outcomes fails, starting at o.
+func explainStuckLock(key string, o *Op, from, to, t0 int64) string {
+	if o == nil {
+		return fmt.Sprintf("No single correct lock server could have given the replies seen on %s between %s and %s, for any outcome of the operations whose outcome is unknown.",
+			key, secs(from, t0), secs(to, t0))
+	}
+	return fmt.Sprintf("No single correct lock server could have given client %d's %s %s (token %s) on %s at %s: for every outcome of the earlier operations whose outcome is unknown, the lock was not in a state that allows that reply.",
+		o.Client, o.F, o.Outcome, shortToken(o.Token), key, secs(o.Call, t0))
 }
 
 func explainLostUpdate(key string, a, b *Section) string {
@@ -63,10 +86,12 @@ func explainStuckResource(key string, s *Section, from, to, t0 int64) string {
 func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 	var b strings.Builder
 	if d.DoubleGrant {
-		fmt.Fprintf(&b, "Clients %d and %d both held %s for %.0f ms from %s: the lock service granted it twice. ", d.StaleClient, d.NewClient, d.Key, d.OverlapMs, secs(d.Start, t0))
+		a, n := names(d.StaleClient, d.StaleToken, d.NewClient, d.NewToken)
+		fmt.Fprintf(&b, "%s and %s both held %s for %.0f ms from %s: the lock service granted it twice. ", capital(a), n, d.Key, d.OverlapMs, secs(d.Start, t0))
 		b.WriteString(causeClause(d.Cause, d.Faults))
 	} else {
-		fmt.Fprintf(&b, "Client %d's lease on %s expired while it still acted as holder; client %d was then granted the lock, legitimately, and for %.0f ms both acted as holder. ", d.StaleClient, d.Key, d.NewClient, d.OverlapMs)
+		a, n := names(d.StaleClient, d.StaleToken, d.NewClient, d.NewToken)
+		fmt.Fprintf(&b, "%s's lease on %s expired while it still acted as holder; %s was then granted the lock, legitimately, and for %.0f ms both acted as holder. ", capital(a), d.Key, n, d.OverlapMs)
 		if d.Cause == "none" {
 			b.WriteString("No fault was injected on this client: it simply took longer than its lease (a stall, a slow reply).")
 		} else {

@@ -1,29 +1,48 @@
 package checker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // TestWriteSampleRuns writes simulated runs for trying `lockjepsen check` by
-// hand: LOCKJEPSEN_SAMPLES=/tmp/samples go test ./checker -run SampleRuns
+// hand: LOCKJEPSEN_SAMPLES=/tmp/samples go test ./checker -run SampleRuns.
+// With LOCKJEPSEN_SAMPLES_EVENTS=N it writes only "scale", a clean history of
+// about N events from 64 clients with 40-hex tokens (scripts/check-scale.sh).
 func TestWriteSampleRuns(t *testing.T) {
 	out := os.Getenv("LOCKJEPSEN_SAMPLES")
 	if out == "" {
 		t.Skip("LOCKJEPSEN_SAMPLES not set")
 	}
-	for name, cfg := range map[string]simConfig{
+	samples := map[string]simConfig{
 		"clean": {Seed: 1, Clients: 8, Keys: 2, Events: 20000, TTLms: 200, PInfo: 0.01, PPause: 0.02},
 		"fault": {Seed: 5, Clients: 16, Keys: 4, Events: 1 << 30, Until: 20e9, TTLms: 1000, PInfo: 0.0003,
 			PPause: 0.002, Failovers: 2, FailEvery: 7e9},
-	} {
+	}
+	if n, err := strconv.Atoi(os.Getenv("LOCKJEPSEN_SAMPLES_EVENTS")); err == nil && n > 0 {
+		samples = map[string]simConfig{"scale": {Seed: 42, Clients: 64, Keys: 16, Events: n, TTLms: 500, PInfo: 0.01, PPause: 0.01}}
+	}
+	for name, cfg := range samples {
 		if name == "clean" && os.Getenv("LOCKJEPSEN_SAMPLES_BIG") != "" {
 			cfg = simConfig{Seed: 42, Clients: 16, Keys: 4, Events: 1_000_000, TTLms: 500, PInfo: 0.01, PPause: 0.01}
 		}
 		events, attempts, _ := simulate(cfg)
+		if name == "scale" {
+			// Real tokens are 20 random bytes in hex.
+			for i := range events {
+				if events[i].Token != "" {
+					events[i].Token = fmt.Sprintf("%040x", events[i].Token)
+				}
+			}
+			for i := range attempts {
+				attempts[i].Token = fmt.Sprintf("%040x", attempts[i].Token)
+			}
+		}
 		dir := filepath.Join(out, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

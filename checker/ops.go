@@ -83,6 +83,12 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		if o.F != e.F {
 			return nil, nil, fmt.Errorf("event %d: %s completes %q but process %d invoked %q (event %d)", e.Index, e.Type, e.F, e.Process, o.F, o.InvokeIndex)
 		}
+		if e.Token != "" && e.Token != o.Token {
+			return nil, nil, fmt.Errorf("event %d: completion's token %q differs from its invoke's %q (event %d)", e.Index, e.Token, o.Token, o.InvokeIndex)
+		}
+		if e.Time < o.Call {
+			return nil, nil, fmt.Errorf("event %d: completion stamped before its invoke (event %d)", e.Index, o.InvokeIndex)
+		}
 		delete(inflight, e.Process)
 		o.Outcome = e.Type
 		o.Done = e.Time

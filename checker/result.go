@@ -68,6 +68,16 @@ func and(vs ...Validity) Validity {
 	return out
 }
 
+// DefaultEpsilon is the one default lease tolerance: `lockjepsen run` records
+// it in config.json and `lockjepsen check` uses it when nothing else is given.
+// It absorbs Valkey's millisecond expiry granularity and the drift between the
+// server's clock and CLOCK_MONOTONIC over one lease (NTP slews by at most
+// 500 ppm: 3 ms over a 6 s lease). docs/checker.md states the policy.
+const DefaultEpsilon = 5 * time.Millisecond
+
+// DefaultBudget is porcupine's default time per lock key and resource row.
+const DefaultBudget = 10 * time.Second
+
 // Options tune the checker. The zero value is usable: Defaults fills it.
 type Options struct {
 	// Epsilon widens every lease's expiry bounds: a lease granted at call..return
@@ -91,10 +101,10 @@ type Options struct {
 // Defaults fills unset options.
 func (o Options) Defaults() Options {
 	if o.Epsilon == 0 {
-		o.Epsilon = 10 * time.Millisecond
+		o.Epsilon = DefaultEpsilon
 	}
 	if o.Budget == 0 {
-		o.Budget = 10 * time.Second
+		o.Budget = DefaultBudget
 	}
 	if o.ChunkOps == 0 {
 		o.ChunkOps = 2000
@@ -127,6 +137,9 @@ type Result struct {
 	DurationMs         float64              `json:"duration_ms"`
 	CheckMs            float64              `json:"check_ms"`
 	ResourceLogChecked bool                 `json:"resource_log_checked"`
+	// Warnings say when the verdict cannot be trusted as it stands, e.g. an
+	// epsilon so wide that no double grant can be seen.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).

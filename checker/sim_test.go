@@ -163,7 +163,7 @@ func (s *sim) op(c *simClient, inv history.Event, forceOK bool, apply func() his
 		return
 	}
 	s.at(s.now+d1+d2, func() {
-		comp.Process, comp.Client, comp.F = c.proc, c.id, inv.F
+		comp.Process, comp.Client, comp.F, comp.Key, comp.Token = c.proc, c.id, inv.F, inv.Key, inv.Token
 		s.emit(comp)
 		done(comp)
 	})

@@ -18,6 +18,9 @@ func (r *Result) Summary() string {
 	default:
 		b.WriteString("UNKNOWN: the checker ran out of time before reaching a verdict; no violation was found, but this is NOT a pass.\n")
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+	}
 	fmt.Fprintf(&b, "  lock service: %s    resource: %s\n", r.Lock.Valid, r.Resource.Valid)
 	for _, part := range []struct {
 		name string
@@ -68,7 +71,7 @@ func (r *Result) Summary() string {
 				if v.Affects == "none" {
 					verdict = "reported, does not change the verdict"
 				}
-				fmt.Fprintf(&b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", n, v.Kind, v.Key, clientList(v.Clients), v.StartS, v.Cause, verdict, v.Explanation)
+				fmt.Fprintf(&b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", n, v.Kind, v.Key, clientList(v.Clients, v.Tokens), v.StartS, v.Cause, verdict, v.Explanation)
 				if v.Picture != "" {
 					fmt.Fprintf(&b, "     picture: %s\n", v.Picture)
 				}
@@ -96,13 +99,19 @@ func staleTurnedAway(r *Result) int {
 	return n
 }
 
-func clientList(cs []int) string {
+// clientList names the clients of a violation, with their tokens when one
+// client appears twice.
+func clientList(cs []int, tokens []string) string {
 	if len(cs) == 0 {
 		return "clients ?"
 	}
+	dup := len(cs) == 2 && cs[0] == cs[1] && len(tokens) == 2
 	parts := make([]string, len(cs))
 	for i, c := range cs {
 		parts[i] = fmt.Sprint(c)
+		if dup {
+			parts[i] += " (" + shortToken(tokens[i]) + ")"
+		}
 	}
 	return "clients " + strings.Join(parts, " & ")
 }

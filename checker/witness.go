@@ -1,20 +1,25 @@
 package checker
 
 import (
+	"container/heap"
 	"sort"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-// tenure is the interval in which a token certainly held its lock: from its
-// grant's return to the earliest possible expiry of its last successful grant
-// or extend, cut at the call of its first release attempt, whatever that
-// attempt's outcome. A correct lease server cannot let two tenures of one key
-// overlap, nor let another token's release or extend succeed inside one.
+// tenure is the interval in which one grant certainly held its lock: from the
+// grant's return to the earliest possible expiry set by the latest successful
+// grant or extend of that grant, cut at its first release that may have taken
+// effect. A token granted again starts a new tenure. A correct lease server
+// cannot let two tenures of one key overlap, nor let another token's release
+// or extend succeed inside one. docs/checker.md states the rule; the comments
+// in grantTenure say why each bound is certain.
 type tenure struct {
 	token string
 	key   string
 	grant *Op
+	// setBy is the grant or extend whose call the end is counted from.
+	setBy *Op
 	start int64
 	end   int64
 }
@@ -23,59 +28,188 @@ type tenure struct {
 type witness struct {
 	kind   string // double-grant | non-holder-release | non-holder-extend
 	key    string
-	holder *tenure // the token that certainly held the lock
+	holder *tenure // the grant that certainly held the lock
 	other  *tenure // the second holder, for double grants
 	op     *Op     // the offending grant, release or extend
 	start  int64   // when both were in force
 	end    int64
 }
 
-// tenures computes every token's certain holding interval on one key. ops are
+// tokenOps are one token's lock operations on one key that may have taken
+// effect (ok or unknown), each list in call order. Failed ones had no effect
+// and bound nothing.
+type tokenOps struct {
+	grants   []*Op // ok acquires
+	infoAcq  []*Op // acquires with unknown outcome
+	extends  []*Op // ok and unknown extends
+	okExt    []*Op // ok extends
+	releases []*Op // ok and unknown releases
+
+	grantMaxRet []int64 // grantMaxRet[i]: latest return among grants[:i+1]
+	extMinEnd   []int64 // extMinEnd[i]: least call+ttl among extends[i:]
+	relMaxRet   []int64 // relMaxRet[i]: latest return among releases[:i+1]
+}
+
+// tenures computes every grant's certain holding interval on one key. ops are
 // the key's lock operations in call order.
 func tenures(ops []*Op, eps int64) []*tenure {
-	by := make(map[string]*tenure)
-	var order []*tenure
-	released := make(map[string]int64)
+	by := make(map[string]*tokenOps)
+	var order []string
 	for _, o := range ops {
-		switch {
-		case o.F == history.FAcquire && o.Outcome == history.OK:
-			t := by[o.Token]
-			if t == nil {
-				t = &tenure{token: o.Token, key: o.Key, grant: o, start: o.Return, end: o.Call + o.TTL - eps}
-				by[o.Token] = t
-				order = append(order, t)
-			} else if e := o.Call + o.TTL - eps; e > t.end {
-				t.end = e
+		if o.Outcome == history.Fail {
+			continue
+		}
+		t := by[o.Token]
+		if t == nil {
+			t = &tokenOps{}
+			by[o.Token] = t
+			order = append(order, o.Token)
+		}
+		switch o.F {
+		case history.FAcquire:
+			if o.Outcome == history.OK {
+				t.grants = append(t.grants, o)
+			} else {
+				t.infoAcq = append(t.infoAcq, o)
 			}
-		case o.F == history.FRelease:
-			if _, seen := released[o.Token]; !seen {
-				released[o.Token] = o.Call
+		case history.FExtend:
+			t.extends = append(t.extends, o)
+			if o.Outcome == history.OK {
+				t.okExt = append(t.okExt, o)
 			}
+		case history.FRelease:
+			t.releases = append(t.releases, o)
 		}
 	}
-	// An extend that succeeded proves the lease was alive when it was applied,
-	// so the lease lasts at least ttl past its call. An extend with an unknown
-	// outcome can only prolong a lease; it neither cuts nor prolongs the
-	// certain interval.
-	for _, o := range ops {
-		if o.F == history.FExtend && o.Outcome == history.OK {
-			if t := by[o.Token]; t != nil && o.Call >= t.grant.Call {
-				if e := o.Call + o.TTL - eps; e > t.end {
-					t.end = e
-				}
+	var out []*tenure
+	for _, tok := range order {
+		t := by[tok]
+		if len(t.grants) == 0 {
+			continue
+		}
+		t.prepare()
+		var h ttlHeap
+		next := 0 // extends[:next] are in h
+		for i, g := range t.grants {
+			tn := t.grantTenure(i, g, &h, &next, eps)
+			if tn.end > tn.start {
+				out = append(out, tn)
 			}
-		}
-	}
-	out := order[:0]
-	for _, t := range order {
-		if c, ok := released[t.token]; ok && c < t.end {
-			t.end = c
-		}
-		if t.end > t.start {
-			out = append(out, t)
 		}
 	}
 	return out
+}
+
+func (t *tokenOps) prepare() {
+	t.grantMaxRet = make([]int64, len(t.grants))
+	for i, g := range t.grants {
+		t.grantMaxRet[i] = g.Return
+		if i > 0 {
+			t.grantMaxRet[i] = max(t.grantMaxRet[i], t.grantMaxRet[i-1])
+		}
+	}
+	t.extMinEnd = make([]int64, len(t.extends)+1)
+	t.extMinEnd[len(t.extends)] = never
+	for i := len(t.extends) - 1; i >= 0; i-- {
+		e := t.extends[i]
+		t.extMinEnd[i] = min(t.extMinEnd[i+1], satAdd(e.Call, e.TTL))
+	}
+	t.relMaxRet = make([]int64, len(t.releases))
+	for i, r := range t.releases {
+		t.relMaxRet[i] = r.Return
+		if i > 0 {
+			t.relMaxRet[i] = max(t.relMaxRet[i], t.relMaxRet[i-1])
+		}
+	}
+}
+
+// grantTenure is the certain interval of grant i. h holds the extends called
+// before the previous grant's reference call; grants are visited in call
+// order, so reference calls only grow and h is filled incrementally.
+func (t *tokenOps) grantTenure(i int, g *Op, h *ttlHeap, next *int, eps int64) *tenure {
+	tn := &tenure{token: g.Token, key: g.Key, grant: g, setBy: g, start: g.Return}
+	nextCall := int64(never)
+	if i+1 < len(t.grants) {
+		nextCall = t.grants[i+1].Call
+	}
+	// The reference op L is the latest successful extend of this grant, when
+	// it certainly took effect on this grant's lease: called after the grant
+	// returned, and with no other acquire of the token that could have taken
+	// effect between the two (the key can only hold this token again through
+	// an acquire of it, so L then proves the key held it all along). Else the
+	// grant itself.
+	j := sort.Search(len(t.okExt), func(k int) bool { return t.okExt[k].Call >= nextCall }) - 1
+	if j >= 0 && t.okExt[j].Call > g.Return {
+		l := t.okExt[j]
+		competing := (i > 0 && t.grantMaxRet[i-1] >= g.Call) ||
+			(i+1 < len(t.grants) && t.grants[i+1].Call < l.Return) ||
+			(len(t.infoAcq) > 0 && t.infoAcq[0].Call < l.Return)
+		if !competing {
+			tn.setBy = l
+		}
+	}
+	cL := tn.setBy.Call
+	// Once L has taken effect (at t ≥ cL) the lease lasts ttl_L, unless an
+	// extend applied later replaces it: any extend that may take effect after
+	// L (it had not returned by cL) sets an expiry of at least
+	// max(its call, cL) + its ttl. A shorter one shortens the lease: SET PX
+	// replaces the expiry. Acquires of the token cannot take effect while it
+	// holds the key, so they never shorten it.
+	end := satAdd(cL, tn.setBy.TTL)
+	for ; *next < len(t.extends) && t.extends[*next].Call < cL; *next++ {
+		heap.Push(h, t.extends[*next])
+	}
+	for h.Len() > 0 && (*h)[0].Return < cL {
+		heap.Pop(h) // applied before every later reference call
+	}
+	// h may still hold extends with small ttls that returned before cL; they
+	// sit below the top only when their ttl is larger, so the top is exact.
+	if h.Len() > 0 {
+		end = min(end, satAdd(cL, minLiveTTL(h, cL)))
+	}
+	end = min(end, t.extMinEnd[*next])
+	if end != never {
+		end -= eps
+	}
+	// A release that may have taken effect after the grant ends the lease at
+	// its call at the earliest; one sent before the grant and still in
+	// flight may free the key at any moment after it.
+	k := sort.Search(len(t.releases), func(k int) bool { return t.releases[k].Call >= g.Call })
+	if k > 0 && t.relMaxRet[k-1] >= g.Call {
+		end = min(end, g.Call)
+	}
+	if k < len(t.releases) {
+		end = min(end, t.releases[k].Call)
+	}
+	tn.end = end
+	return tn
+}
+
+// minLiveTTL is the least ttl among the heap's extends that had not returned
+// by cL. Entries that returned earlier are popped from the top lazily; an
+// earlier one buried below a live top has a larger ttl and cannot matter.
+func minLiveTTL(h *ttlHeap, cL int64) int64 {
+	for h.Len() > 0 && (*h)[0].Return < cL {
+		heap.Pop(h)
+	}
+	if h.Len() == 0 {
+		return never
+	}
+	return (*h)[0].TTL
+}
+
+// ttlHeap is a min-heap of extends by ttl.
+type ttlHeap []*Op
+
+func (h ttlHeap) Len() int           { return len(h) }
+func (h ttlHeap) Less(i, j int) bool { return h[i].TTL < h[j].TTL }
+func (h ttlHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *ttlHeap) Push(x any)        { *h = append(*h, x.(*Op)) }
+func (h *ttlHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // findWitnesses runs the direct O(n log n) check on one key.
@@ -83,11 +217,11 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 	ts := tenures(ops, eps)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].start < ts[j].start })
 	var ws []witness
-	seen := make(map[[2]string]bool)
+	seen := make(map[[2]*Op]bool)
 	var widest *tenure
 	for _, t := range ts {
-		if widest != nil && widest.end > t.start && widest.token != t.token {
-			seen[[2]string{widest.token, t.token}] = true
+		if widest != nil && widest.end > t.start {
+			seen[[2]*Op{widest.grant, t.grant}] = true
 			ws = append(ws, witness{kind: "double-grant", key: t.key, holder: widest, other: t, op: t.grant,
 				start: t.start, end: min(widest.end, t.end)})
 		}
@@ -95,9 +229,11 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 			widest = t
 		}
 	}
-	// Successful operations wholly inside another token's tenure. Queries and
+	// Successful operations wholly inside another grant's tenure. Queries and
 	// tenures are both swept in start order, keeping the two widest tenures
-	// with distinct tokens, so that a query can skip its own token's tenure.
+	// with distinct tokens, so that a release or extend can skip its own
+	// token's tenure. A tenure enters the sweep only once it started strictly
+	// before the query's call, so a grant never meets its own tenure.
 	var qs []*Op
 	for _, o := range ops {
 		if o.Outcome == history.OK && o.Return != never {
@@ -108,33 +244,49 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 	var top [2]*tenure
 	i := 0
 	for _, q := range qs {
-		for ; i < len(ts) && ts[i].start <= q.Call; i++ {
+		for ; i < len(ts) && ts[i].start < q.Call; i++ {
 			top = pushTop(top, ts[i])
 		}
 		h := top[0]
-		if h != nil && h.token == q.Token {
+		if q.F != history.FAcquire && h != nil && h.token == q.Token {
 			h = top[1]
 		}
-		// A holder granted during another's tenure is already reported as a
-		// double grant; its own later releases and extends follow from it.
-		if h == nil || q.Return >= h.end || (q.F != history.FAcquire && seen[[2]string{h.token, q.Token}]) {
+		if h == nil || q.Return >= h.end {
 			continue
 		}
 		switch q.F {
 		case history.FAcquire:
-			if seen[[2]string{h.token, q.Token}] {
+			if seen[[2]*Op{h.grant, q}] {
 				continue
 			}
-			seen[[2]string{h.token, q.Token}] = true
+			seen[[2]*Op{h.grant, q}] = true
 			ws = append(ws, witness{kind: "double-grant", key: q.Key, holder: h, op: q, start: q.Call, end: q.Return})
-		case history.FRelease:
-			ws = append(ws, witness{kind: "non-holder-release", key: q.Key, holder: h, op: q, start: q.Call, end: q.Return})
-		case history.FExtend:
-			ws = append(ws, witness{kind: "non-holder-extend", key: q.Key, holder: h, op: q, start: q.Call, end: q.Return})
+		case history.FRelease, history.FExtend:
+			// A holder granted during another's tenure is already reported as
+			// a double grant; its own later releases and extends follow from it.
+			if grantedInside(ws, h, q) {
+				continue
+			}
+			kind := "non-holder-release"
+			if q.F == history.FExtend {
+				kind = "non-holder-extend"
+			}
+			ws = append(ws, witness{kind: kind, key: q.Key, holder: h, op: q, start: q.Call, end: q.Return})
 		}
 	}
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].start < ws[j].start })
 	return ws
+}
+
+// grantedInside reports whether q's token was granted inside h's tenure
+// before q was sent, a double grant already found.
+func grantedInside(ws []witness, h *tenure, q *Op) bool {
+	for i := len(ws) - 1; i >= 0; i-- {
+		if ws[i].kind == "double-grant" && ws[i].holder == h && ws[i].op.Token == q.Token && ws[i].op.Return <= q.Call {
+			return true
+		}
+	}
+	return false
 }
 
 // pushTop keeps the two tenures with the latest ends, with distinct tokens.

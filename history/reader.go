@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 )
 
 // ParseError names the line of a history that could not be read and why.
@@ -34,46 +35,97 @@ func ReadFile(path string) ([]Event, error) {
 	return Read(f, path)
 }
 
-// Read parses JSON lines, validates every event and returns them sorted by time
-// (ties by index). A truncated last line, the mark of a crashed writer, is
-// dropped; any other bad line is an error that names it.
+// Read parses JSON lines, validates every event and the rules that tie events
+// together (see Scan), and returns them sorted by time (ties by index). A
+// truncated last line, the mark of a crashed writer, is dropped; any other bad
+// line is an error that names it.
 func Read(r io.Reader, name string) ([]Event, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
 	var events []Event
+	err := Scan(r, name, func(e *Event) error {
+		events = append(events, *e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	Sort(events)
+	return events, nil
+}
+
+// Scan reads JSON lines in file order and calls fn for every valid event, so
+// that a large history can be judged without holding it. Before fn sees an
+// event, Scan checks it against the schema (Validate) and against the earlier
+// lines of its process: a process's time never goes backwards, it has at most
+// one operation in flight, and a completion answers its invoke (same f, key,
+// token and ttl_ms, stamped no earlier). A violation is a *ParseError naming
+// the line. A truncated last line is dropped.
+func Scan(r io.Reader, name string, fn func(*Event) error) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	v := newLineValidator()
+	in := make(interner, internMax)
 	line := 0
 	for {
-		b, err := br.ReadBytes('\n')
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: gather it whole.
+			long := append([]byte(nil), b...)
+			for err == bufio.ErrBufferFull {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
 		if len(b) == 0 && err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("read %s: %w", name, err)
+			return fmt.Errorf("read %s: %w", name, err)
 		}
 		line++
 		complete := err == nil
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
+			if !complete {
+				return nil
+			}
 			continue
 		}
 		var e Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if derr := dec.Decode(&e); derr != nil {
-			if !complete {
-				break // half-written last line of a crashed run
+		if decodeFast(b, &e, &in) != nil {
+			// encoding/json knows every form JSON allows and words the error.
+			e = Event{}
+			if derr := decodeEvent(b, &e); derr != nil {
+				if !complete {
+					return nil // half-written last line of a crashed run
+				}
+				return &ParseError{name, line, fmt.Errorf("not a valid event: %v", derr)}
 			}
-			return nil, &ParseError{name, line, fmt.Errorf("not a valid event: %v", derr)}
 		}
 		if verr := Validate(&e); verr != nil {
-			return nil, &ParseError{name, line, verr}
+			return &ParseError{name, line, verr}
 		}
-		events = append(events, e)
+		if verr := v.check(&e, line); verr != nil {
+			return &ParseError{name, line, verr}
+		}
+		if ferr := fn(&e); ferr != nil {
+			return ferr
+		}
 		if !complete {
-			break
+			return nil
 		}
 	}
-	Sort(events)
-	return events, nil
+}
+
+func decodeEvent(b []byte, e *Event) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(e); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
 }
 
 // Sort orders events by true time, ties broken by index.
@@ -86,9 +138,18 @@ func Sort(events []Event) {
 	})
 }
 
+// Bounds that keep every sum the checker forms (time + ttl + tolerance) far
+// from int64 overflow and from its "never" (the largest int64).
+const (
+	// MaxTime is the largest accepted "time": 2^61 ns, 73 years of uptime.
+	MaxTime = int64(1) << 61
+	// MaxTTLMs is the largest accepted "ttl_ms": 2^61 ns in milliseconds.
+	MaxTTLMs = MaxTime / 1e6
+)
+
 var (
 	errNoF    = errors.New(`missing "f"`)
-	errNoKey  = errors.New(`client lock operation without "key"`)
+	errNoKey  = errors.New(`client operation without "key"`)
 	errNoTime = errors.New(`"time" must be positive (CLOCK_MONOTONIC ns)`)
 )
 
@@ -105,20 +166,99 @@ func Validate(e *Event) error {
 	if e.Time <= 0 {
 		return errNoTime
 	}
+	if e.Time > MaxTime {
+		return fmt.Errorf(`"time" %d is beyond CLOCK_MONOTONIC's range (at most 2^61 ns, 73 years)`, e.Time)
+	}
 	if !e.IsClient() {
+		if e.Type != Info {
+			return fmt.Errorf(`nemesis events have "type" info, got %q`, e.Type)
+		}
 		return nil
 	}
 	switch e.F {
-	case FAcquire, FExtend, FRelease:
-		if e.Key == "" {
-			return errNoKey
-		}
-		if e.Token == "" {
-			return fmt.Errorf(`%s without "token"`, e.F)
-		}
-	case FRead, FWrite, FFence:
+	case FAcquire, FExtend, FRelease, FRead, FWrite, FFence:
 	default:
 		return fmt.Errorf(`unknown client operation %q (want acquire, extend, release, read, write or fence)`, e.F)
+	}
+	if e.Key == "" {
+		return errNoKey
+	}
+	if e.Token == "" {
+		return fmt.Errorf(`%s without "token"`, e.F)
+	}
+	switch {
+	case e.TTLMs < 0:
+		return fmt.Errorf(`%s with a negative "ttl_ms" (%d)`, e.F, e.TTLMs)
+	case e.TTLMs > MaxTTLMs:
+		return fmt.Errorf(`%s "ttl_ms" %d overflows when turned into nanoseconds (at most %d ms)`, e.F, e.TTLMs, MaxTTLMs)
+	case e.TTLMs == 0 && e.Type == Invoke && (e.F == FAcquire || e.F == FExtend):
+		return fmt.Errorf(`%s invoke without "ttl_ms" (the lease asked for, > 0)`, e.F)
+	}
+	if e.Verdict != "" && e.Verdict != Accepted && e.Verdict != Rejected {
+		return fmt.Errorf(`"verdict" must be accepted or rejected, got %q`, e.Verdict)
+	}
+	return nil
+}
+
+// lineValidator holds what each process did last, to check the rules that
+// span lines.
+type lineValidator struct {
+	procs map[Process]*procState
+}
+
+type procState struct {
+	time     int64 // latest time seen
+	timeLine int
+	inflight bool
+	inv      Event // the invoke in flight
+	invLine  int
+}
+
+func newLineValidator() *lineValidator { return &lineValidator{procs: make(map[Process]*procState)} }
+
+func msStr(t int64) string { return strconv.FormatFloat(float64(t)/1e6, 'f', -1, 64) + " ms" }
+
+func (v *lineValidator) check(e *Event, line int) error {
+	if !e.IsClient() {
+		return nil
+	}
+	p := v.procs[e.Process]
+	if p == nil {
+		p = &procState{}
+		v.procs[e.Process] = p
+	}
+	if e.Type == Invoke {
+		if p.inflight {
+			return fmt.Errorf("process %d invokes %s while its %s (line %d) has not completed; a process may have one operation in flight",
+				e.Process, e.F, p.inv.F, p.invLine)
+		}
+	} else {
+		if !p.inflight {
+			return fmt.Errorf("%s %s on process %d without a preceding invoke", e.Type, e.F, e.Process)
+		}
+		inv := &p.inv
+		switch {
+		case e.F != inv.F:
+			return fmt.Errorf("%s %s completes process %d's %s (line %d)", e.Type, e.F, e.Process, inv.F, p.invLine)
+		case e.Time < inv.Time:
+			return fmt.Errorf("completion stamped before its invoke (%s, invoked at %s on line %d)", msStr(e.Time), msStr(inv.Time), p.invLine)
+		case e.Token != inv.Token:
+			return fmt.Errorf("completion's token %q differs from its invoke's %q (line %d)", e.Token, inv.Token, p.invLine)
+		case e.Key != inv.Key:
+			return fmt.Errorf("completion's key %q differs from its invoke's %q (line %d)", e.Key, inv.Key, p.invLine)
+		case e.TTLMs != 0 && e.TTLMs != inv.TTLMs:
+			return fmt.Errorf("completion's ttl_ms %d differs from its invoke's %d (line %d)", e.TTLMs, inv.TTLMs, p.invLine)
+		}
+	}
+	if p.timeLine > 0 && e.Time < p.time {
+		return fmt.Errorf("process %d's time goes backwards (%s after %s on line %d)", e.Process, msStr(e.Time), msStr(p.time), p.timeLine)
+	}
+	p.time, p.timeLine = e.Time, line
+	if e.Type == Invoke {
+		p.inflight, p.inv, p.invLine = true, *e, line
+		p.inv.Error, p.inv.Value = "", nil
+	} else {
+		p.inflight = false
 	}
 	return nil
 }

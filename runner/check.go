@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +36,41 @@ const (
 	ExitUnknown = 3
 )
 
+// checkKeys are the config.json keys check reads (docs/checker.md): the
+// "check" object's epsilon_ms and budget_s, and epsilon_ns, the --epsilon that
+// `lockjepsen run` records. Nothing else in config.json changes the verdict.
+type checkKeys struct {
+	Check struct {
+		EpsilonMs *float64 `json:"epsilon_ms"`
+		BudgetS   *float64 `json:"budget_s"`
+	} `json:"check"`
+	EpsilonNs *int64 `json:"epsilon_ns"`
+}
+
+// epsilon: the flag, else check.epsilon_ms, else epsilon_ns, else the default.
+func (k checkKeys) epsilon(flag time.Duration) time.Duration {
+	switch {
+	case flag != 0:
+		return flag
+	case k.Check.EpsilonMs != nil:
+		return time.Duration(*k.Check.EpsilonMs * float64(time.Millisecond))
+	case k.EpsilonNs != nil:
+		return time.Duration(*k.EpsilonNs)
+	}
+	return checker.DefaultEpsilon
+}
+
+// budget: the flag, else check.budget_s, else the default.
+func (k checkKeys) budget(flag time.Duration) time.Duration {
+	switch {
+	case flag > 0:
+		return flag
+	case k.Check.BudgetS != nil && *k.Check.BudgetS > 0:
+		return time.Duration(*k.Check.BudgetS * float64(time.Second))
+	}
+	return checker.DefaultBudget
+}
+
 // CheckDir checks a stored run: it reads history.jsonl (and resource.jsonl and
 // config.json when present), writes results.json, summary.txt, the porcupine
 // pictures, the timeline and index.html, and returns the summary and the exit
@@ -61,21 +97,26 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 		return "", ExitCannot, err
 	}
 	var cfg Config
+	var ck checkKeys
 	hasCfg := false
-	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Config), &cfg); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return "", ExitCannot, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
+		}
+		if err := json.Unmarshal(b, &ck); err != nil {
+			return "", ExitCannot, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
+		}
 		hasCfg = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", ExitCannot, err
 	}
-	opts := checker.Options{Epsilon: cfg.Epsilon, Dir: dir}
+	var o CheckOptions
 	if len(opt) > 0 {
-		if opt[0].Epsilon > 0 {
-			opts.Epsilon = opt[0].Epsilon
-		}
-		opts.Budget = opt[0].Budget
-		if opt[0].NoHTML {
-			opts.Dir = ""
-		}
+		o = opt[0]
+	}
+	opts := checker.Options{Epsilon: ck.epsilon(o.Epsilon), Budget: ck.budget(o.Budget), Dir: dir}
+	if o.NoHTML {
+		opts.Dir = ""
 	}
 	res, err := checker.Check(events, attempts, opts)
 	if err != nil {

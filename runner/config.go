@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
@@ -73,7 +74,7 @@ func FromScenario(s scenario.Scenario) Config {
 	c := Config{
 		Scenario: s.Name, Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
 		Clients: s.Clients, Keys: s.Keys, TTL: s.TTL, TimeLimit: s.TimeLimit, Seed: 1,
-		Faults: s.Faults, Interval: s.Interval, Job: s.Job, Epsilon: 5 * time.Millisecond,
+		Faults: s.Faults, Interval: s.Interval, Job: s.Job, Epsilon: checker.DefaultEpsilon,
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime

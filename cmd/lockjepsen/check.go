@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/runner"
 )
 
@@ -16,8 +17,8 @@ func init() {
 
 func runCheck(args []string) int {
 	fs := newFlagSet("check", "check [flags] DIR")
-	eps := fs.Duration("epsilon", 0, "lease tolerance added to both expiry bounds (default: the run's config.json, else 10ms)")
-	budget := fs.Duration("budget", 0, "porcupine time budget per lock key and resource row; past it the verdict is unknown (default 10s)")
+	eps := fs.Duration("epsilon", 0, fmt.Sprintf("lease tolerance on both expiry bounds; 0: config.json's check.epsilon_ms, else its epsilon_ns, else %v. A negative one, or one of TTL/2 or more, draws a warning", checker.DefaultEpsilon))
+	budget := fs.Duration("budget", 0, fmt.Sprintf("porcupine time budget per lock key and resource row; past it the verdict is unknown; 0: config.json's check.budget_s, else %v", checker.DefaultBudget))
 	noHTML := fs.Bool("no-html", false, "do not write porcupine visualisations")
 	quiet := fs.Bool("q", false, "do not print the summary")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // goroutine dump, no run folder, no process left behind.
 func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	corrupt := t.TempDir()
-	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t"}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
 	busy := t.TempDir()
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
 	// A sweep folder whose trials are gone: --aggregate must refuse it and

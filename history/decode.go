@@ -1,0 +1,188 @@
+package history
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+)
+
+// errSlowPath sends a line to encoding/json, which decides it and words the
+// error; the fast decoder only takes the flat lines the writer produces.
+var errSlowPath = errors.New("slow path")
+
+// decodeFast decodes one flat event object without reflection: the reader
+// spends most of a large history's time here. Anything unusual (escapes,
+// nulls, floats, nesting, unknown fields) returns errSlowPath.
+func decodeFast(b []byte, e *Event, in *interner) error {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return errSlowPath
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return tail(b, i+1)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return errSlowPath
+		}
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			return errSlowPath
+		}
+		key := b[i+1 : i+1+j]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return errSlowPath
+		}
+		i = skipWS(b, i+2+j)
+		if i >= len(b) || b[i] != ':' {
+			return errSlowPath
+		}
+		i = skipWS(b, i+1)
+		var err error
+		switch string(key) {
+		case "index":
+			e.Index, i, err = num(b, i)
+		case "time":
+			e.Time, i, err = num(b, i)
+		case "process":
+			if i < len(b) && b[i] == '"' {
+				var s string
+				s, i, err = str(b, i, in)
+				if err == nil && s != "nemesis" {
+					err = errSlowPath
+				}
+				e.Process = Nemesis
+			} else {
+				var n int64
+				n, i, err = num(b, i)
+				if err == nil && n < 0 {
+					err = errSlowPath
+				}
+				e.Process = Process(n)
+			}
+		case "type":
+			var s string
+			s, i, err = str(b, i, in)
+			e.Type = Type(s)
+		case "f":
+			e.F, i, err = str(b, i, in)
+		case "client":
+			var n int64
+			n, i, err = num(b, i)
+			e.Client = int(n)
+		case "key":
+			e.Key, i, err = str(b, i, in)
+		case "token":
+			e.Token, i, err = str(b, i, in)
+		case "ttl_ms":
+			e.TTLMs, i, err = num(b, i)
+		case "fence":
+			e.Fence, i, err = num(b, i)
+		case "value":
+			var n int64
+			n, i, err = num(b, i)
+			e.Value = &n
+		case "node":
+			e.Node, i, err = str(b, i, in)
+		case "error":
+			e.Error, i, err = str(b, i, in)
+		case "verdict":
+			e.Verdict, i, err = str(b, i, in)
+		case "role":
+			e.Role, i, err = str(b, i, in)
+		case "detail":
+			e.Detail, i, err = str(b, i, in)
+		default:
+			return errSlowPath
+		}
+		if err != nil {
+			return errSlowPath
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return errSlowPath
+		}
+		if b[i] == '}' {
+			return tail(b, i+1)
+		}
+		if b[i] != ',' {
+			return errSlowPath
+		}
+		i = skipWS(b, i+1)
+	}
+}
+
+func tail(b []byte, i int) error {
+	if skipWS(b, i) != len(b) {
+		return errSlowPath
+	}
+	return nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+func num(b []byte, i int) (int64, int, error) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	if j+1 < len(b) && b[j] == '0' && b[j+1] >= '0' && b[j+1] <= '9' {
+		return 0, i, errSlowPath // JSON has no leading zeros
+	}
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	if j == i || (j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E')) {
+		return 0, i, errSlowPath
+	}
+	n, err := strconv.ParseInt(string(b[i:j]), 10, 64)
+	if err != nil {
+		return 0, i, errSlowPath
+	}
+	return n, j, nil
+}
+
+// str reads a string without escapes through the interner.
+func str(b []byte, i int, in *interner) (string, int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return "", i, errSlowPath
+	}
+	j := bytes.IndexByte(b[i+1:], '"')
+	if j < 0 {
+		return "", i, errSlowPath
+	}
+	s := b[i+1 : i+1+j]
+	for _, c := range s {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			return "", i, errSlowPath // escapes and non-ASCII: let encoding/json check them
+		}
+	}
+	return in.intern(s), i + 2 + j, nil
+}
+
+// interner shares the strings that repeat across a history (operation
+// names, types, keys, nodes, error texts, a token across its acquisition's
+// events), so that a million events do not hold a million copies. It is
+// emptied when it grows past internMax: tokens repeat close together in time,
+// so sharing survives while memory stays bounded.
+type interner map[string]string
+
+const internMax = 1 << 16
+
+func (in *interner) intern(b []byte) string {
+	if s, ok := (*in)[string(b)]; ok {
+		return s
+	}
+	if len(*in) >= internMax {
+		*in = make(interner, internMax)
+	}
+	s := string(b)
+	(*in)[s] = s
+	return s
+}
