@@ -169,7 +169,12 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 			kind = "newer-holder-turned-away"
 			sw.NewerTurnedAway++
 		}
-		if d.StaleWrite == history.Accepted || d.NewTurnedAway != "" {
+		if stalePaid(d) {
+			// Numbers from the database's sequence: the stale holder was the
+			// one turned away, and the newer holder the lock chose was protected.
+			kind = "stale-holder-turned-away"
+		}
+		if d.StaleWrite == history.Accepted || d.NewTurnedAway != "" || kind == "stale-holder-turned-away" {
 			res.Violations = append(res.Violations, Violation{Kind: kind, Affects: "none", Key: d.Key,
 				Start: d.Start, End: d.End, Clients: []int{d.StaleClient, d.NewClient}, Tokens: []string{d.StaleToken, d.NewToken},
 				Cause: d.Cause, Faults: d.Faults, Explanation: d.Explanation})
@@ -180,7 +185,8 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		res.DoubleHolderList = []DoubleHolder{}
 	}
 
-	res.FenceTokens = fenceIssues(lockOps, lockKeys)
+	fenceOps, fenceKeys := byKey(ops, func(o *Op) bool { return isLockOp(o) || o.F == history.FFence })
+	res.FenceTokens = fenceIssues(fenceOps, fenceKeys)
 	if res.FenceTokens.List == nil {
 		res.FenceTokens.List = []FenceIssue{}
 	}

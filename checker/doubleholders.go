@@ -23,6 +23,9 @@ type acting struct {
 	writes []*Op
 	// turnedAway is the first read or write of this grant the fence rejected.
 	turnedAway *Op
+	// fenceSource is where the tenure's number came from: the grant's own
+	// (valkey, lease-row) or the resource's sequence; "" without a fence.
+	fenceSource string
 }
 
 func actingIntervals(ops []Op) map[string][]*acting {
@@ -35,6 +38,9 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		o := &ops[i]
 		if o.F == history.FAcquire && o.Outcome == history.OK {
 			a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
+			if o.Fence != 0 {
+				a.fenceSource = o.FenceSource
+			}
 			k := tokKey{o.Key, o.Token}
 			grants[k] = append(grants[k], a)
 			order = append(order, a)
@@ -66,6 +72,9 @@ func actingIntervals(ops []Op) map[string][]*acting {
 				release[a] = o.Call
 			}
 			continue
+		}
+		if o.F == history.FFence && o.Outcome == history.OK && o.Fence != 0 {
+			a.fenceSource = o.FenceSource
 		}
 		// A read or write may land at the resource until its reply; a failed
 		// one did not act.
@@ -138,7 +147,7 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 				cause, names := attribute(fs, a.grant.Call, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
 					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,
-					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none"}
+					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource}
 				for _, w := range a.writes {
 					if w.Call < b.start {
 						continue
@@ -158,6 +167,9 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 					default:
 						sw.Unknown++
 					}
+				}
+				if t := a.turnedAway; t != nil && t.Call >= b.start {
+					d.StaleTurnedAway = t.F
 				}
 				if t := b.turnedAway; t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
@@ -97,6 +98,16 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 			b.WriteString(causeClause(d.Cause, d.Faults))
 		}
 	}
+	if d.NewTurnedAway != "" && d.FenceSource == history.FenceResource {
+		// A database sequence does not go backwards: the older holder asked for
+		// its number after the newer one (it stalled between grant and request).
+		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s), although its number came from the database's own sequence: client %d asked for its number later, after a stall between its grant and its request.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason, d.StaleClient)
+		return b.String()
+	}
+	if stalePaid(d) {
+		fmt.Fprintf(&b, " The fence turned the stale holder, client %d, away at its %s: the fence numbers were issued by the database's own sequence after each grant, and a sequence does not go backwards, so client %d, granted later, carried the higher number and was the holder protected. The lock still granted twice; the data is safe and the lock's last choice won.", d.StaleClient, d.StaleTurnedAway, d.NewClient)
+		return b.String()
+	}
 	if d.NewTurnedAway != "" {
 		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its fence number came from a counter on Valkey that the failover set back, so the resource sided with the older holder.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason)
 		if d.StaleWrite == "accepted" {
@@ -115,6 +126,12 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 		fmt.Fprintf(&b, " Client %d did not write after the new grant.", d.StaleClient)
 	}
 	return b.String()
+}
+
+// stalePaid: numbers from the database's sequence turned the stale holder
+// away, and the newer holder (the lock's last choice) was protected.
+func stalePaid(d DoubleHolder) bool {
+	return d.FenceSource == history.FenceResource && d.StaleTurnedAway != "" && d.NewTurnedAway == ""
 }
 
 func explainFence(f FenceIssue) string {

@@ -12,11 +12,20 @@ import (
 func fenceIssues(keyOps map[string][]*Op, keys []string) FenceTokens {
 	var ft FenceTokens
 	for _, key := range keys {
-		var grants []*Op
+		// Numbers the resource issued after the grants (f fence) are the ones
+		// presented when there are any; the lock's own are then not used.
+		var grants, issued []*Op
 		for _, o := range keyOps[key] {
-			if o.F == history.FAcquire && o.Outcome == history.OK && o.Fence != 0 {
+			switch {
+			case o.Outcome != history.OK || o.Fence == 0:
+			case o.F == history.FAcquire:
 				grants = append(grants, o)
+			case o.F == history.FFence:
+				issued = append(issued, o)
 			}
+		}
+		if len(issued) > 0 {
+			grants = issued
 		}
 		first := make(map[int64]*Op)
 		for _, g := range grants {

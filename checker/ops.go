@@ -26,11 +26,14 @@ type Op struct {
 	Done    int64 // time of the completion event (the info time for unknown outcomes); 0 if none
 	Outcome history.Type
 	Fence   int64
-	Value   *int64 // read: value seen; write: value written
-	Verdict string
-	Reason  string // a rejected read/write: the resource's words for why
-	Err     string // a failed op: the server's or client's words
-	Node    string
+	// FenceSource: where an acquire's or a fence op's number came from
+	// (history.FenceValkey when the history does not say).
+	FenceSource string
+	Value       *int64 // read: value seen; write: value written
+	Verdict     string
+	Reason      string // a rejected read/write: the resource's words for why
+	Err         string // a failed op: the server's or client's words
+	Node        string
 
 	InvokeIndex int64
 	DoneIndex   int64 // -1 when the history ended with the op in flight
@@ -94,8 +97,12 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		if e.Type != history.Info {
 			o.Return = e.Time
 		}
-		if e.Fence != 0 && o.F == history.FAcquire {
+		if e.Fence != 0 && (o.F == history.FAcquire || o.F == history.FFence) {
 			o.Fence = e.Fence
+			o.FenceSource = e.FenceSource
+			if o.FenceSource == "" {
+				o.FenceSource = history.FenceValkey
+			}
 		}
 		if e.Value != nil && o.F == history.FRead {
 			o.Value = e.Value

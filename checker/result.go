@@ -265,14 +265,21 @@ type DoubleHolder struct {
 	// the stale holder's: the counter on Valkey lost INCRs); empty otherwise.
 	NewTurnedAway       string `json:"new_turned_away,omitempty"`
 	NewTurnedAwayReason string `json:"new_turned_away_reason,omitempty"`
-	Explanation         string `json:"explanation"`
+	// StaleTurnedAway is "read" or "write" when the fence turned the stale
+	// holder away after the newer holder's grant; empty otherwise.
+	StaleTurnedAway string `json:"stale_turned_away,omitempty"`
+	// FenceSource is where the newer holder's fence number came from: valkey,
+	// resource (the database's sequence) or lease-row; empty without a fence.
+	FenceSource string `json:"fence_source,omitempty"`
+	Explanation string `json:"explanation"`
 }
 
 // Violation is one finding, explained for a workshop attendee.
 type Violation struct {
 	// Kind: double-grant, non-holder-release, non-holder-extend,
 	// lock-not-linearizable, lost-update, resource-not-linearizable,
-	// stale-write-accepted, newer-holder-turned-away, duplicate-fence,
+	// stale-write-accepted, newer-holder-turned-away, stale-holder-turned-away
+	// (numbers from the database's sequence protected the newer holder), duplicate-fence,
 	// fence-regression.
 	Kind string `json:"kind"`
 	// Affects names the verdict it falsifies: lock, resource, or none for

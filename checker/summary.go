@@ -52,6 +52,9 @@ func (r *Result) Summary() string {
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
 		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %d double holder(s): its fence number was set back by the failover, so the older holder kept writing\n", n)
 	}
+	if n := staleTurnedAway(r); n > 0 {
+		fmt.Fprintf(&b, "the fence turned the STALE holder away in %d double holder(s): the numbers came from the database's own sequence, so the newer holder was protected\n", n)
+	}
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
 	for _, u := range r.UnknownCommands {
 		fmt.Fprintf(&b, "unknown command %s: %v failed from %.1f s on, because a node did not know the command (an older version or build), not because of the lock; those locks lingered until their TTL\n",
@@ -86,6 +89,18 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "     in all: %s\n", strings.Join(parts, ", "))
 	}
 	return b.String()
+}
+
+// staleTurnedAway counts the double holders in which numbers from the
+// database's sequence protected the newer holder.
+func staleTurnedAway(r *Result) int {
+	n := 0
+	for _, d := range r.DoubleHolderList {
+		if stalePaid(d) {
+			n++
+		}
+	}
+	return n
 }
 
 // clientList names the clients of a violation, with their tokens when one

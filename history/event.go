@@ -26,6 +26,17 @@ const (
 	FRelease = "release"
 	FRead    = "read"
 	FWrite   = "write"
+	// FFence is a holder asking the resource for a fence number right after its
+	// grant (--fence-source resource): the number is not part of the lock
+	// service's reply, so it is an operation of its own.
+	FFence = "fence"
+)
+
+// Fence sources, the fence_source field: where a fence number came from.
+const (
+	FenceValkey   = "valkey"    // INCR fence:{name} in the acquire's MULTI
+	FenceResource = "resource"  // POST /v1/fence: the resource database's own sequence
+	FenceLeaseRow = "lease-row" // recipe sql-lease: the lock row's counter, raised by the granting UPDATE
 )
 
 // Process identifies who performed an event. Client processes are numbered from
@@ -81,10 +92,14 @@ type Event struct {
 	Key    string `json:"key,omitempty"`    // lock key, e.g. lock:{job-1}
 	Token  string `json:"token,omitempty"`  // the acquisition's random token
 	TTLMs  int64  `json:"ttl_ms,omitempty"` // lease asked for on acquire/extend
-	Fence  int64  `json:"fence,omitempty"`  // fencing token (acquire ok; read/write presented)
-	Value  *int64 `json:"value,omitempty"`  // read: value seen; write: value written
-	Node   string `json:"node,omitempty"`   // node the op was sent to, or nemesis target
-	Error  string `json:"error,omitempty"`  // error text for fail/info
+	Fence  int64  `json:"fence,omitempty"`  // fencing token (acquire ok or fence ok; read/write presented)
+	// FenceSource says where the number on an acquire ok or a fence ok came
+	// from (FenceValkey, FenceResource, FenceLeaseRow). Optional: absent on
+	// histories written before it existed, where a fence came from Valkey.
+	FenceSource string `json:"fence_source,omitempty"`
+	Value       *int64 `json:"value,omitempty"` // read: value seen; write: value written
+	Node        string `json:"node,omitempty"`  // node the op was sent to, or nemesis target
+	Error       string `json:"error,omitempty"` // error text for fail/info
 	// Verdict is the resource's answer to a read or write: accepted or rejected.
 	Verdict string `json:"verdict,omitempty"`
 

@@ -176,9 +176,9 @@ func Validate(e *Event) error {
 		return nil
 	}
 	switch e.F {
-	case FAcquire, FExtend, FRelease, FRead, FWrite:
+	case FAcquire, FExtend, FRelease, FRead, FWrite, FFence:
 	default:
-		return fmt.Errorf(`unknown client operation %q (want acquire, extend, release, read or write)`, e.F)
+		return fmt.Errorf(`unknown client operation %q (want acquire, extend, release, read, write or fence)`, e.F)
 	}
 	if e.Key == "" {
 		return errNoKey

@@ -140,6 +140,20 @@ const (
 // FenceModes lists the fence modes.
 var FenceModes = []string{FenceNone, FenceWrite, FenceReadWrite}
 
+// Fence sources (--fence-source): where a holder's fence number comes from.
+const (
+	// FenceSourceValkey is the lock service's own number, drawn with the
+	// acquire: INCR fence:{name} in the MULTI on Valkey (for the sql-lease
+	// recipe, the lock row's counter).
+	FenceSourceValkey = "valkey"
+	// FenceSourceResource is a number the resource's database issues from its
+	// own sequence, asked for right after the grant (POST /v1/fence).
+	FenceSourceResource = "resource"
+)
+
+// FenceSources lists the fence sources.
+var FenceSources = []string{FenceSourceValkey, FenceSourceResource}
+
 // Runtimes lists where nodes can run.
 var Runtimes = []string{"local", "docker"}
 

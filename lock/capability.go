@@ -113,6 +113,11 @@ func (c Caps) Support(cfg Config) error {
 // Check connects as cfg says, detects the server's capabilities and refuses
 // a recipe or option it cannot run. The runner calls it before a run starts.
 func Check(ctx context.Context, cfg Config) (Caps, error) {
+	if cfg.Recipe == SQLLease && cfg.Resource == "" {
+		// The lock lives in the resource's database, which a run starts after
+		// this check; the Valkey the run still starts is what is detected.
+		cfg.Resource = "not yet started"
+	}
 	if err := cfg.Validate(); err != nil {
 		return Caps{}, err
 	}

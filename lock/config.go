@@ -19,6 +19,9 @@ type Config struct {
 	Sentinels []string `json:"sentinels,omitempty"`
 	MasterSet string   `json:"master_set,omitempty"`
 	Addr      string   `json:"addr,omitempty"`
+	// Resource is the resource service (host:port) whose database holds the
+	// sql-lease recipe's lock rows; the other recipes ignore it.
+	Resource string `json:"resource,omitempty"`
 
 	// Fencing draws a fencing token with every acquire:
 	// MULTI; SET lock:{name} tok NX PX ttl; INCR fence:{name}; EXEC.
@@ -50,6 +53,7 @@ const (
 	Unsafe     = "unsafe"
 	Redsync    = "redsync"
 	Valkeylock = "valkeylock"
+	SQLLease   = "sql-lease"
 )
 
 // Recipe is one lock recipe: everything the rest of lockjepsen asks about
@@ -95,6 +99,7 @@ var recipes = []Recipe{
 	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe},
 	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync},
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock},
+	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones.
@@ -128,6 +133,15 @@ func (c *Config) Validate() error {
 	spec, err := Lookup(c.Recipe)
 	if err != nil {
 		return err
+	}
+	if spec.Name == SQLLease {
+		switch {
+		case c.Resource == "":
+			return fmt.Errorf("recipe %s: no resource address: the lock is a row of the resource's database", c.Recipe)
+		case c.Wait.On() || c.WaitAOF.On():
+			return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: it does not use Valkey (one database, no replicas to wait for)", c.Recipe)
+		}
+		return nil
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")

@@ -61,6 +61,7 @@ const (
 	CauseReplication  = "replication"
 	CauseClientPause  = "client-pause"
 	CauseClientClock  = "client-clock"
+	CauseDBRestart    = "db-restart"
 )
 
 // Cause is what a violation is blamed on: its rank among causes in force
@@ -86,6 +87,7 @@ var causes = []Cause{
 	{CauseReplication, 5, false, "It happened while the replicas were paused%s: writes were acknowledged that no replica had copied."},
 	{CauseClientPause, 6, true, "The first client had been paused%s longer than its lease, so its lease expired honestly while it still believed it held the lock."},
 	{CauseClientClock, 7, true, "The first client's clock was skewed%s, so it believed its lease lasted longer than it did."},
+	{CauseDBRestart, 8, false, "It happened around a restart of the resource's database%s."},
 }
 
 // LookupCause finds a cause by name; false for "none", "unknown" and names

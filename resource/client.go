@@ -83,6 +83,23 @@ func (c *Client) Write(ctx context.Context, h Holder, value int64) (Reply, error
 	return rep, err
 }
 
+// Fence asks the resource for a number from the database's own sequence.
+func (c *Client) Fence(ctx context.Context, h Holder) (FenceReply, error) {
+	var rep FenceReply
+	q := wireHolder(h, nil)
+	q.Fence = nil
+	err := c.post(ctx, "/v1/fence", q, &rep)
+	return rep, err
+}
+
+// Lease runs one lease operation (LeaseAcquire, LeaseExtend, LeaseRelease) of
+// the database's own lock.
+func (c *Client) Lease(ctx context.Context, op string, q LeaseRequest) (LeaseReply, error) {
+	var rep LeaseReply
+	err := c.post(ctx, "/v1/lease/"+op, q, &rep)
+	return rep, err
+}
+
 // InitRun creates the run unless it exists and reports whether it created it.
 func (c *Client) InitRun(ctx context.Context, runID string) (bool, error) {
 	var rep RunReply

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ type Config struct {
 	Mode Mode
 	// Runs are created at open when missing (value 0, last_fence 0).
 	Runs []string
+	// Log receives a line per fence number issued and per lease granted (the
+	// service's log); nil keeps quiet.
+	Log io.Writer
 }
 
 // Backend names the database behind a store.
@@ -63,6 +67,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.log = cfg.Log
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
 		return nil, err
@@ -133,5 +138,5 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("resource: create tables on %s %s: %w", s.backend, s.where, err)
 		}
 	}
-	return nil
+	return s.migrateExtra(ctx)
 }

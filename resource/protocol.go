@@ -16,6 +16,8 @@ import (
 //	GET  /v1/runs/{id}                                                   → Row
 //	GET  /v1/attempts[?run_id=ID]                                        → JSON lines of history.Attempt
 //	GET  /v1/health                                                      → Health
+//	POST /v1/fence     {"run_id","client","process","token"}             → FenceReply (the database's sequence)
+//	POST /v1/lease/{acquire,extend,release} {"key","token","ttl_ms"}     → LeaseReply (recipe sql-lease)
 //
 // A rejected read or write is a normal reply (200, verdict "rejected"). Errors
 // are {"error": "..."} with 400 (bad input), 404 (unknown run) or 500; after a
@@ -53,7 +55,10 @@ type errorReply struct {
 	Error string `json:"error"`
 }
 
-const opFields = "run_id, client, process, token, fence, value"
+const (
+	opFields    = "run_id, client, process, token, fence, value"
+	fenceFields = "run_id, client, process, token"
+)
 
 // decodeBody reads one JSON object, turning the decoder's errors into messages
 // that name the field and the fix.

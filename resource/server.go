@@ -25,8 +25,10 @@ func NewServer(st *Store) *Server {
 	s.mux.HandleFunc("GET /v1/runs/{run_id}", s.row)
 	s.mux.HandleFunc("GET /v1/attempts", s.attempts)
 	s.mux.HandleFunc("GET /v1/health", s.health)
+	s.mux.HandleFunc("POST /v1/fence", s.fence)
+	s.mux.HandleFunc("POST /v1/lease/{op}", s.lease)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %s %s; see docs/resource.md (POST /v1/read, POST /v1/write, POST /v1/runs, GET /v1/runs/{run_id}, GET /v1/attempts, GET /v1/health)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint %s %s; see docs/resource.md (POST /v1/read, POST /v1/write, POST /v1/runs, GET /v1/runs/{run_id}, GET /v1/attempts, GET /v1/health, POST /v1/fence, POST /v1/lease/{acquire,extend,release})", r.Method, r.URL.Path))
 	})
 	return s
 }
@@ -102,6 +104,48 @@ func (s *Server) attempts(w http.ResponseWriter, r *http.Request) {
 			return // client went away
 		}
 	}
+}
+
+func (s *Server) fence(w http.ResponseWriter, r *http.Request) {
+	var q opRequest
+	if err := decodeBody(http.MaxBytesReader(w, r.Body, maxBody), &q, fenceFields); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if q.Fence != nil || q.Value != nil {
+		writeErr(w, badInput("fence and value are not part of a fence request: send run_id, client, process, token; the reply carries the number"))
+		return
+	}
+	h, _, err := q.holder(OpRead)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	rep, err := s.store.Fence(r.Context(), h)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
+	op := r.PathValue("op")
+	if op != LeaseAcquire && op != LeaseExtend && op != LeaseRelease {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint POST /v1/lease/%s: acquire, extend or release", op))
+		return
+	}
+	var q LeaseRequest
+	if err := decodeBody(http.MaxBytesReader(w, r.Body, maxBody), &q, "key, token, ttl_ms"); err != nil {
+		writeErr(w, err)
+		return
+	}
+	rep, err := s.store.Lease(r.Context(), op, q)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

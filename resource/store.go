@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/truetime"
@@ -17,6 +19,9 @@ type Store struct {
 	backend Backend
 	where   string // for messages: file, or host:port/db
 	schema  string
+
+	log   io.Writer // issued fences and granted leases, one line each; nil: quiet
+	logMu sync.Mutex
 }
 
 // Mode returns the fence rule in force.

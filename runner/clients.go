@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/workload"
@@ -17,15 +18,19 @@ func (r *run) lockConfig() lock.Config {
 		Recipe:    r.cfg.Recipe,
 		Sentinels: r.cluster.SentinelAddrs(),
 		MasterSet: cluster.MasterName,
-		Fencing:   fences(r.cfg.Recipe),
+		Fencing:   fences(r.cfg.Recipe) && r.cfg.FenceSource != knob.FenceSourceResource,
 		Wait:      r.cfg.Wait,
 		WaitAOF:   r.cfg.WaitAOF,
 	}
 }
 
 func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.ClientConfig {
+	if lc.Recipe == lock.SQLLease {
+		lc.Resource = r.res.addr // the lock is a row of the resource's database
+	}
 	return workload.ClientConfig{
-		Slot: slot, NumClients: r.cfg.Clients, Lock: lc, Keys: keys,
+		FenceSource: r.cfg.FenceSource,
+		Slot:        slot, NumClients: r.cfg.Clients, Lock: lc, Keys: keys,
 		TTLMs:        r.cfg.TTL.Milliseconds(),
 		ThinkMs:      r.cfg.Job.Think.Milliseconds(),
 		PauseMs:      r.cfg.Job.Pause.Milliseconds(),

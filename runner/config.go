@@ -18,18 +18,22 @@ import (
 
 // Config is every knob of a run; it is written to config.json.
 type Config struct {
-	Scenario  string        `json:"scenario"`
-	Recipe    string        `json:"recipe"`
-	Fence     string        `json:"fence"` // none | write | read-write
-	Clients   int           `json:"clients"`
-	Keys      int           `json:"keys"`
-	TTL       time.Duration `json:"ttl_ns"`
-	TimeLimit time.Duration `json:"time_limit_ns"`
-	Seed      int64         `json:"seed"`
-	Faults    []string      `json:"faults"`
-	Interval  time.Duration `json:"interval_ns"`
-	Job       scenario.Job  `json:"job"`
-	Epsilon   time.Duration `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
+	Scenario string `json:"scenario"`
+	Recipe   string `json:"recipe"`
+	Fence    string `json:"fence"` // none | write | read-write
+	// FenceSource is where fence numbers come from: valkey (INCR with the
+	// acquire) or resource (the database's own sequence, after the grant).
+	// Empty in configs written before it existed: valkey.
+	FenceSource string        `json:"fence_source"`
+	Clients     int           `json:"clients"`
+	Keys        int           `json:"keys"`
+	TTL         time.Duration `json:"ttl_ns"`
+	TimeLimit   time.Duration `json:"time_limit_ns"`
+	Seed        int64         `json:"seed"`
+	Faults      []string      `json:"faults"`
+	Interval    time.Duration `json:"interval_ns"`
+	Job         scenario.Job  `json:"job"`
+	Epsilon     time.Duration `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
 
 	Wait    knob.Wait    `json:"wait"`
 	WaitAOF knob.WaitAOF `json:"waitaof"`
@@ -68,13 +72,16 @@ const (
 // FromScenario fills a config from a preset.
 func FromScenario(s scenario.Scenario) Config {
 	c := Config{
-		Scenario: s.Name, Recipe: lock.Native, Fence: knob.FenceReadWrite,
+		Scenario: s.Name, Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
 		Clients: s.Clients, Keys: s.Keys, TTL: s.TTL, TimeLimit: s.TimeLimit, Seed: 1,
 		Faults: s.Faults, Interval: s.Interval, Job: s.Job, Epsilon: checker.DefaultEpsilon,
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime
 	c.Cluster.OldReplica = s.OldReplica
+	if s.Recipe != "" {
+		c.Recipe = s.Recipe
+	}
 	return c
 }
 
@@ -93,8 +100,19 @@ func (c *Config) Validate() error {
 	if err := knob.OneOf("fence", c.Fence, knob.FenceModes); err != nil {
 		return err
 	}
-	if c.Fence != knob.FenceNone && !rec.Fences() {
-		return fmt.Errorf("--recipe %s draws no fencing token (the library is driven unchanged): use --fence none", c.Recipe)
+	if c.FenceSource == "" {
+		c.FenceSource = knob.FenceSourceValkey
+	}
+	if err := knob.OneOf("fence-source", c.FenceSource, knob.FenceSources); err != nil {
+		return err
+	}
+	if c.FenceSource == knob.FenceSourceResource && c.Fence == knob.FenceNone {
+		return fmt.Errorf("--fence-source resource with --fence none: the numbers would be issued and never checked; use --fence write or read-write")
+	}
+	// A number from the resource's own sequence needs nothing of the lock
+	// recipe, so the libraries that cannot INCR with their SET NX can be fenced.
+	if c.Fence != knob.FenceNone && !rec.Fences() && c.FenceSource != knob.FenceSourceResource {
+		return fmt.Errorf("--recipe %s draws no fencing token (the library is driven unchanged): use --fence-source resource (the database issues the number) or --fence none", c.Recipe)
 	}
 	if c.Clients < 1 || c.Clients > 256 {
 		return fmt.Errorf("--clients %d: want 1 to 256", c.Clients)

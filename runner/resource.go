@@ -19,6 +19,9 @@ type resourceProc struct {
 	cmd  *exec.Cmd
 	addr string
 	done chan struct{}
+	// exe, dir and args start it again after a restart-db fault.
+	exe, dir string
+	args     []string
 }
 
 func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []string) (*resourceProc, error) {
@@ -32,7 +35,15 @@ func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []strin
 	for _, r := range runs {
 		args = append(args, "--run", r)
 	}
-	logf, err := os.Create(filepath.Join(dir, runfolder.ResourceLog))
+	return launchResource(ctx, exe, dir, args, os.O_TRUNC)
+}
+
+// launchResource starts the service and waits for its ready file; appendLog
+// (os.O_APPEND) keeps the log of an earlier life after a restart.
+func launchResource(ctx context.Context, exe, dir string, args []string, appendLog int) (*resourceProc, error) {
+	ready := filepath.Join(dir, runfolder.ResourceAddr)
+	_ = os.Remove(ready)
+	logf, err := os.OpenFile(filepath.Join(dir, runfolder.ResourceLog), os.O_CREATE|os.O_WRONLY|appendLog, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create resource log: %w", err)
 	}
@@ -43,7 +54,7 @@ func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []strin
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start resource service: %w", err)
 	}
-	p := &resourceProc{cmd: cmd, done: make(chan struct{})}
+	p := &resourceProc{cmd: cmd, done: make(chan struct{}), exe: exe, dir: dir, args: args}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

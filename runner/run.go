@@ -15,6 +15,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/tty"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
@@ -59,6 +60,7 @@ type run struct {
 	term     bool      // the caller's writer is a terminal: redraw the progress line
 	cluster  cluster.Runtime
 	res      *resourceProc
+	resMu    sync.Mutex // res is replaced by a restart-db fault
 	hist     *history.Writer
 	nem      *history.Writer
 	track    *tracker
@@ -204,7 +206,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		fmt.Fprintf(progress, "warning: %s\n", w)
 	}
 
-	phase(fmt.Sprintf("resource: fence mode %s, %s", cfg.Fence, backendName(cfg.ResourceDSN)))
+	fenceFrom := ""
+	if cfg.FenceSource == knob.FenceSourceResource {
+		fenceFrom = ", fence numbers from the database's own sequence"
+	}
+	phase(fmt.Sprintf("resource: fence mode %s, %s%s", cfg.Fence, backendName(cfg.ResourceDSN), fenceFrom))
 	if r.res, err = startResource(ctx, exe, cfg.Out, cfg.Fence, cfg.ResourceDSN, runs); err != nil {
 		o.Err = err
 		return o
@@ -408,9 +414,11 @@ func (r *run) teardown() {
 	for _, c := range r.clients {
 		_ = syscall.Kill(c.PID(), syscall.SIGKILL)
 	}
+	r.resMu.Lock()
 	if r.res != nil {
 		r.res.stop()
 	}
+	r.resMu.Unlock()
 	if r.cluster != nil {
 		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()

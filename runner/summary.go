@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -14,8 +15,12 @@ import (
 func summarize(dir string, res *checker.Result, cfg Config, hasCfg bool) string {
 	var b strings.Builder
 	if hasCfg {
+		fence := cfg.Fence
+		if cfg.FenceSource == knob.FenceSourceResource {
+			fence += " (numbers from the resource's sequence)"
+		}
 		fmt.Fprintf(&b, "scenario %s, recipe %s, fence %s, seed %d: %d clients, %d key(s), TTL %v, %v\n\n",
-			cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed, cfg.Clients, cfg.Keys, cfg.TTL, cfg.TimeLimit)
+			cfg.Scenario, cfg.Recipe, fence, cfg.Seed, cfg.Clients, cfg.Keys, cfg.TTL, cfg.TimeLimit)
 	}
 	b.WriteString(res.Summary())
 	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, runfolder.Index))

@@ -19,6 +19,8 @@ type Predicate struct {
 type Knobs struct {
 	Recipe string
 	Fenced bool
+	// FenceSource is valkey or resource (--fence-source); empty means valkey.
+	FenceSource string
 }
 
 // Expectation is what a scenario's lesson predicts for a run with the given
@@ -105,6 +107,59 @@ func NewerTurnedAway() Predicate {
 			}
 		}
 		return fmt.Sprintf("%d of %d double holders had the newer holder turned away", n, r.DoubleHolders), n > 0
+	}}
+}
+
+// StaleHolderTurnedAway: the fence refused the stale holder of a double
+// holding after the newer holder's grant, and never the newer one (numbers
+// from the database's own sequence).
+func StaleHolderTurnedAway() Predicate {
+	return Predicate{Text: "the stale holder turned away, never the newer", Check: func(r *checker.Result) (string, bool) {
+		stale, newer := 0, 0
+		for _, d := range r.DoubleHolderList {
+			if d.StaleTurnedAway != "" {
+				stale++
+			}
+			if d.NewTurnedAway != "" {
+				newer++
+			}
+		}
+		return fmt.Sprintf("%d of %d double holders had the stale holder turned away, %d the newer", stale, r.DoubleHolders, newer), stale > 0 && newer == 0
+	}}
+}
+
+// NoFenceRegression: no fence number was handed out twice or below one
+// already handed out.
+func NoFenceRegression() Predicate {
+	return Predicate{Text: "no fence regression", Check: func(r *checker.Result) (string, bool) {
+		f := r.FenceTokens
+		return fmt.Sprintf("fence tokens: %d duplicates, %d regressions", f.Duplicates, f.Regressions), f.Duplicates == 0 && f.Regressions == 0
+	}}
+}
+
+// NoDoubleGrant: no double-grant violation at all.
+func NoDoubleGrant() Predicate {
+	return Predicate{Text: "no double grant", Check: func(r *checker.Result) (string, bool) {
+		n := 0
+		for _, v := range r.Violations {
+			if v.Kind == "double-grant" {
+				n++
+			}
+		}
+		return fmt.Sprintf("%d double-grant violations, %d double holders", n, r.DoubleHolders), n == 0
+	}}
+}
+
+// Unavailable: some acquires ended with an unknown outcome (the lock service
+// did not answer: it was down), which is the price of a lock without a
+// failover story.
+func Unavailable() Predicate {
+	return Predicate{Text: "acquires unanswered while the lock service was down", Check: func(r *checker.Result) (string, bool) {
+		c := r.Ops["acquire"]
+		if c == nil {
+			return "no acquires", false
+		}
+		return fmt.Sprintf("acquire: %d ok / %d fail / %d info", c.OK, c.Fail, c.Info), c.Info > 0
 	}}
 }
 

@@ -36,6 +36,7 @@ run() { # scenario, then extra flags
 run baseline
 run failover-race
 run failover-race --fence none
+run failover-race --fence-source resource
 run fast-restart
 run split-brain
 run paused-client --fence none
@@ -43,5 +44,6 @@ run paused-client
 run paused-client --recipe unsafe --fence none
 run clock-jump
 run client-clock-skew --fence none
+run sql-lease-restart
 mv "$DOC.tmp" "$DOC"
 echo "wrote $DOC"

@@ -141,6 +141,9 @@ func (c *client) cycle(ctx context.Context) {
 	fence, r := c.lk.Acquire(octx, key, tok, ttl)
 	cancel()
 	ev.Fence, ev.Error = fence, r.Error()
+	if fence != 0 {
+		ev.FenceSource = lock.FenceSource(c.cfg.Lock.Recipe)
+	}
 	c.em.complete(p, r.Outcome, ev)
 	switch r.Outcome {
 	case history.Fail:
@@ -152,6 +155,14 @@ func (c *client) cycle(ctx context.Context) {
 			c.release(ctx, key, tok)
 		}
 		return
+	}
+	if c.cfg.FenceSource == history.FenceResource {
+		f, ok := c.resourceFence(ctx, key, tok, granted+int64(ttl))
+		if !ok {
+			c.release(ctx, key, tok)
+			return
+		}
+		fence = f
 	}
 	h := newHold(key, tok, fence, granted+int64(ttl))
 	var wg sync.WaitGroup
@@ -178,6 +189,42 @@ func (c *client) cycle(ctx context.Context) {
 	endHold()
 	wg.Wait() // no extend in flight when the release goes out
 	c.release(ctx, key, tok)
+}
+
+// resourceFence asks the resource's database for a fence number right after
+// a grant, as its own operation (f fence): the number is not part of the lock
+// service's reply. Without a number the holder does not work, and releases.
+// A number that arrives after the lease's end by the client's clock is not
+// used either: issued that late, it could be newer than the next holder's.
+func (c *client) resourceFence(ctx context.Context, key, tok string, leaseEnd int64) (int64, bool) {
+	fr, isFencer := c.res.(resource.Fencer)
+	if !isFencer {
+		c.logf("fence_source resource, but the section cannot issue numbers")
+		return 0, false
+	}
+	ev := history.Event{F: history.FFence, Key: key, Token: tok}
+	p := c.em.invoke(ev)
+	octx, cancel := c.opCtx(ctx)
+	rep, err := fr.Fence(octx, resource.Holder{RunID: RunID(key), Client: c.cfg.Slot, Process: int(p), Token: tok})
+	cancel()
+	t := history.OK
+	switch {
+	case err != nil && resource.Unknown(err):
+		t, ev.Error = history.Info, err.Error()
+	case err != nil:
+		t, ev.Error = history.Fail, err.Error()
+	default:
+		ev.Fence, ev.FenceSource = rep.Fence, history.FenceResource
+	}
+	c.em.complete(p, t, ev)
+	if t != history.OK {
+		return 0, false
+	}
+	if c.clock.Now() >= leaseEnd {
+		c.logf("fence %d arrived after the lease's end; not used", rep.Fence)
+		return 0, false
+	}
+	return rep.Fence, true
 }
 
 func (c *client) release(ctx context.Context, key, tok string) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 )
 
@@ -26,6 +27,10 @@ type ClientConfig struct {
 	// means a think-only section with no read or write events. The runner must
 	// have created the rows (InitRun) for every key's name.
 	ResourceAddr string `json:"resource_addr,omitempty"`
+	// FenceSource "resource" asks the resource for a fence number right after
+	// every grant (POST /v1/fence: the database's own sequence) and presents it
+	// instead of one from the lock; "" or "valkey": the lock's own number.
+	FenceSource string `json:"fence_source,omitempty"`
 	// NoSection skips the critical section entirely: acquire then release (benchmarks).
 	NoSection bool `json:"no_section,omitempty"`
 
@@ -79,6 +84,10 @@ func (c *ClientConfig) Validate() error {
 		return fmt.Errorf("client config: renew every %v is not before the TTL %v runs out", c.Renew(), c.TTL())
 	case c.ThinkMs < 0 || c.PauseMs < 0 || c.OpTimeoutMs < 0 || c.Steps < 0:
 		return fmt.Errorf("client config: steps, think, pause and op timeout must be >= 0")
+	case c.FenceSource != "" && c.FenceSource != history.FenceValkey && c.FenceSource != history.FenceResource:
+		return fmt.Errorf("client config: fence_source %q, want valkey or resource", c.FenceSource)
+	case c.FenceSource == history.FenceResource && c.ResourceAddr == "":
+		return fmt.Errorf("client config: fence_source resource needs resource_addr: the resource issues the numbers")
 	case c.ClockRate < 0:
 		return fmt.Errorf("client config: clock_rate %v, want > 0", c.ClockRate)
 	}

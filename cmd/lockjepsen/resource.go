@@ -106,7 +106,7 @@ func resourceServe(args []string) int {
 	if err != nil {
 		return fail("resource serve: --mode: %v", err)
 	}
-	cfg.Mode, cfg.Runs = m, runs
+	cfg.Mode, cfg.Runs, cfg.Log = m, runs, os.Stderr
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

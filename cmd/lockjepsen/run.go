@@ -72,6 +72,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.String("scenario", sc.Name, "named preset of faults and knobs (see above); the defaults shown are its values")
 	fs.Var(knob.Choice{S: &cfg.Recipe, Among: lock.Names()}, "recipe", "lock recipe: "+strings.Join(lock.Names(), ", "))
 	fs.Var(knob.Choice{S: &cfg.Fence, Among: knob.FenceModes}, "fence", "resource fence: none, write or read-write")
+	fs.Var(knob.Choice{S: &cfg.FenceSource, Among: knob.FenceSources}, "fence-source", "where fence numbers come from: valkey (INCR with the acquire) or resource (the database's own sequence, asked for after the grant; works with any recipe)")
 	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")
 	fs.Var(knob.Int{N: &cfg.Keys, Min: 1, Max: 1024}, "keys", "lock keys lock:{job-N}, each protecting row job-N (at most 4x --clients)")
 	dur(&cfg.TTL, "ttl", 100*time.Millisecond, "lease TTL; clients renew every TTL/3")
