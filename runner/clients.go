@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/workload"
@@ -17,7 +18,8 @@ func (r *run) lockConfig() lock.Config {
 		Recipe:    r.cfg.Recipe,
 		Sentinels: r.cluster.SentinelAddrs(),
 		MasterSet: cluster.MasterName,
-		Fencing:   fences(r.cfg.Recipe),
+		Fencing:   fences(r.cfg.Recipe) && (lock.ExecProgram(r.cfg.Recipe) == "" || r.cfg.Fence != knob.FenceNone),
+		ExecArgs:  r.cfg.ExecArgs,
 		Wait:      r.cfg.Wait,
 		WaitAOF:   r.cfg.WaitAOF,
 	}
@@ -58,7 +60,8 @@ type clientAdapter struct{ *workload.Client }
 func (c clientAdapter) Stop() { _ = c.Client.Stop() }
 
 // fences reports whether the recipe draws fencing tokens
-// (MULTI/SET NX/INCR/EXEC); Validate has refused unknown recipes.
+// (MULTI/SET NX/INCR/EXEC); Validate has refused unknown recipes. An exec
+// program is asked for fences only when the resource checks them.
 func fences(recipe string) bool {
 	r, _ := lock.Lookup(recipe)
 	return r.Fences()

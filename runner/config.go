@@ -18,6 +18,7 @@ import (
 type Config struct {
 	Scenario  string        `json:"scenario"`
 	Recipe    string        `json:"recipe"`
+	ExecArgs  []string      `json:"exec_args,omitempty"` // --exec-arg: arguments of an exec:PATH program
 	Fence     string        `json:"fence"` // none | write | read-write
 	Clients   int           `json:"clients"`
 	Keys      int           `json:"keys"`
@@ -79,6 +80,9 @@ func (c *Config) Validate() error {
 	rec, err := lock.Lookup(c.Recipe)
 	if err != nil {
 		return fmt.Errorf("--recipe: %w", err)
+	}
+	if len(c.ExecArgs) > 0 && rec.Name != lock.Exec {
+		return fmt.Errorf("--exec-arg is for --recipe exec:PATH, not %s", c.Recipe)
 	}
 	if err := knob.OneOf("fence", c.Fence, knob.FenceModes); err != nil {
 		return err
