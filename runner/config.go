@@ -19,7 +19,7 @@ type Config struct {
 	Scenario  string        `json:"scenario"`
 	Recipe    string        `json:"recipe"`
 	ExecArgs  []string      `json:"exec_args,omitempty"` // --exec-arg: arguments of an exec:PATH program
-	Fence     string        `json:"fence"` // none | write | read-write
+	Fence     string        `json:"fence"`               // none | write | read-write
 	Clients   int           `json:"clients"`
 	Keys      int           `json:"keys"`
 	TTL       time.Duration `json:"ttl_ns"`
