@@ -71,13 +71,17 @@ func ExecEnv(cfg Config) []string {
 	if rate == 0 {
 		rate = 1
 	}
+	opTimeout := cfg.OpTimeout
+	if opTimeout <= 0 {
+		opTimeout = time.Second // the client's default (workload.ClientConfig.OpTimeout)
+	}
 	env := []string{
 		"LOCKJEPSEN_PROTOCOL=" + strconv.Itoa(ProtocolVersion),
 		"LOCKJEPSEN_SENTINELS=" + strings.Join(cfg.Sentinels, ","),
 		"LOCKJEPSEN_MASTER_SET=" + ms,
 		"LOCKJEPSEN_KEY_PREFIX=" + KeyPrefix,
 		"LOCKJEPSEN_TTL_MS=" + strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
-		"LOCKJEPSEN_OP_TIMEOUT_MS=" + strconv.FormatInt(cfg.OpTimeout.Milliseconds(), 10),
+		"LOCKJEPSEN_OP_TIMEOUT_MS=" + strconv.FormatInt(opTimeout.Milliseconds(), 10),
 		"LOCKJEPSEN_CLIENT=" + strconv.Itoa(cfg.Client),
 		"LOCKJEPSEN_CLOCK_OFFSET_NS=" + strconv.FormatInt(int64(cfg.ClockOffsetMs*float64(time.Millisecond)), 10),
 		"LOCKJEPSEN_CLOCK_RATE=" + strconv.FormatFloat(rate, 'g', -1, 64),
@@ -160,8 +164,24 @@ func openExec(cfg Config) (Lock, error) {
 		}
 		close(l.done)
 	}()
+	// init, as in Maelstrom: the program answers once it is ready (an
+	// interpreter may take a while to start on a loaded machine), so that no
+	// operation's timeout is spent waiting for it to load.
+	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
+	defer cancel()
+	rep, err := l.conn.call(ctx, execRequest{Op: "init", Protocol: ProtocolVersion})
+	if err == nil && rep.Type != "ok" {
+		err = fmt.Errorf("init answered %s: %s", rep.Type, rep.Error)
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("%s did not get ready: %w", prog, err)
+	}
 	return l, nil
 }
+
+// initTimeout bounds a program's start, up to its answer to init.
+const initTimeout = 30 * time.Second
 
 func (l *execLock) Recipe() string                      { return l.cfg.Recipe }
 func (l *execLock) SelfRenewing() bool                  { return false }
@@ -272,6 +292,9 @@ type Breakable interface {
 // The runner calls it (through Check) before any client starts, so a program
 // that cannot start or speak is named before the run, not in its middle.
 func probeExec(ctx context.Context, cfg Config) error {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 2 * time.Second
+	}
 	l, err := openExec(cfg)
 	if err != nil {
 		return err

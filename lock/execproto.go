@@ -17,11 +17,12 @@ const ProtocolVersion = 1
 
 // execRequest is one line lockjepsen writes to the program's stdin.
 type execRequest struct {
-	ID    int64  `json:"id"`
-	Op    string `json:"op"` // acquire | extend | release
-	Key   string `json:"key"`
-	Token string `json:"token"`
-	TTLMs int64  `json:"ttl_ms,omitempty"` // acquire, extend
+	ID       int64  `json:"id"`
+	Op       string `json:"op"` // init | acquire | extend | release
+	Key      string `json:"key,omitempty"`
+	Token    string `json:"token,omitempty"`
+	TTLMs    int64  `json:"ttl_ms,omitempty"`   // acquire, extend
+	Protocol int    `json:"protocol,omitempty"` // init
 }
 
 // execReply is one line the program writes to its stdout.
@@ -45,7 +46,10 @@ type ProtocolError struct {
 }
 
 func (e *ProtocolError) Error() string {
-	return fmt.Sprintf("protocol error: %s, stdout line %d %q: %s (docs/protocol.md)", e.Program, e.Line, e.Text, e.Why)
+	if e.Line == 0 {
+		return fmt.Sprintf("protocol error: %s: %s: %s (docs/protocol.md)", e.Program, e.Why, e.Text)
+	}
+	return fmt.Sprintf("protocol error: %s, stdout line %d: %s; the line: %s (docs/protocol.md)", e.Program, e.Line, e.Why, e.Text)
 }
 
 // errExited marks the program's stdout closing while lockjepsen still talks

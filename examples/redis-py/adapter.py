@@ -39,8 +39,10 @@ def lock(key, ttl_ms, token=None):
 
 
 def serve(req):
-    op, key, token = req["op"], req["key"], req["token"]
+    op, key, token = req["op"], req.get("key"), req.get("token")
     ttl_ms = req.get("ttl_ms", 1000)
+    if op == "init":  # sent once, before any operation: answer when ready
+        return {"type": "ok"}
     if op == "acquire":
         if lock(key, ttl_ms).acquire(blocking=False, token=token):
             return {"type": "ok"}

@@ -65,6 +65,7 @@ handle() {
   [[ $line =~ \"token\":\"([^\"]*)\" ]] && tok=${BASH_REMATCH[1]}
   [[ $line =~ \"ttl_ms\":([0-9]+) ]] && ttl=${BASH_REMATCH[1]}
   case $op in
+  init) answer "{\"id\":$id,\"type\":\"ok\"}" ;;
   acquire) cmd SET "$key" "$tok" NX PX "$ttl"; outcome "$id" OK "" "SET NX PX" ;;
   extend) cmd SET "$key" "$tok" IFEQ "$tok" PX "$ttl"; outcome "$id" OK ',"not_held":true' "SET IFEQ PX" ;;
   release) cmd DELIFEQ "$key" "$tok"; outcome "$id" 1 ',"not_held":true' "DELIFEQ" ;;
