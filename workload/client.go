@@ -60,7 +60,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logw io.Writer) err
 			return err
 		}
 		if err := b.Err(); err != nil {
-			return fmt.Errorf("client %d: %w", c.cfg.Slot, err)
+			return err // the runner names the client
 		}
 		return nil
 	}

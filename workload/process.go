@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -212,8 +213,8 @@ func (c *Client) Kill() error {
 func (c *Client) Wait() error {
 	<-c.done
 	if c.waitErr != nil {
-		if last := c.tail.lastLine(); last != "" {
-			return fmt.Errorf("client %d: %w: %s", c.slot, c.waitErr, last)
+		if last := strings.TrimPrefix(c.tail.lastLine(), "lockjepsen: client: "); last != "" {
+			return fmt.Errorf("client %d (%w): %s", c.slot, c.waitErr, last)
 		}
 		return fmt.Errorf("client %d: %w", c.slot, c.waitErr)
 	}
