@@ -301,7 +301,9 @@ func probeExec(ctx context.Context, cfg Config) error {
 	}
 	defer l.Close()
 	key, tok := KeyPrefix+"{lockjepsen-probe-"+NewToken()[:8]+"}", NewToken()
-	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Its own budget, not the capability check's few seconds: on a loaded
+	// machine an interpreter's first connection can take a while.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	fencing := cfg.Fencing
 	l.(*execLock).cfg.Fencing = false
