@@ -132,5 +132,11 @@ func Check(ctx context.Context, cfg Config) (Caps, error) {
 	if err != nil {
 		return caps, fmt.Errorf("capability check: %w", err)
 	}
-	return caps, caps.Support(cfg)
+	if err := caps.Support(cfg); err != nil {
+		return caps, err
+	}
+	if ExecProgram(cfg.Recipe) != "" {
+		return caps, probeExec(ctx, cfg)
+	}
+	return caps, nil
 }

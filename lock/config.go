@@ -38,6 +38,13 @@ type Config struct {
 	TTL        time.Duration `json:"-"`
 	RenewEvery time.Duration `json:"-"`
 	OpTimeout  time.Duration `json:"-"`
+
+	// ExecArgs are the arguments of an exec:PATH program; Client and the
+	// initial clock skew are put in its environment (docs/protocol.md).
+	ExecArgs      []string `json:"exec_args,omitempty"`
+	Client        int      `json:"-"`
+	ClockOffsetMs float64  `json:"-"`
+	ClockRate     float64  `json:"-"`
 }
 
 // WaitOpt is WAIT numreplicas timeout; knob owns its syntax and check.
@@ -72,8 +79,9 @@ type Recipe struct {
 	open  func(cfg Config) (Lock, error)
 }
 
-// Fences reports whether the recipe can draw a fencing token.
-func (r Recipe) Fences() bool { return r.Ours }
+// Fences reports whether the recipe can draw a fencing token. An exec
+// program can, if it returns fences: the run's start checks that it does.
+func (r Recipe) Fences() bool { return r.Ours || r.Name == Exec }
 
 func needsNative(c Caps) []string {
 	var missing []string
@@ -100,10 +108,18 @@ var recipes = []Recipe{
 	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync},
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease},
+	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec},
 }
 
-// Lookup finds a recipe by name; the error lists the known ones.
+// Lookup finds a recipe by name; the error lists the known ones. exec:PATH
+// is the exec recipe (its program must be an executable file).
 func Lookup(name string) (Recipe, error) {
+	if name == Exec || ExecProgram(name) != "" {
+		if err := checkProgram(name); err != nil {
+			return Recipe{}, err
+		}
+		name = Exec
+	}
 	for _, r := range recipes {
 		if r.Name == name {
 			return r, nil
@@ -116,6 +132,10 @@ func Lookup(name string) (Recipe, error) {
 func Names() []string {
 	out := make([]string, 0, len(recipes))
 	for _, r := range recipes {
+		if r.Name == Exec {
+			out = append(out, Exec+":PATH")
+			continue
+		}
 		out = append(out, r.Name)
 	}
 	sort.Strings(out)
@@ -150,13 +170,16 @@ func (c *Config) Validate() error {
 		// The library sends its own commands on its own connections: an INCR or
 		// a WAIT on another connection would not cover them.
 		switch {
-		case c.Fencing:
+		case c.Fencing && spec.Name != Exec: // an exec program may return fences; Check asks it
 			return fmt.Errorf("recipe %s cannot fence: the library's SET NX is not ours to wrap in MULTI with an INCR; use native or lua", c.Recipe)
 		case c.Wait.On():
 			return fmt.Errorf("recipe %s cannot WAIT: WAIT counts only its own connection's writes, and the library writes on its own; use native or lua", c.Recipe)
 		case c.WaitAOF.On():
 			return fmt.Errorf("recipe %s cannot WAITAOF: it counts only its own connection's writes, and the library writes on its own; use native or lua", c.Recipe)
 		}
+	}
+	if len(c.ExecArgs) > 0 && spec.Name != Exec {
+		return fmt.Errorf("exec arguments given for recipe %s: they are for exec:PATH", c.Recipe)
 	}
 	if c.Wait.Replicas < 0 || c.Wait.TimeoutMs < 0 || c.WaitAOF.Local < 0 || c.WaitAOF.Local > 1 || c.WaitAOF.Replicas < 0 || c.WaitAOF.TimeoutMs < 0 {
 		return fmt.Errorf("wait options: replicas and timeouts must be >= 0, WAITAOF local 0 or 1")

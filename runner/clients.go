@@ -18,9 +18,11 @@ func (r *run) lockConfig() lock.Config {
 		Recipe:    r.cfg.Recipe,
 		Sentinels: r.cluster.SentinelAddrs(),
 		MasterSet: cluster.MasterName,
-		Fencing:   fences(r.cfg.Recipe) && r.cfg.FenceSource != knob.FenceSourceResource,
-		Wait:      r.cfg.Wait,
-		WaitAOF:   r.cfg.WaitAOF,
+		Fencing: fences(r.cfg.Recipe) && r.cfg.FenceSource != knob.FenceSourceResource &&
+			(lock.ExecProgram(r.cfg.Recipe) == "" || r.cfg.Fence != knob.FenceNone),
+		ExecArgs: r.cfg.ExecArgs,
+		Wait:     r.cfg.Wait,
+		WaitAOF:  r.cfg.WaitAOF,
 	}
 }
 
@@ -63,7 +65,8 @@ type clientAdapter struct{ *workload.Client }
 func (c clientAdapter) Stop() { _ = c.Client.Stop() }
 
 // fences reports whether the recipe draws fencing tokens
-// (MULTI/SET NX/INCR/EXEC); Validate has refused unknown recipes.
+// (MULTI/SET NX/INCR/EXEC); Validate has refused unknown recipes. An exec
+// program is asked for fences only when the resource checks them.
 func fences(recipe string) bool {
 	r, _ := lock.Lookup(recipe)
 	return r.Fences()

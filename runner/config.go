@@ -18,9 +18,10 @@ import (
 
 // Config is every knob of a run; it is written to config.json.
 type Config struct {
-	Scenario string `json:"scenario"`
-	Recipe   string `json:"recipe"`
-	Fence    string `json:"fence"` // none | write | read-write
+	Scenario string   `json:"scenario"`
+	Recipe   string   `json:"recipe"`
+	ExecArgs []string `json:"exec_args,omitempty"` // --exec-arg: arguments of an exec:PATH program
+	Fence    string   `json:"fence"`               // none | write | read-write
 	// FenceSource is where fence numbers come from: valkey (INCR with the
 	// acquire) or resource (the database's own sequence, after the grant).
 	// Empty in configs written before it existed: valkey.
@@ -96,6 +97,9 @@ func (c *Config) Validate() error {
 	rec, err := lock.Lookup(c.Recipe)
 	if err != nil {
 		return fmt.Errorf("--recipe: %w", err)
+	}
+	if len(c.ExecArgs) > 0 && rec.Name != lock.Exec {
+		return fmt.Errorf("--exec-arg is for --recipe exec:PATH, not %s", c.Recipe)
 	}
 	if err := knob.OneOf("fence", c.Fence, knob.FenceModes); err != nil {
 		return err

@@ -29,6 +29,7 @@ type clientHandle interface {
 	SetClock(offset time.Duration, rate float64) error
 	Stop()
 	Wait() error
+	Done() <-chan struct{}
 }
 
 func signalClient(c clientHandle, sig string) error {
@@ -36,7 +37,9 @@ func signalClient(c clientHandle, sig string) error {
 	if sig == "CONT" {
 		s = syscall.SIGCONT
 	}
-	if err := syscall.Kill(c.PID(), s); err != nil {
+	// The client's process group (it is its leader): an exec:PATH program,
+	// the client's child, stops and continues with it.
+	if err := syscall.Kill(-c.PID(), s); err != nil {
 		return fmt.Errorf("SIG%s client pid %d: %w", sig, c.PID(), err)
 	}
 	return nil
@@ -218,6 +221,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	phase(fmt.Sprintf("clients: %d processes, recipe %s, %d key(s), TTL %v", cfg.Clients, cfg.Recipe, cfg.Keys, cfg.TTL))
 	var pumps sync.WaitGroup
+	// A client that exits with an error during the run (an exec:PATH program
+	// that broke the protocol, a lost connection at start) ends the workload:
+	// the run stops with exit 2 naming it, and the history so far is checked.
+	wctx, endWorkload := context.WithCancel(ctx)
+	defer endWorkload()
+	var watchers sync.WaitGroup
+	var clientErrMu sync.Mutex
+	var clientErr error
 	for i := 0; i < cfg.Clients; i++ {
 		c, err := startClient(context.Background(), exe, r.clientConfig(i, keys, lcfg), cfg.Out)
 		if err != nil {
@@ -232,11 +243,23 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 				r.record(e)
 			}
 		}()
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			if err := c.Wait(); err != nil {
+				clientErrMu.Lock()
+				if clientErr == nil {
+					clientErr = err
+				}
+				clientErrMu.Unlock()
+				endWorkload()
+			}
+		}()
 	}
 
 	r.start = time.Now()
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
-	nemErr := r.playSchedule(ctx)
+	nemErr := r.playSchedule(wctx)
 	interrupted := ctx.Err() != nil
 	if term {
 		fmt.Fprintln(progress)
@@ -259,6 +282,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	r.finalDoubleGrants()
 	r.finishLogs()
 
+	watchers.Wait()
+	failedClient := clientErr // every watcher has returned
+	if failedClient != nil {
+		nemErr = nil // the nemesis was cut short by the stop, not broken
+	}
 	if nemErr != nil && !interrupted {
 		o.Err = fmt.Errorf("nemesis: %w (history kept; check it with 'lockjepsen check %s')", nemErr, cfg.Out)
 	}
@@ -275,6 +303,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	fmt.Fprintf(logf, "\n%s", res)
 	if interrupted {
 		o.Err = fmt.Errorf("interrupted: the history up to the interruption is in %s", cfg.Out)
+		o.ExitCode = 2
+	}
+	if failedClient != nil {
+		o.Err = fmt.Errorf("%w (the run stopped; history kept: 'lockjepsen check %s' re-checks it)", failedClient, cfg.Out)
 		o.ExitCode = 2
 	}
 	if o.Err != nil && o.ExitCode == 0 {
@@ -412,7 +444,7 @@ func (r *run) finishLogs() {
 // teardown ends every process this run started, whatever happened.
 func (r *run) teardown() {
 	for _, c := range r.clients {
-		_ = syscall.Kill(c.PID(), syscall.SIGKILL)
+		_ = syscall.Kill(-c.PID(), syscall.SIGKILL) // its group: an exec program too
 	}
 	r.resMu.Lock()
 	if r.res != nil {

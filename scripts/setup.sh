@@ -108,8 +108,9 @@ m=$(valkey_major "$VALKEY_BIN/valkey-server")
 apt_install libfaketime
 if ((CI_EXTRAS)); then
   # Tests: PostgreSQL for the resource backend, bookworm's redis-server 7.0 as the
-  # "older server" a recipe must refuse, Chromium for the report's browser check.
-  apt_install postgresql redis-server chromium
+  # "older server" a recipe must refuse, Chromium for the report's browser check,
+  # python3-redis for the redis-py exec adapter (examples/redis-py).
+  apt_install postgresql redis-server chromium python3-redis
 fi
 
 FAKETIME_LIB=$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime.so.1$' || true)

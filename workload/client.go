@@ -43,6 +43,27 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logw io.Writer) err
 	stopped := make(chan struct{})
 	var once sync.Once
 	go readControls(sc, c.clock, func() { once.Do(func() { close(stopped) }) }, c.logf)
+	// An exec program that breaks the protocol or exits stops the client at
+	// once (operations in flight end info) and the process exits 2 naming it.
+	if b, breakable := c.lk.(lock.Breakable); breakable {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-b.Broken():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := c.run(ctx, stopped); err != nil {
+			return err
+		}
+		if err := b.Err(); err != nil {
+			return err // the runner names the client
+		}
+		return nil
+	}
 	return c.run(ctx, stopped)
 }
 

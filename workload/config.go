@@ -92,5 +92,6 @@ func (c *ClientConfig) Validate() error {
 		return fmt.Errorf("client config: clock_rate %v, want > 0", c.ClockRate)
 	}
 	c.Lock.TTL, c.Lock.RenewEvery, c.Lock.OpTimeout = c.TTL(), c.Renew(), c.OpTimeout()
+	c.Lock.Client, c.Lock.ClockOffsetMs, c.Lock.ClockRate = c.Slot, c.ClockOffsetMs, c.ClockRate
 	return c.Lock.Validate()
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,6 +36,41 @@ type Client struct {
 	waitErr error
 	badMu   sync.Mutex
 	bad     []error // lines that were not valid events
+	tail    *tailWriter
+}
+
+// tailWriter passes a client's stderr on and keeps its last line, so that a
+// client that exits with an error can be named with its reason.
+type tailWriter struct {
+	w    io.Writer
+	mu   sync.Mutex
+	last []byte // last complete non-empty line
+	cur  []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	for _, b := range p {
+		if b == '\n' {
+			if len(t.cur) > 0 {
+				t.last = append(t.last[:0], t.cur...)
+			}
+			t.cur = t.cur[:0]
+		} else if len(t.cur) < 4096 {
+			t.cur = append(t.cur, b)
+		}
+	}
+	t.mu.Unlock()
+	return t.w.Write(p)
+}
+
+func (t *tailWriter) lastLine() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.cur) > 0 {
+		return string(t.cur)
+	}
+	return string(t.last)
 }
 
 // StartClient starts `exe client` with cfg as its first stdin line. The
@@ -61,10 +97,11 @@ func StartClientWith(ctx context.Context, exe string, cfg ClientConfig, o StartO
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), o.Env...)
-	cmd.Stderr = o.Stderr
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
+	tail := &tailWriter{w: o.Stderr}
+	if tail.w == nil {
+		tail.w = os.Stderr
 	}
+	cmd.Stderr = tail
 	// A SIGSTOPped client cannot exit on cancel; SIGKILL works on it anyway.
 	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
@@ -78,7 +115,7 @@ func StartClientWith(ctx context.Context, exe string, cfg ClientConfig, o StartO
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start client %d (%s): %w", cfg.Slot, exe, err)
 	}
-	c := &Client{cmd: cmd, slot: cfg.Slot, events: make(chan history.Event, 256), stdin: stdin, done: make(chan struct{})}
+	c := &Client{cmd: cmd, slot: cfg.Slot, events: make(chan history.Event, 256), stdin: stdin, done: make(chan struct{}), tail: tail}
 	if _, err := stdin.Write(append(line, '\n')); err != nil {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("send config to client %d: %w", cfg.Slot, err)
@@ -176,6 +213,9 @@ func (c *Client) Kill() error {
 func (c *Client) Wait() error {
 	<-c.done
 	if c.waitErr != nil {
+		if last := strings.TrimPrefix(c.tail.lastLine(), "lockjepsen: client: "); last != "" {
+			return fmt.Errorf("client %d (%w): %s", c.slot, c.waitErr, last)
+		}
 		return fmt.Errorf("client %d: %w", c.slot, c.waitErr)
 	}
 	c.badMu.Lock()

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +30,9 @@ func runBenchLocks(args []string) int {
 	fs.Var(knob.Int{N: clients, Min: 1, Max: 256}, "clients", "client processes, and valkey-benchmark's -c")
 	fs.Var(knob.Duration{D: d, Min: time.Second}, "time-limit", "how long the lock clients run")
 	fs.Var(knob.Duration{D: d, Min: time.Second}, "duration", "the old spelling of --time-limit")
-	fs.Var(knob.Choice{S: recipeName, Among: lock.Names()}, "recipe", "lock recipe: "+strings.Join(lock.Names(), ", "))
+	fs.Var(recipeFlag{recipeName}, "recipe", recipeUsage)
+	var execArgs []string
+	fs.Var(execArgsFlag{&execArgs}, "exec-arg", "an argument for the --recipe exec:PATH program (repeat for more)")
 	fencing := fs.Bool("fencing", false, "draw a fencing token with every acquire")
 	fs.Var(knob.Int{N: requests, Min: 1, Max: 100_000_000}, "requests", "valkey-benchmark -n")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -69,7 +70,7 @@ func runBenchLocks(args []string) int {
 	}
 	defer cl.Down()
 
-	lc := lock.Config{Recipe: *recipe, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName, Fencing: *fencing}
+	lc := lock.Config{Recipe: *recipe, ExecArgs: execArgs, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName, Fencing: *fencing}
 	if _, err := lock.Check(ctx, lc); err != nil {
 		return fail("bench: %v", err)
 	}

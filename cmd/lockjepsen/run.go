@@ -70,7 +70,8 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 		fs.Var(knob.Duration{D: d, Min: min}, flagName, usage)
 	}
 	fs.String("scenario", sc.Name, "named preset of faults and knobs (see above); the defaults shown are its values")
-	fs.Var(knob.Choice{S: &cfg.Recipe, Among: lock.Names()}, "recipe", "lock recipe: "+strings.Join(lock.Names(), ", "))
+	fs.Var(recipeFlag{&cfg.Recipe}, "recipe", recipeUsage)
+	fs.Var(execArgsFlag{&cfg.ExecArgs}, "exec-arg", "an argument for the --recipe exec:PATH program (repeat for more)")
 	fs.Var(knob.Choice{S: &cfg.Fence, Among: knob.FenceModes}, "fence", "resource fence: none, write or read-write")
 	fs.Var(knob.Choice{S: &cfg.FenceSource, Among: knob.FenceSources}, "fence-source", "where fence numbers come from: valkey (INCR with the acquire) or resource (the database's own sequence, asked for after the grant; works with any recipe)")
 	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")

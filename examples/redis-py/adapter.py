@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""lockjepsen exec adapter (docs/protocol.md, version 1): redis-py's Lock, with
+its own Lua scripts, against Valkey through Sentinel.
+
+    lockjepsen client-test examples/redis-py/adapter.py
+    lockjepsen run --scenario failover-race --recipe exec:examples/redis-py/adapter.py --fence none
+
+Debian's python3-redis (4.3.4) is enough: apt-get install python3-redis.
+Requests are served by a small thread pool, so an extend never waits behind a
+slow acquire; answers are matched by id. Logs go to stderr.
+"""
+import json
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from redis.exceptions import (ConnectionError, LockNotOwnedError, RedisError,
+                              ResponseError, TimeoutError)
+from redis.lock import Lock
+from redis.sentinel import Sentinel
+
+op_timeout = int(os.environ.get("LOCKJEPSEN_OP_TIMEOUT_MS", "1000")) / 1000
+sentinels = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1]))
+             for a in os.environ["LOCKJEPSEN_SENTINELS"].split(",")]
+# No retries: a retried SET NX after a lost reply would hide an unknown outcome.
+valkey = Sentinel(sentinels, socket_timeout=op_timeout).master_for(
+    os.environ["LOCKJEPSEN_MASTER_SET"], socket_timeout=op_timeout,
+    socket_connect_timeout=op_timeout, retry_on_timeout=False)
+out = threading.Lock()
+
+
+def lock(key, ttl_ms, token=None):
+    # thread_local=False: the grant is extended and released from other threads.
+    lk = Lock(valkey, key, timeout=ttl_ms / 1000, thread_local=False)
+    if token is not None:
+        lk.local.token = token.encode()  # a grant made by an earlier request
+    return lk
+
+
+def serve(req):
+    op, key, token = req["op"], req.get("key"), req.get("token")
+    ttl_ms = req.get("ttl_ms", 1000)
+    if op == "init":  # sent once, before any operation: answer when ready
+        return {"type": "ok"}
+    if op == "acquire":
+        if lock(key, ttl_ms).acquire(blocking=False, token=token):
+            return {"type": "ok"}
+        return {"type": "fail", "error": "SET NX PX: held by another client"}
+    if op == "extend":
+        lock(key, ttl_ms, token).extend(ttl_ms / 1000, replace_ttl=True)
+        return {"type": "ok"}
+    if op == "release":
+        lock(key, ttl_ms, token).release()
+        return {"type": "ok"}
+    return {"type": "fail", "error": "unknown op " + op}
+
+
+def answer(req):
+    try:
+        rep = serve(req)
+    except LockNotOwnedError as e:  # the script returned 0: not this token's lock
+        rep = {"type": "fail", "error": str(e), "not_held": True}
+    except ResponseError as e:  # an error reply (READONLY, NOSCRIPT...): nothing done
+        rep = {"type": "fail", "error": str(e)}
+    except TimeoutError as e:  # sent, no reply: unknown
+        rep = {"type": "info", "error": "timeout: %s" % e}
+    except ConnectionError as e:
+        # A failed connect (or no primary known) sent nothing; a connection
+        # lost mid-command may have run it.
+        nothing_sent = "connecting to" in str(e) or "master" in str(e).lower()
+        rep = {"type": "fail" if nothing_sent else "info", "error": str(e)}
+    except RedisError as e:
+        rep = {"type": "info", "error": "%s: %s" % (type(e).__name__, e)}
+    rep["id"] = req["id"]
+    line = json.dumps(rep) + "\n"
+    with out:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def main():
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for line in sys.stdin:
+            if line.strip():
+                pool.submit(answer, json.loads(line))
+
+
+if __name__ == "__main__":
+    main()

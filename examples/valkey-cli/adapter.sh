@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# lockjepsen exec adapter (docs/protocol.md, version 1) over valkey-cli, with
+# Valkey 9's native lock commands exactly as the seed article prints them:
+#   acquire   SET key token NX PX ttl
+#   extend    SET key token IFEQ token PX ttl
+#   release   DELIFEQ key token
+# Every operation asks a Sentinel for the current primary first, then sends one
+# command; requests run concurrently (one background job each), answers are
+# one printf each, so lines never interleave.
+#   lockjepsen client-test examples/valkey-cli/adapter.sh
+#   lockjepsen run --scenario failover-race --recipe exec:examples/valkey-cli/adapter.sh --fence none
+set -u
+CLI=${LOCKJEPSEN_VALKEY_CLI:-valkey-cli}
+IFS=, read -ra SENTINELS <<<"$LOCKJEPSEN_SENTINELS"
+SET_NAME=$LOCKJEPSEN_MASTER_SET
+MS=${LOCKJEPSEN_OP_TIMEOUT_MS:-1000}
+printf -v T '%d.%03d' $((MS / 1000)) $((MS % 1000)) # seconds, for timeout(1)
+
+answer() { printf '%s\n' "$1"; }
+
+# primary sets HOST and PORT from the first Sentinel that knows the primary.
+primary() {
+  local s out
+  for s in "${SENTINELS[@]}"; do
+    out=$(timeout "$T" "$CLI" -h "${s%:*}" -p "${s##*:}" SENTINEL get-master-addr-by-name "$SET_NAME" 2>/dev/null) || continue
+    HOST=${out%%$'\n'*} PORT=${out##*$'\n'}
+    [[ -n $HOST && $PORT =~ ^[0-9]+$ ]] && return 0
+  done
+  return 1
+}
+
+# cmd runs one command on the primary; sets REPLY and RC (124: timed out).
+cmd() {
+  if ! primary; then REPLY="no Sentinel knows the primary" RC=1; return; fi
+  REPLY=$(timeout "$T" "$CLI" -h "$HOST" -p "$PORT" "$@" 2>&1)
+  RC=$?
+}
+
+# outcome maps what valkey-cli printed to ok / fail / info. want is the reply
+# that means success (OK or 1); a nil ("") or 0 means the server refused.
+outcome() {
+  local id=$1 want=$2 notheld=$3
+  if ((RC == 124)); then
+    answer "{\"id\":$id,\"type\":\"info\",\"error\":\"no reply within ${MS} ms\"}"
+  elif ((RC != 0)); then
+    # Could not connect: nothing was sent.
+    [[ $REPLY == *"Could not connect"* ]] && answer "{\"id\":$id,\"type\":\"fail\",\"error\":\"${REPLY//\"/\'}\"}" \
+      || answer "{\"id\":$id,\"type\":\"info\",\"error\":\"${REPLY//\"/\'}\"}"
+  elif [[ $REPLY == "$want" ]]; then
+    answer "{\"id\":$id,\"type\":\"ok\"}"
+  elif [[ $REPLY == "" || $REPLY == 0 ]]; then
+    answer "{\"id\":$id,\"type\":\"fail\",\"error\":\"$4 returned ${REPLY:-nil}\"$notheld}"
+  elif [[ $REPLY =~ ^[A-Z]+\  ]]; then
+    answer "{\"id\":$id,\"type\":\"fail\",\"error\":\"${REPLY//\"/\'}\"}" # an error reply: the server did nothing
+  else
+    answer "{\"id\":$id,\"type\":\"info\",\"error\":\"unexpected reply ${REPLY//\"/\'}\"}"
+  fi
+}
+
+handle() {
+  local line=$1 id op key tok ttl
+  [[ $line =~ \"id\":([0-9]+) ]] && id=${BASH_REMATCH[1]} || return
+  [[ $line =~ \"op\":\"([a-z]+)\" ]] && op=${BASH_REMATCH[1]}
+  [[ $line =~ \"key\":\"([^\"]*)\" ]] && key=${BASH_REMATCH[1]}
+  [[ $line =~ \"token\":\"([^\"]*)\" ]] && tok=${BASH_REMATCH[1]}
+  [[ $line =~ \"ttl_ms\":([0-9]+) ]] && ttl=${BASH_REMATCH[1]}
+  case $op in
+  init) answer "{\"id\":$id,\"type\":\"ok\"}" ;;
+  acquire) cmd SET "$key" "$tok" NX PX "$ttl"; outcome "$id" OK "" "SET NX PX" ;;
+  extend) cmd SET "$key" "$tok" IFEQ "$tok" PX "$ttl"; outcome "$id" OK ',"not_held":true' "SET IFEQ PX" ;;
+  release) cmd DELIFEQ "$key" "$tok"; outcome "$id" 1 ',"not_held":true' "DELIFEQ" ;;
+  *) answer "{\"id\":$id,\"type\":\"fail\",\"error\":\"unknown op $op\"}" ;;
+  esac
+}
+
+while IFS= read -r line; do
+  handle "$line" &
+done
+wait

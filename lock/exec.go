@@ -1,0 +1,326 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// Exec is the recipe that runs the user's own lock client: exec:PATH.
+const Exec = "exec"
+
+// ExecProgram returns the program of an exec:PATH recipe name, or "" when the
+// name is not one.
+func ExecProgram(recipe string) string {
+	p, found := strings.CutPrefix(recipe, Exec+":")
+	if !found {
+		return ""
+	}
+	return p
+}
+
+// checkProgram refuses an exec recipe whose program cannot be started.
+func checkProgram(recipe string) error {
+	p := ExecProgram(recipe)
+	if p == "" {
+		return fmt.Errorf("recipe %q: name the program, exec:PATH (docs/protocol.md)", recipe)
+	}
+	if !strings.Contains(p, "/") {
+		p = "./" + p // a bare name is a file here, as in the run's folder, not a PATH lookup
+	}
+	if _, err := exec.LookPath(p); err != nil {
+		return fmt.Errorf("recipe %s: %v (the program must be an executable file)", recipe, err)
+	}
+	return nil
+}
+
+// KeyPrefix starts every lock key lockjepsen asks for: lock:{name}.
+const KeyPrefix = "lock:"
+
+// execLock speaks docs/protocol.md to a program started per client. The
+// program is this process's child in its process group, so a SIGSTOP or
+// SIGKILL of the client's group reaches it, and it dies with the client
+// (parent-death signal).
+type execLock struct {
+	cfg  Config
+	cmd  *exec.Cmd
+	conn *execConn
+	done chan struct{} // closed when the program has exited
+
+	mu     sync.Mutex
+	tokens map[string]string // caller's token → the token the program stored
+}
+
+// ExecEnv is the environment an exec program gets on top of lockjepsen's own.
+func ExecEnv(cfg Config) []string {
+	ms := cfg.MasterSet
+	if ms == "" {
+		ms = "lockjepsen"
+	}
+	rate := cfg.ClockRate
+	if rate == 0 {
+		rate = 1
+	}
+	opTimeout := cfg.OpTimeout
+	if opTimeout <= 0 {
+		opTimeout = time.Second // the client's default (workload.ClientConfig.OpTimeout)
+	}
+	env := []string{
+		"LOCKJEPSEN_PROTOCOL=" + strconv.Itoa(ProtocolVersion),
+		"LOCKJEPSEN_SENTINELS=" + strings.Join(cfg.Sentinels, ","),
+		"LOCKJEPSEN_MASTER_SET=" + ms,
+		"LOCKJEPSEN_KEY_PREFIX=" + KeyPrefix,
+		"LOCKJEPSEN_TTL_MS=" + strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
+		"LOCKJEPSEN_OP_TIMEOUT_MS=" + strconv.FormatInt(opTimeout.Milliseconds(), 10),
+		"LOCKJEPSEN_CLIENT=" + strconv.Itoa(cfg.Client),
+		"LOCKJEPSEN_CLOCK_OFFSET_NS=" + strconv.FormatInt(int64(cfg.ClockOffsetMs*float64(time.Millisecond)), 10),
+		"LOCKJEPSEN_CLOCK_RATE=" + strconv.FormatFloat(rate, 'g', -1, 64),
+	}
+	if cfg.Addr != "" {
+		env = append(env, "LOCKJEPSEN_ADDR="+cfg.Addr)
+	}
+	if cli := valkeyCLI(); cli != "" {
+		env = append(env, "LOCKJEPSEN_VALKEY_CLI="+cli)
+	}
+	return env
+}
+
+// valkeyCLI finds valkey-cli the way the cluster finds its binaries:
+// $LOCKJEPSEN_VALKEY_BIN, the directory scripts/setup.sh recorded, PATH.
+func valkeyCLI() string {
+	if p := os.Getenv("LOCKJEPSEN_VALKEY_CLI"); p != "" {
+		return p
+	}
+	dirs := []string{os.Getenv("LOCKJEPSEN_VALKEY_BIN")}
+	cache := os.Getenv("LOCKJEPSEN_CACHE")
+	if cache == "" {
+		cache = "/var/cache/lockjepsen"
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, "env")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, found := strings.CutPrefix(line, "LOCKJEPSEN_VALKEY_BIN="); found {
+				dirs = append(dirs, strings.TrimSpace(v))
+			}
+		}
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if p := filepath.Join(d, "valkey-cli"); fileExists(p) {
+			return p
+		}
+	}
+	p, _ := exec.LookPath("valkey-cli")
+	return p
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func openExec(cfg Config) (Lock, error) {
+	prog := ExecProgram(cfg.Recipe)
+	path := prog
+	if !strings.Contains(path, "/") {
+		path = "./" + path
+	}
+	cmd := exec.Command(path, cfg.ExecArgs...)
+	// No Setpgid: the program stays in the client's process group, so the
+	// nemesis's SIGSTOP of the group stops it too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = append(os.Environ(), ExecEnv(cfg)...)
+	cmd.Stderr = os.Stderr // the client's diagnostics log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", prog, err)
+	}
+	l := &execLock{cfg: cfg, cmd: cmd, conn: newExecConn(prog, stdin), done: make(chan struct{}), tokens: map[string]string{}}
+	go func() {
+		rerr := l.conn.read(stdout)
+		// Wait after stdout is drained, as os/exec requires.
+		werr := cmd.Wait()
+		if errors.Is(rerr, errExited) {
+			status := "exit 0"
+			if werr != nil {
+				status = werr.Error()
+			}
+			l.conn.fatal(fmt.Errorf("%s closed its stdout while lockjepsen was still using it (%s); its stderr is in the client's log", prog, status))
+		}
+		close(l.done)
+	}()
+	// init, as in Maelstrom: the program answers once it is ready (an
+	// interpreter may take a while to start on a loaded machine), so that no
+	// operation's timeout is spent waiting for it to load.
+	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
+	defer cancel()
+	rep, err := l.conn.call(ctx, execRequest{Op: "init", Protocol: ProtocolVersion})
+	if err == nil && rep.Type != "ok" {
+		err = fmt.Errorf("init answered %s: %s", rep.Type, rep.Error)
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("%s did not get ready: %w", prog, err)
+	}
+	return l, nil
+}
+
+// initTimeout bounds a program's start, up to its answer to init.
+const initTimeout = 30 * time.Second
+
+func (l *execLock) Recipe() string                      { return l.cfg.Recipe }
+func (l *execLock) SelfRenewing() bool                  { return false }
+func (l *execLock) Lost(string, string) <-chan struct{} { return nil }
+func (l *execLock) Observe(Observer)                    {}
+
+// SafeRelease: the protocol requires a release that checks the token.
+func (l *execLock) SafeRelease() bool { return true }
+
+// Broken is closed when the program broke the protocol or exited; Err says
+// how. The client then stops: a run cannot go on with a client it cannot
+// trust.
+func (l *execLock) Broken() <-chan struct{} { return l.conn.broken }
+
+// Err is the protocol error or exit that broke the program, or nil.
+func (l *execLock) Err() error { return l.conn.Err() }
+
+// Close closes the program's stdin (end of requests), waits a second for it
+// to exit, then kills it.
+func (l *execLock) Close() {
+	l.conn.mu.Lock()
+	l.conn.closing = true
+	l.conn.mu.Unlock()
+	if c, ok := l.conn.w.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	select {
+	case <-l.done:
+		return
+	case <-time.After(time.Second):
+	}
+	_ = l.cmd.Process.Kill()
+	<-l.done
+}
+
+func (l *execLock) progToken(token string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, found := l.tokens[token]; found {
+		return t
+	}
+	return token
+}
+
+// outcome turns a reply (or the call's error) into a Result.
+func (l *execLock) outcome(op string, rep execReply, err error) Result {
+	if err != nil {
+		return Result{history.Info, err}
+	}
+	msg := rep.Error
+	if msg == "" {
+		msg = op + " " + rep.Type
+	}
+	switch rep.Type {
+	case "ok":
+		return ok()
+	case "fail":
+		if rep.NotHeld {
+			return fail(fmt.Errorf("%s (%w)", msg, ErrNotHeld))
+		}
+		return fail(errors.New(msg))
+	}
+	return Result{history.Info, errors.New(msg)}
+}
+
+func (l *execLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (int64, Result) {
+	rep, err := l.conn.call(ctx, execRequest{Op: "acquire", Key: key, Token: token, TTLMs: ttl.Milliseconds()})
+	r := l.outcome("acquire", rep, err)
+	if !r.Ok() {
+		return 0, r
+	}
+	if l.cfg.Fencing && rep.Fence <= 0 {
+		perr := &ProtocolError{Program: ExecProgram(l.cfg.Recipe), Line: 0, Text: fmt.Sprintf("ok acquire of %s", key),
+			Why: "fencing is on (--fence) but the ok acquire carries no \"fence\""}
+		l.conn.fatal(perr)
+		return 0, Result{history.Info, perr}
+	}
+	if rep.Token != "" && rep.Token != token {
+		l.mu.Lock()
+		l.tokens[token] = rep.Token
+		l.mu.Unlock()
+	}
+	return rep.Fence, r
+}
+
+func (l *execLock) Extend(ctx context.Context, key, token string, ttl time.Duration) Result {
+	rep, err := l.conn.call(ctx, execRequest{Op: "extend", Key: key, Token: l.progToken(token), TTLMs: ttl.Milliseconds()})
+	return l.outcome("extend", rep, err)
+}
+
+func (l *execLock) Release(ctx context.Context, key, token string) Result {
+	rep, err := l.conn.call(ctx, execRequest{Op: "release", Key: key, Token: l.progToken(token)})
+	l.mu.Lock()
+	delete(l.tokens, token)
+	l.mu.Unlock()
+	return l.outcome("release", rep, err)
+}
+
+// Breakable is a Lock that can break for good (an exec program that broke
+// the protocol or exited): Broken is closed then, and Err says why.
+type Breakable interface {
+	Broken() <-chan struct{}
+	Err() error
+}
+
+// probeExec starts the program once, acquires and releases a probe key, and
+// refuses the run when fencing is asked for and the program returns no fence.
+// The runner calls it (through Check) before any client starts, so a program
+// that cannot start or speak is named before the run, not in its middle.
+func probeExec(ctx context.Context, cfg Config) error {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 2 * time.Second
+	}
+	l, err := openExec(cfg)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	key, tok := KeyPrefix+"{lockjepsen-probe-"+NewToken()[:8]+"}", NewToken()
+	// Its own budget, not the capability check's few seconds: on a loaded
+	// machine an interpreter's first connection can take a while.
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	fencing := cfg.Fencing
+	l.(*execLock).cfg.Fencing = false
+	fence, r := l.Acquire(octx, key, tok, 2*time.Second)
+	if r.Ok() {
+		_ = l.Release(octx, key, tok)
+	}
+	if err := l.(*execLock).Err(); err != nil {
+		return err
+	}
+	if !r.Ok() {
+		return fmt.Errorf("%s: the probe acquire of a free key ended %s: %v (lockjepsen client-test %s checks an adapter step by step)",
+			ExecProgram(cfg.Recipe), r.Outcome, r.Err, ExecProgram(cfg.Recipe))
+	}
+	if fencing && fence <= 0 {
+		return fmt.Errorf("%s returns no \"fence\" with an ok acquire, and the resource's fence needs one: use --fence none, or return fences (docs/protocol.md)",
+			ExecProgram(cfg.Recipe))
+	}
+	return nil
+}
