@@ -19,6 +19,12 @@ type Config struct {
 	Sentinels []string `json:"sentinels,omitempty"`
 	MasterSet string   `json:"master_set,omitempty"`
 	Addr      string   `json:"addr,omitempty"`
+	// Addrs are the redlock topology's N independent primaries: the redlock
+	// recipe and redsync (one pool per node) talk to every one.
+	Addrs []string `json:"addrs,omitempty"`
+	// DriftFactor is Redlock's clock drift factor (validity = TTL − elapsed −
+	// TTL·factor − 2ms); 0: DefaultDriftFactor.
+	DriftFactor float64 `json:"drift_factor,omitempty"`
 
 	// Fencing draws a fencing token with every acquire:
 	// MULTI; SET lock:{name} tok NX PX ttl; INCR fence:{name}; EXEC.
@@ -95,6 +101,9 @@ var recipes = []Recipe{
 	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe},
 	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync},
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock},
+	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock},
+	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire},
+	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones.
@@ -129,7 +138,7 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return err
 	}
-	if len(c.Sentinels) == 0 && c.Addr == "" {
+	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
 	}
 	if !spec.Ours {
@@ -169,6 +178,13 @@ func Open(cfg Config) (Lock, error) {
 // record; client-side caching is off because locks never read through it.
 func (c *Config) clientOption() valkey.ClientOption {
 	o := valkey.ClientOption{DisableRetry: true, DisableCache: true}
+	if c.Addr == "" && len(c.Addrs) > 0 {
+		// The redlock topology: every node runs the same server, so the
+		// capability check asks the first.
+		o.InitAddress = []string{c.Addrs[0]}
+		o.ForceSingleClient = true
+		return o
+	}
 	if c.Addr != "" {
 		o.InitAddress = []string{c.Addr}
 		o.ForceSingleClient = true
