@@ -40,6 +40,9 @@ type Needs struct {
 	Replicas int    // replicas in the topology (a failover needs one to promote)
 	FakeTime bool   // nodes under libfaketime (the runner turns it on)
 	Runtime  string // "" any, else the only runtime that can inject it
+	// Topology is "" for the Sentinel topology, "redlock" for Redlock's N
+	// independent primaries, "any" for client-side faults (redlock.go).
+	Topology string
 }
 
 // Mark is one fault event of the history: Event begins an interval that the

@@ -99,6 +99,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(knob.Int{N: &cfg.Cluster.Replicas, Min: 0, Max: 8}, "replicas", "replicas of the primary")
 	fs.Var(knob.Int{N: &cfg.Cluster.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
 	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
+	redlockFlags(fs, &cfg)
 	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
 	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
