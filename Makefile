@@ -15,8 +15,15 @@ setup:
 	@bash scripts/setup.sh >/dev/null
 
 ## setup-ci: setup plus what the tests need (PostgreSQL, bookworm's redis-server 7.0, Chromium)
+## and the two extra Valkey builds of setup-builds
 setup-ci:
 	@bash scripts/setup.sh --ci >/dev/null
+
+## setup-builds: setup plus the Lua-less Valkey 9.1.2 (--valkey-build nolua) and Valkey 8.1.1
+## (--mixed-versions), each built once from Debian's source packages into the cache
+.PHONY: setup-builds
+setup-builds:
+	@bash scripts/setup.sh --builds >/dev/null
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockjepsen

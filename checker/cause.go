@@ -66,14 +66,6 @@ func targetClient(e history.Event) int {
 	return e.Client
 }
 
-// Priority among causes when several faults surround one violation: the
-// faults that can make a correct-looking server hand out a lock twice come
-// first, those that only make a client outlive its lease after.
-var causeRank = map[string]int{
-	"fast-restart": 0, "failover": 1, "split-brain": 2, "server-clock": 3,
-	"client-pause": 4, "client-clock": 5,
-}
-
 // attribute names the cause of a violation in [from, to] involving the given
 // clients. A double grant is blamed on a server-side fault; a lease that
 // expired under a client is blamed on that client's pause or clock. slack
@@ -97,8 +89,7 @@ func attribute(fs []fault, from, to, slack int64, clients []int, doubleGrant boo
 		if f.client >= 0 && !contains(clients, f.client) {
 			continue // a pause of an uninvolved client explains nothing here
 		}
-		isClient := c == "client-pause" || c == "client-clock"
-		if doubleGrant && isClient {
+		if cc, _ := nemesis.LookupCause(c); doubleGrant && cc.Client {
 			continue
 		}
 		cs = append(cs, cand{c, f})
@@ -125,15 +116,18 @@ func attribute(fs []fault, from, to, slack int64, clients []int, doubleGrant boo
 	return cs[0].cause, names
 }
 
+// causePriority orders the causes in force (nemesis.Cause's rank): the
+// faults that can make a correct-looking server hand out a lock twice come
+// first, those that only make a client outlive its lease after.
 func causePriority(cause string, doubleGrant bool) int {
-	r, ok := causeRank[cause]
+	c, ok := nemesis.LookupCause(cause)
 	if !ok {
-		r = 10
+		return 100
 	}
-	if !doubleGrant && (cause == "client-pause" || cause == "client-clock") {
-		r -= 10 // an honest expiry is explained first by the client that overslept
+	if !doubleGrant && c.Client {
+		return c.Rank - 100 // an honest expiry is explained first by the client that overslept
 	}
-	return r
+	return c.Rank
 }
 
 func contains(xs []int, x int) bool {

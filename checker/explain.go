@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // The explanations are read by workshop attendees: one or two sentences, times
@@ -15,19 +17,8 @@ func causeClause(cause string, faults []string) string {
 	if len(faults) > 0 {
 		where = " (" + strings.Join(faults[:min(len(faults), 3)], ", ") + ")"
 	}
-	switch cause {
-	case "failover":
-		return "It happened around a failover" + where + ": the promoted replica never received the first grant, so it handed the lock out again."
-	case "fast-restart":
-		return "It happened around a fast restart" + where + ": the primary came back empty before Sentinel noticed, forgot the first grant and granted again."
-	case "split-brain":
-		return "It happened while a primary was paused or cut off" + where + ": two nodes acted as primary and each granted the lock (split brain)."
-	case "server-clock":
-		return "It happened around a server clock change" + where + ": the server's clock jumped, so the first lease expired early."
-	case "client-pause":
-		return "The first client had been paused" + where + " longer than its lease, so its lease expired honestly while it still believed it held the lock."
-	case "client-clock":
-		return "The first client's clock was skewed" + where + ", so it believed its lease lasted longer than it did."
+	if c, ok := nemesis.LookupCause(cause); ok {
+		return fmt.Sprintf(c.Text, where)
 	}
 	return "No injected fault was in force at the time, which points at the lock recipe, the server, or a client slower than its lease."
 }

@@ -19,6 +19,21 @@ type Binaries struct {
 	Server, Sentinel, CLI, Benchmark string
 	Version                          string // e.g. 9.1.2
 	FaketimeLib                      string // empty when libfaketime is not installed
+	// NoLuaServer and OldServer are the extra builds setup.sh --builds makes
+	// (9.x with BUILD_LUA=no, and 8.1); empty when not built.
+	NoLuaServer, OldServer string
+	OldVersion             string
+}
+
+// ServerFor is the server binary a node runs under cfg.
+func (b Binaries) ServerFor(cfg Config, node string) string {
+	switch {
+	case node == cfg.OldNode():
+		return b.OldServer
+	case cfg.Build == "nolua":
+		return b.NoLuaServer
+	}
+	return b.Server
 }
 
 // FindBinaries locates Valkey 9: $LOCKJEPSEN_VALKEY_BIN, then the directory
@@ -68,7 +83,30 @@ func FindBinaries() (Binaries, error) {
 		b.Sentinel = b.Server
 	}
 	b.FaketimeLib = findFaketime(env)
+	b.NoLuaServer = extraServer(env, "LOCKJEPSEN_VALKEY_NOLUA_BIN")
+	if b.OldServer = extraServer(env, "LOCKJEPSEN_VALKEY_OLD_BIN"); b.OldServer != "" {
+		b.OldVersion, _ = ServerVersion(b.OldServer)
+	}
 	return b, nil
+}
+
+// extraServer finds an extra build's valkey-server from the environment or
+// setup.sh's env file; "" when it is not there.
+func extraServer(env map[string]string, key string) string {
+	for _, d := range []string{os.Getenv(key), env[key]} {
+		if d == "" {
+			continue
+		}
+		if p := filepath.Join(d, "valkey-server"); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 var versionRE = regexp.MustCompile(`v=([0-9]+\.[0-9]+\.[0-9]+)`)
@@ -134,6 +172,12 @@ func readSetupEnv() map[string]string {
 func (b Binaries) Check(cfg Config) error {
 	if cfg.FakeTime && cfg.runtime() == "local" && b.FaketimeLib == "" {
 		return fmt.Errorf("clock faults need libfaketime, which is not installed: run 'make setup' (or apt-get install libfaketime)")
+	}
+	if cfg.Build == "nolua" && b.NoLuaServer == "" {
+		return fmt.Errorf("--valkey-build nolua needs the Lua-less build: run 'make setup-builds' (about two minutes, once)")
+	}
+	if cfg.OldReplica && b.OldServer == "" {
+		return fmt.Errorf("--mixed-versions needs the Valkey 8.1 build: run 'make setup-builds' (about two minutes, once)")
 	}
 	return nil
 }

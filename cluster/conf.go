@@ -28,6 +28,15 @@ func valkeyConf(c *Config, n *Node, port int, replicaOf string) string {
 	// restarted node rejoins quickly.
 	b.WriteString("repl-diskless-sync yes\nrepl-diskless-sync-delay 0\n")
 	b.WriteString("enable-debug-command local\n")
+	if old := c.OldNode(); old != "" {
+		// Sentinel promotes the replica with the lowest priority: the old
+		// build's node, so a failover lands the upgrade's weak spot.
+		prio := 100
+		if n.Name == old {
+			prio = 1
+		}
+		fmt.Fprintf(&b, "replica-priority %d\n", prio)
+	}
 	if replicaOf != "" {
 		h, p, _ := strings.Cut(replicaOf, ":")
 		fmt.Fprintf(&b, "replicaof %s %s\n", h, p)

@@ -34,6 +34,15 @@ type Config struct {
 	// clock can be moved at run time (SetClockOffset).
 	FakeTime bool
 
+	// Build picks the Valkey build every node runs: "" the default (9.x, with
+	// Lua), "nolua" the same version built with BUILD_LUA=no, where every
+	// EVAL-based lock fails. `make setup-ci` (setup.sh --builds) makes it.
+	Build string `json:"build,omitempty"`
+	// OldReplica runs the last replica on the old build (Valkey 8.1, no
+	// DELIFEQ) and makes it Sentinel's preferred candidate (replica-priority 1,
+	// the others 100): a rolling upgrade caught halfway.
+	OldReplica bool `json:"old_replica,omitempty"`
+
 	// Runtime is "local" (processes on loopback, the default) or "docker"
 	// (containers on a private network, partitions possible).
 	Runtime string `json:"runtime,omitempty"`
@@ -48,6 +57,25 @@ type Config struct {
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).
 	Detached bool
+}
+
+// Builds lists the Valkey builds a topology can run (--valkey-build).
+var Builds = []string{"default", "nolua"}
+
+func (c *Config) build() string {
+	if c.Build == "" {
+		return "default"
+	}
+	return c.Build
+}
+
+// OldNode is the node that runs the old build under OldReplica: the last
+// replica, so that the first primary stays on the new build.
+func (c *Config) OldNode() string {
+	if !c.OldReplica {
+		return ""
+	}
+	return fmt.Sprintf("valkey-%d", c.Replicas)
 }
 
 func (c *Config) runtime() string {
@@ -117,6 +145,15 @@ func (c *Config) Validate() error {
 	}
 	if err := knob.OneOf("runtime", c.runtime(), knob.Runtimes); err != nil {
 		return err
+	}
+	if err := knob.OneOf("valkey-build", c.build(), Builds); err != nil {
+		return err
+	}
+	if (c.Build != "" || c.OldReplica) && c.runtime() != "local" {
+		return fmt.Errorf("--valkey-build and --mixed-versions need --runtime local: the docker image carries the default build only")
+	}
+	if c.OldReplica && c.Replicas < 1 {
+		return fmt.Errorf("--mixed-versions runs one replica on the old build: want --replicas 1 or more")
 	}
 	if c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+c.Replicas+c.Sentinels+1 > 65535) {
 		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-c.Replicas-c.Sentinels-1)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/valkey-io/valkey-go"
 	"sync"
 	"syscall"
 	"time"
@@ -270,7 +272,7 @@ func (l *Local) writeConfig(n Node, asReplica bool) error {
 func (l *Local) start(name string) error {
 	n, _ := l.Node(name)
 	conf := filepath.Join(n.Dir, "node.conf")
-	bin, args := l.bins.Server, []string{conf}
+	bin, args := l.bins.ServerFor(l.cfg, name), []string{conf}
 	if n.Kind == RoleSentinel {
 		bin, args = l.bins.Sentinel, []string{conf, "--sentinel"}
 	}
@@ -513,11 +515,28 @@ func (l *Local) Command(ctx context.Context, name string, args ...string) (strin
 	if err != nil {
 		return "", err
 	}
+	m, err := r.ToMessage()
+	if err != nil {
+		return "", err
+	}
+	return replyText(m), nil
+}
+
+// replyText renders a reply as text: strings and numbers as they are, arrays
+// flattened one element a line (SENTINEL REPLICAS gives field, value, ...).
+func replyText(r valkey.ValkeyMessage) string {
 	if s, err := r.ToString(); err == nil {
-		return s, nil
+		return s
 	}
 	if i, err := r.AsInt64(); err == nil {
-		return fmt.Sprint(i), nil
+		return fmt.Sprint(i)
 	}
-	return "", nil
+	if arr, err := r.ToArray(); err == nil {
+		parts := make([]string, len(arr))
+		for i, e := range arr {
+			parts[i] = replyText(e)
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
 }

@@ -56,14 +56,54 @@ type Mark struct {
 // grant a lock twice to the client-side ones that only make a client outlive
 // its lease.
 const (
-	CauseFastRestart = "fast-restart"
-	CauseFailover    = "failover"
-	CauseSplitBrain  = "split-brain"
-	CauseServerClock = "server-clock"
-	CauseReplication = "replication"
-	CauseClientPause = "client-pause"
-	CauseClientClock = "client-clock"
+	CauseFastRestart  = "fast-restart"
+	CauseReplicaClock = "replica-clock"
+	CauseFailover     = "failover"
+	CauseSplitBrain   = "split-brain"
+	CauseServerClock  = "server-clock"
+	CauseReplication  = "replication"
+	CauseClientPause  = "client-pause"
+	CauseClientClock  = "client-clock"
 )
+
+// Cause is what a violation is blamed on: its rank among causes in force
+// together (lower wins: the faults that can make a correct-looking server
+// hand a lock out twice before those that only make a client outlive its
+// lease), whether it is the client's own doing, and the sentence that tells
+// a reader what happened.
+type Cause struct {
+	Name   string
+	Rank   int
+	Client bool
+	// Text follows "It happened around ..." style; %s is where the faults
+	// in force are named.
+	Text string
+}
+
+var causes = []Cause{
+	{CauseFastRestart, 0, false, "It happened around a fast restart%s: the primary came back empty before Sentinel noticed, forgot the first grant and granted again."},
+	{CauseReplicaClock, 1, false, "It happened after a failover to a replica whose wall clock ran ahead%s: the lock reached it as an absolute expiry time (SET ... PX travels as PXAT), so on its clock the lease was already over and it granted the lock again."},
+	{CauseFailover, 2, false, "It happened around a failover%s: the promoted replica never received the first grant, so it handed the lock out again."},
+	{CauseSplitBrain, 3, false, "It happened while a primary was paused or cut off%s: two nodes acted as primary and each granted the lock (split brain)."},
+	{CauseServerClock, 4, false, "It happened around a server clock change%s: the server's clock jumped, so the first lease expired early."},
+	{CauseReplication, 5, false, "It happened while the replicas were paused%s: writes were acknowledged that no replica had copied."},
+	{CauseClientPause, 6, true, "The first client had been paused%s longer than its lease, so its lease expired honestly while it still believed it held the lock."},
+	{CauseClientClock, 7, true, "The first client's clock was skewed%s, so it believed its lease lasted longer than it did."},
+	{CauseNodeRestart, 0, false, "It happened around a node restart%s: the node came back without the lock it had granted (no persistence), so another client found a majority free."},
+	{CausePartialPartition, 8, false, "It happened while the clients reached different majorities of the nodes%s."},
+	{CauseClientCrash, 9, true, "A client crashed%s in the middle of its lock's life."},
+}
+
+// LookupCause finds a cause by name; false for "none", "unknown" and names
+// no fault gives.
+func LookupCause(name string) (Cause, bool) {
+	for _, c := range causes {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Cause{}, false
+}
 
 // Lookup finds a fault by name; the error lists the known ones.
 func Lookup(name string) (*Fault, error) {

@@ -81,7 +81,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err != nil {
 		return "", ExitCannot, fmt.Errorf("check %s: %w", dir, err)
 	}
-	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), res); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, events, cfg.TTL)); err != nil {
 		return "", ExitCannot, err
 	}
 	sum := summarize(dir, res, cfg, hasCfg)

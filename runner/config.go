@@ -10,6 +10,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	// subcommands the run starts; default: this executable.
 	Exe      string   `json:"-"`
 	Versions Versions `json:"versions"`
+
+	// Metrics, when set, is fed every history event as it is written
+	// (--metrics-addr); nil: no metrics.
+	Metrics *metrics.Run `json:"-"`
 }
 
 // Versions records what a run ran on.
@@ -75,6 +80,7 @@ func FromScenario(s scenario.Scenario) Config {
 	}
 	c.Cluster.FakeTime = s.FakeTime
 	fromRedlockScenario(&c, s)
+	c.Cluster.OldReplica = s.OldReplica
 	return c
 }
 

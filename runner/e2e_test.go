@@ -140,6 +140,10 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 		{"paused-client", func(c *Config) { c.Fence = "none" }, 1},
 		{"paused-client", func(c *Config) { c.Recipe = "unsafe"; c.Fence = "none" }, 1},
 		{"clock-jump", nil, 1},
+		// A promoted replica judges PXAT times by its own clock: ahead, it
+		// grants again; behind, locks only live longer.
+		{"skewed-replica", nil, 1},
+		{"skewed-replica-behind", nil, 0},
 	}
 	for _, tt := range tests {
 		cfg := config(t, tt.scenario, tt.mutate)

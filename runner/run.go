@@ -81,6 +81,7 @@ func (r *run) record(e history.Event) {
 		_, _ = r.nem.Write(written)
 	}
 	r.track.observe(written)
+	r.cfg.Metrics.Observe(written)
 }
 
 // Keys returns the lock keys and the resource rows they protect.
@@ -200,6 +201,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 	phase(fmt.Sprintf("server: %s", caps))
+	// A failover can promote any replica: a node that cannot run the recipe
+	// (an 8.1 node without DELIFEQ halfway through a rolling upgrade) is
+	// warned about before the run, not discovered in its releases.
+	for _, w := range r.nodeCapabilityWarnings(ctx, lcfg) {
+		fmt.Fprintf(progress, "warning: %s\n", w)
+	}
 
 	phase(fmt.Sprintf("resource: fence mode %s, %s", cfg.Fence, backendName(cfg.ResourceDSN)))
 	if r.res, err = startResource(ctx, exe, cfg.Out, cfg.Fence, cfg.ResourceDSN, runs); err != nil {
@@ -252,6 +259,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	pumps.Wait()
 	r.auditPTTL(keys)
+	r.finalDoubleGrants()
 	r.finishLogs()
 
 	if nemErr != nil && !interrupted {
@@ -327,6 +335,7 @@ func (r *run) playSchedule(ctx context.Context) error {
 func (r *run) printProgress() {
 	r.track.drain(truetime.Now() - int64(time.Second))
 	ops, faults, suspects := r.track.counts()
+	r.cfg.Metrics.DoubleGrantsSeen(suspects)
 	el := time.Since(r.start)
 	line := fmt.Sprintf("  %5.1fs / %v   %6.0f ops/s   faults %d   double grants seen so far %d",
 		el.Seconds(), r.cfg.TimeLimit, float64(ops)/el.Seconds(), faults, suspects)
@@ -431,4 +440,24 @@ func shellJoin(args []string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// nodeCapabilityWarnings asks every Valkey node, not only the primary,
+// whether it can run the recipe, and says which cannot.
+func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []string {
+	var out []string
+	for _, n := range r.cluster.Nodes() {
+		if n.Kind == cluster.RoleSentinel || n.PID == 0 {
+			continue
+		}
+		c := lcfg
+		c.Sentinels, c.MasterSet, c.Addr = nil, "", n.Addr
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := lock.Check(cctx, c)
+		cancel()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s can become primary but %v; if a failover promotes it, those commands fail there", n.Name, err))
+		}
+	}
+	return out
 }

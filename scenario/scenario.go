@@ -29,6 +29,9 @@ type Scenario struct {
 	Interval  time.Duration `json:"interval_ns"` // mean gap between faults
 	Job       Job           `json:"job"`
 	FakeTime  bool          `json:"fake_time"` // nodes under libfaketime
+	// OldReplica runs one replica on Valkey 8.1 as Sentinel's preferred
+	// candidate (--mixed-versions).
+	OldReplica bool `json:"old_replica,omitempty"`
 	// Runtime, when set, is the only runtime that can carry the scenario out
 	// ("docker" for partitions); `lockjepsen run` refuses the others.
 	Runtime string `json:"runtime,omitempty"`
@@ -131,6 +134,32 @@ var all = map[string]Scenario{
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob, Runtime: "docker",
 		Expect: "lock invalid (double grant, split-brain)",
 		expect: always(LockIs(checker.Invalid), DoubleGrantBy("split-brain")),
+	},
+	"skewed-replica": {
+		Teaches: "a replica whose wall clock runs ahead is promoted: SET ... PX reached it as an absolute PXAT time, so on " +
+			"its clock the holder's lease is already over and it grants the lock again",
+		// The TTL outlasts the failover so that the holder's lease is still
+		// alive when the promoted clock calls it over.
+		Faults: []string{"replica-clock-ahead"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
+		TimeLimit: 30 * time.Second, Interval: 6 * time.Second, Job: longJob, FakeTime: true,
+		Expect: "lock invalid (double grant, replica-clock)",
+		expect: always(LockIs(checker.Invalid), DoubleGrantBy("replica-clock")),
+	},
+	"skewed-replica-behind": {
+		Teaches: "the same failover to a replica whose clock runs behind: locks outlive their TTL there, which costs " +
+			"availability but hands no lock out twice",
+		Faults: []string{"replica-clock-behind"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
+		TimeLimit: 30 * time.Second, Interval: 6 * time.Second, Job: longJob, FakeTime: true,
+		Expect: "lock valid",
+		expect: always(LockIs(checker.Valid)),
+	},
+	"rolling-upgrade": {
+		Teaches: "halfway through a rolling upgrade a failover promotes the replica still on Valkey 8.1: DELIFEQ is an " +
+			"unknown command there, releases fail and locks linger until their TTL",
+		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: shortJob, OldReplica: true,
+		Expect: "lock valid; releases fail on the 8.1 primary (unknown command)",
+		expect: always(LockIs(checker.Valid)),
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",

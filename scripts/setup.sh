@@ -11,7 +11,16 @@ CACHE="${LOCKJEPSEN_CACHE:-/var/cache/lockjepsen}"
 VALKEY_VERSION="${VALKEY_VERSION:-9.1.2}"
 PREFIX="$CACHE/valkey-$VALKEY_VERSION"
 CI_EXTRAS=0
-[[ "${1:-}" == "--ci" ]] && CI_EXTRAS=1
+BUILDS=0
+[[ "${1:-}" == "--ci" ]] && CI_EXTRAS=1 && BUILDS=1
+[[ "${1:-}" == "--builds" ]] && BUILDS=1
+# The deployments lessons need two more servers: the same Valkey without Lua
+# (BUILD_LUA=no, where every EVAL-based lock fails) and Valkey 8.1 (a rolling
+# upgrade's node without DELIFEQ). The demo needs neither, so plain setup skips
+# them: a newcomer's first `make demo` waits for one build, not three.
+NOLUA_PREFIX="$CACHE/valkey-$VALKEY_VERSION-nolua"
+OLD_VERSION="${VALKEY_OLD_VERSION:-8.1.1}"
+OLD_PREFIX="$CACHE/valkey-$OLD_VERSION"
 
 die() { echo "setup: $*" >&2; exit 2; }
 log() { echo "setup: $*" >&2; }
@@ -40,32 +49,39 @@ path_valkey_ok() {
   local m; m=$(valkey_major "$s"); [[ -n "$m" && "$m" -ge 9 ]]
 }
 
+# build_valkey VERSION SUITE PREFIX [MAKE ARGS...] builds Debian SUITE's valkey
+# source package at VERSION into PREFIX/bin, once.
 build_valkey() {
-  [[ -x "$PREFIX/bin/valkey-server" ]] && return 0
+  local version=$1 suite=$2 prefix=$3; shift 3
+  [[ -x "$prefix/bin/valkey-server" ]] && return 0
   command -v cc >/dev/null && command -v make >/dev/null || apt_install build-essential
   apt_install dpkg-dev pkg-config
   need_root_apt
-  local list=/etc/apt/sources.list.d/lockjepsen-sid-src.list
+  local list=/etc/apt/sources.list.d/lockjepsen-$suite-src.list
   if [[ ! -f $list ]]; then
-    # deb-src only: a binary deb line for sid would upgrade this machine's libc.
-    echo "deb-src http://deb.debian.org/debian sid main" > "$list"
+    # deb-src only: a binary deb line for a newer suite would upgrade this machine's libc.
+    echo "deb-src http://deb.debian.org/debian $suite main" > "$list"
     apt_updated=0
   fi
   if ((apt_updated == 0)); then apt-get update -qq >&2; apt_updated=1; fi
-  local src="$CACHE/src"
+  local src="$CACHE/src-$version-$suite"
   rm -rf "$src"; mkdir -p "$src"
-  log "fetching valkey source package from Debian sid"
-  (cd "$src" && apt-get source -qq --download-only "valkey=$VALKEY_VERSION*" >&2 2>/dev/null || apt-get source -qq --download-only valkey >&2)
+  log "fetching valkey $version source package from Debian $suite"
+  local full
+  full=$(apt-cache showsrc valkey 2>/dev/null | sed -n 's/^Version: //p' | grep -m1 "^$version[-+]") ||
+    die "Debian $suite has no valkey $version source package (apt-cache showsrc valkey lists what there is)"
+  (cd "$src" && apt-get source -qq --download-only "valkey=$full" >&2)
   (cd "$src" && dpkg-source -x --no-check ./*.dsc build >/dev/null)
-  log "building valkey (about two minutes on 2 cores)"
-  make -C "$src/build" -j"$(nproc)" BUILD_TLS=no USE_SYSTEMD=no >"$CACHE/build.log" 2>&1 || die "valkey build failed, see $CACHE/build.log"
-  mkdir -p "$PREFIX/bin.tmp"
+  log "building valkey $version $* (about two minutes on 2 cores)"
+  local blog="$CACHE/build-$(basename "$prefix").log"
+  make -C "$src/build" -j"$(nproc)" BUILD_TLS=no USE_SYSTEMD=no "$@" >"$blog" 2>&1 || die "valkey build failed, see $blog"
+  mkdir -p "$prefix/bin.tmp"
   for b in valkey-server valkey-sentinel valkey-cli valkey-benchmark; do
-    cp -L "$src/build/src/$b" "$PREFIX/bin.tmp/$b" 2>/dev/null || ln -sf valkey-server "$PREFIX/bin.tmp/$b"
+    cp -L "$src/build/src/$b" "$prefix/bin.tmp/$b" 2>/dev/null || ln -sf valkey-server "$prefix/bin.tmp/$b"
   done
   # valkey-sentinel is the server binary under another name.
-  [[ -x "$PREFIX/bin.tmp/valkey-sentinel" ]] || cp "$PREFIX/bin.tmp/valkey-server" "$PREFIX/bin.tmp/valkey-sentinel"
-  rm -rf "$PREFIX/bin"; mv "$PREFIX/bin.tmp" "$PREFIX/bin"
+  [[ -x "$prefix/bin.tmp/valkey-sentinel" ]] || cp "$prefix/bin.tmp/valkey-server" "$prefix/bin.tmp/valkey-sentinel"
+  rm -rf "$prefix/bin"; mv "$prefix/bin.tmp" "$prefix/bin"
   rm -rf "$src"
 }
 
@@ -73,7 +89,7 @@ mkdir -p "$CACHE"
 if path_valkey_ok; then
   VALKEY_BIN=$(dirname "$(command -v valkey-server)")
 else
-  build_valkey
+  build_valkey "$VALKEY_VERSION" sid "$PREFIX"
   VALKEY_BIN="$PREFIX/bin"
 fi
 m=$(valkey_major "$VALKEY_BIN/valkey-server")
@@ -89,10 +105,22 @@ fi
 FAKETIME_LIB=$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime.so.1$' || true)
 [[ -n "$FAKETIME_LIB" ]] || die "libfaketime.so.1 not found after install"
 
+EXTRA_ENV=""
+if ((BUILDS)); then
+  build_valkey "$VALKEY_VERSION" sid "$NOLUA_PREFIX" BUILD_LUA=no
+  build_valkey "$OLD_VERSION" trixie "$OLD_PREFIX"
+  EXTRA_ENV="LOCKJEPSEN_VALKEY_NOLUA_BIN=$NOLUA_PREFIX/bin
+LOCKJEPSEN_VALKEY_OLD_BIN=$OLD_PREFIX/bin"
+elif [[ -x "$NOLUA_PREFIX/bin/valkey-server" && -x "$OLD_PREFIX/bin/valkey-server" ]]; then
+  EXTRA_ENV="LOCKJEPSEN_VALKEY_NOLUA_BIN=$NOLUA_PREFIX/bin
+LOCKJEPSEN_VALKEY_OLD_BIN=$OLD_PREFIX/bin"
+fi
+
 # Written for the Makefile and the tests; lockjepsen finds the binaries the same way.
 cat > "$CACHE/env" <<ENV
 LOCKJEPSEN_VALKEY_BIN=$VALKEY_BIN
 LOCKJEPSEN_FAKETIME_LIB=$FAKETIME_LIB
+$EXTRA_ENV
 ENV
 log "valkey $("$VALKEY_BIN/valkey-server" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') in $VALKEY_BIN; libfaketime $FAKETIME_LIB"
 echo "$CACHE/env"

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
@@ -64,27 +64,6 @@ func (a *Acquires) add(b Acquires) {
 	for k, v := range b.RefusedBy {
 		a.RefusedBy[k] += v
 	}
-}
-
-// refusalReason sorts a failed acquire's error text. Contention is the only
-// failure that is the lock doing its job; every other fail is the cost of a
-// setting (or a fault) turning a would-be holder away.
-func refusalReason(msg string) string {
-	switch {
-	case strings.Contains(msg, "another client holds the lock"):
-		return "contention"
-	case strings.Contains(msg, "NOREPLICAS"):
-		return "noreplicas"
-	case strings.Contains(msg, "WAITAOF"):
-		return "waitaof"
-	case strings.Contains(msg, "WAIT "):
-		return "wait"
-	case strings.Contains(msg, "READONLY"):
-		return "readonly"
-	case strings.Contains(msg, "dial") || strings.Contains(msg, "connection refused") || strings.Contains(msg, "refused before sending"):
-		return "unreachable"
-	}
-	return "other"
 }
 
 // Trial is what the aggregates take from one trial folder: results.json for
@@ -178,7 +157,7 @@ func (t *Trial) fromHistory(events []history.Event, fault Fault) {
 			t.AcquireAllMs = append(t.AcquireAllMs, ms)
 		case history.Fail:
 			t.AcquireAllMs = append(t.AcquireAllMs, ms)
-			if r := refusalReason(e.Error); r == "contention" {
+			if r := metrics.RefusalReason(e.Error); r == "contention" {
 				t.Acquires.Contention++
 			} else {
 				t.Acquires.Refused++

@@ -114,6 +114,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run"}, "think", []string{"-1s"}},
 		{[]string{"run"}, "epsilon", []string{"-1s"}},
 		{[]string{"run"}, "runtime", []string{"k8s"}},
+		{[]string{"run"}, "metrics-addr", []string{"bogus", "127.0.0.1", "127.0.0.1:99999"}},
+		{[]string{"sweep"}, "metrics-addr", []string{"x:y:z"}},
 		{[]string{"bench", "scenario"}, "seeds", []string{"0", "x"}},
 		{[]string{"bench", "locks"}, "clients", []string{"0"}},
 		{[]string{"bench", "locks"}, "recipe", []string{"bogus"}},

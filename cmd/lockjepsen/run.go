@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -100,6 +101,8 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(knob.Int{N: &cfg.Cluster.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
 	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
 	redlockFlags(fs, &cfg)
+	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
+	fs.BoolVar(&cfg.Cluster.OldReplica, "mixed-versions", cfg.Cluster.OldReplica, "run the last replica on Valkey 8.1 (no DELIFEQ) as Sentinel's preferred candidate: a rolling upgrade halfway (make setup-builds)")
 	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
 	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
@@ -126,6 +129,9 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	})
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
 	cfg.Cluster.Runtime = runtimeName
+	if cfg.Cluster.Build == "default" {
+		cfg.Cluster.Build = ""
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fail("%s: %v", name, err), false
 	}
@@ -139,12 +145,20 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 }
 
 func runRun(args []string) int {
-	cfg, code, ok := runFlags("run", args, nil)
+	var mo metricsOpts
+	cfg, code, ok := runFlags("run", args, mo.register)
 	if !ok {
 		return code
 	}
 	if runfolder.HoldsRun(cfg.Out) {
 		return fail("%s already holds a run: choose another --out (runs are never overwritten)", cfg.Out)
+	}
+	msrv, mcoll, code, ok := mo.start("run")
+	if !ok {
+		return code
+	}
+	if mcoll != nil {
+		cfg.Metrics = mcoll.NewRun(runInfo(cfg))
 	}
 	// The first Ctrl-C stops the workload and still checks what was recorded;
 	// processes are ended by the runner, never left behind.
@@ -173,6 +187,7 @@ func runRun(args []string) int {
 	if o.Err != nil {
 		fmt.Fprintf(os.Stderr, "lockjepsen: %v\n", o.Err)
 	}
+	mo.stop(ctx, msrv)
 	return o.ExitCode
 }
 

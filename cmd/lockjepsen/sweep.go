@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/internal/tty"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
+	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 	"github.com/lockjepsen/lockjepsen/sweep"
 )
@@ -64,6 +66,8 @@ func runSweep(args []string) int {
 	resume := fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
 	aggregate := fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")
 	dry := fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing")
+	var mo metricsOpts
+	mo.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -72,6 +76,13 @@ func runSweep(args []string) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *aggregate || *dry {
+		mo.addr = "" // nothing runs: no endpoint
+	}
+	msrv, mcoll, code, ok := mo.start("sweep")
+	if !ok {
+		return code
+	}
 
 	var dir string
 	if *resume != "" {
@@ -136,7 +147,17 @@ func runSweep(args []string) int {
 		stop() // restore the default: a second Ctrl-C ends the process
 	}()
 	start := time.Now()
-	rep, err := sweep.Execute(ctx, dir, sweep.Options{Progress: os.Stdout, TTY: tty.IsTerminal(os.Stdout)})
+	opts := sweep.Options{Progress: os.Stdout, TTY: tty.IsTerminal(os.Stdout)}
+	if mcoll != nil {
+		// One endpoint and one registry for the whole sweep: counters add up
+		// across trials, lockjepsen_trial names the trial under way.
+		opts.Run = func(ctx context.Context, cfg runner.Config, p io.Writer) runner.Outcome {
+			cfg.Metrics = mcoll.NewRun(trialInfo(dir, cfg))
+			return runner.Run(ctx, cfg, p)
+		}
+	}
+	rep, err := sweep.Execute(ctx, dir, opts)
+	defer mo.stop(ctx, msrv)
 	if rep != nil {
 		printFindings(rep)
 		fmt.Printf("\nsweep took %v; open %s\n", time.Since(start).Round(time.Second), filepath.Join(dir, runfolder.Index))
