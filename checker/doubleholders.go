@@ -46,7 +46,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			continue
 		}
 		if (o.F == history.FAcquire || o.F == history.FExtend) && o.Outcome == history.OK {
-			belief[o.Token] = max(belief[o.Token], o.Call+o.TTL)
+			belief[o.Token] = max(belief[o.Token], o.Call+o.Lease())
 		}
 		if o.F == history.FRelease {
 			if _, seen := release[o.Token]; !seen {

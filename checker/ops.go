@@ -21,15 +21,19 @@ type Op struct {
 	Client  int
 	Process history.Process
 	TTL     int64 // ns
-	Call    int64
-	Return  int64 // never when the outcome is unknown
-	Done    int64 // time of the completion event (the info time for unknown outcomes); 0 if none
-	Outcome history.Type
-	Fence   int64
-	Value   *int64 // read: value seen; write: value written
-	Verdict string
-	Reason  string // a rejected read/write: the resource's words for why
-	Node    string
+	// Validity is a Redlock recipe's validity (ns) on an ok acquire or extend,
+	// the lease the client may use: shorter than TTL by the elapsed time and
+	// the drift. 0 for the other recipes.
+	Validity int64
+	Call     int64
+	Return   int64 // never when the outcome is unknown
+	Done     int64 // time of the completion event (the info time for unknown outcomes); 0 if none
+	Outcome  history.Type
+	Fence    int64
+	Value    *int64 // read: value seen; write: value written
+	Verdict  string
+	Reason   string // a rejected read/write: the resource's words for why
+	Node     string
 
 	InvokeIndex int64
 	DoneIndex   int64 // -1 when the history ended with the op in flight
@@ -87,6 +91,9 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		if e.Type != history.Info {
 			o.Return = e.Time
 		}
+		if e.ValidityMs > 0 && e.Type == history.OK {
+			o.Validity = e.ValidityMs * 1e6
+		}
 		if e.Fence != 0 && o.F == history.FAcquire {
 			o.Fence = e.Fence
 		}
@@ -137,4 +144,15 @@ func satAdd(a, b int64) int64 {
 		return never
 	}
 	return s
+}
+
+// Lease is how long past its call an ok grant or extend certainly holds the
+// lock: the TTL, or for Redlock the validity when it is shorter. Redlock
+// promises the lock only for TTL − (t2 − t1) − drift from t1; t1 ≥ call, so
+// call + validity never overstates it.
+func (o *Op) Lease() int64 {
+	if o.Validity > 0 && o.Validity < o.TTL {
+		return o.Validity
+	}
+	return o.TTL
 }

@@ -18,7 +18,10 @@ func (r *Result) Summary() string {
 	default:
 		b.WriteString("UNKNOWN: the checker ran out of time before reaching a verdict; no violation was found, but this is NOT a pass.\n")
 	}
-	fmt.Fprintf(&b, "  lock service: %s    resource: %s\n", r.Lock.Valid, r.Resource.Valid)
+	fmt.Fprintf(&b, "  lock service: %s    resource: %s    liveness: %s\n", r.Lock.Valid, r.Resource.Valid, r.Liveness.Valid)
+	for _, s := range r.Liveness.StuckLocks {
+		fmt.Fprintf(&b, "    stuck lock %s since %.3f s, left by client %d's %s (%s), PTTL audit %v\n", s.Key, s.SinceS, s.LeftBy.Client, s.LeftBy.F, s.LeftBy.Outcome, s.Audit)
+	}
 	for _, part := range []struct {
 		name string
 		keys map[string]*KeyResult

@@ -41,10 +41,10 @@ func tenures(ops []*Op, eps int64) []*tenure {
 		case o.F == history.FAcquire && o.Outcome == history.OK:
 			t := by[o.Token]
 			if t == nil {
-				t = &tenure{token: o.Token, key: o.Key, grant: o, start: o.Return, end: o.Call + o.TTL - eps}
+				t = &tenure{token: o.Token, key: o.Key, grant: o, start: o.Return, end: o.Call + o.Lease() - eps}
 				by[o.Token] = t
 				order = append(order, t)
-			} else if e := o.Call + o.TTL - eps; e > t.end {
+			} else if e := o.Call + o.Lease() - eps; e > t.end {
 				t.end = e
 			}
 		case o.F == history.FRelease:
@@ -60,7 +60,7 @@ func tenures(ops []*Op, eps int64) []*tenure {
 	for _, o := range ops {
 		if o.F == history.FExtend && o.Outcome == history.OK {
 			if t := by[o.Token]; t != nil && o.Call >= t.grant.Call {
-				if e := o.Call + o.TTL - eps; e > t.end {
+				if e := o.Call + o.Lease() - eps; e > t.end {
 					t.end = e
 				}
 			}

@@ -19,6 +19,9 @@ type Predicate struct {
 type Knobs struct {
 	Recipe string
 	Fenced bool
+	// Persistent: a restarted node keeps its locks (AOF with appendfsync
+	// always) or stays down longer than the TTL (--delayed-restart).
+	Persistent bool
 }
 
 // Expectation is what a scenario's lesson predicts for a run with the given
