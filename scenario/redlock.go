@@ -23,8 +23,11 @@ var redlockScenarios = map[string]Scenario{
 		Topology: "redlock", Recipe: "redlock", Fence: "none",
 		Faults: []string{"redlock-clock-jump"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
 		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: longJob, FakeTime: true,
+		// A double grant, or lock-not-linearizable when the first holder's
+		// extend failed on the jumped node and its release (2 of 5) failed too:
+		// the lock was still its own when the other side was granted it.
 		Expect: "lock invalid (double grant, server-clock)",
-		expect: always(LockIs(checker.Invalid), DoubleGrantBy("server-clock")),
+		expect: always(LockIs(checker.Invalid), LockViolationBy("server-clock")),
 	},
 	"redlock-restart": {
 		Teaches: "a node restarted without persistence forgets a lock it granted, and a second client gets a majority; " +
@@ -37,7 +40,7 @@ var redlockScenarios = map[string]Scenario{
 			if k.Persistent {
 				return []Predicate{ValidIs(checker.Valid)}
 			}
-			return []Predicate{LockIs(checker.Invalid), DoubleGrantBy("node-restart")}
+			return []Predicate{LockIs(checker.Invalid), LockViolationBy("node-restart")}
 		},
 	},
 	"redlock-paused-client": {
