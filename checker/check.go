@@ -201,7 +201,10 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		res.Violations = append(res.Violations, v)
 	}
 
-	res.Valid = and(res.Lock.Valid, res.Resource.Valid)
+	var stuck []Violation
+	res.Liveness, stuck = liveness(lockOps, lockKeys, nem, t0)
+	res.Violations = append(res.Violations, stuck...)
+	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid)
 	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
 	for i := range res.Violations {
 		res.Violations[i].StartS = rel(res.Violations[i].Start, t0)

@@ -98,7 +98,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if b == nil {
 			b = a.grant
 		}
-		until := satAdd(b.Call, b.TTL)
+		until := satAdd(b.Call, b.Lease())
 		if r, ok := release[a]; ok {
 			until = min(until, r)
 		}

@@ -63,7 +63,7 @@ func (s lockState) apply(o *Op, eps int64) (lockState, bool) {
 		if t > o.Return {
 			return s, false
 		}
-		return lockState{holder: o.Token, lo: t + o.TTL - eps, hi: satAdd(o.Return, o.TTL+eps), now: t}, true
+		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: satAdd(o.Return, o.TTL+eps), now: t}, true
 	case history.FExtend, history.FRelease:
 		if s.holder != o.Token && s.holder != anyone {
 			return s, false
@@ -74,7 +74,7 @@ func (s lockState) apply(o *Op, eps int64) (lockState, bool) {
 		if o.F == history.FRelease {
 			return lockState{holder: free, now: t}, true
 		}
-		return lockState{holder: o.Token, lo: t + o.TTL - eps, hi: satAdd(o.Return, o.TTL+eps), now: t}, true
+		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: satAdd(o.Return, o.TTL+eps), now: t}, true
 	}
 	return s, true
 }

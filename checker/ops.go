@@ -21,11 +21,15 @@ type Op struct {
 	Client  int
 	Process history.Process
 	TTL     int64 // ns
-	Call    int64
-	Return  int64 // never when the outcome is unknown
-	Done    int64 // time of the completion event (the info time for unknown outcomes); 0 if none
-	Outcome history.Type
-	Fence   int64
+	// Validity is a Redlock recipe's validity (ns) on an ok acquire or extend,
+	// the lease the client may use: shorter than TTL by the elapsed time and
+	// the drift. 0 for the other recipes.
+	Validity int64
+	Call     int64
+	Return   int64 // never when the outcome is unknown
+	Done     int64 // time of the completion event (the info time for unknown outcomes); 0 if none
+	Outcome  history.Type
+	Fence    int64
 	// FenceSource: where an acquire's or a fence op's number came from
 	// (history.FenceValkey when the history does not say).
 	FenceSource string
@@ -97,6 +101,9 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		if e.Type != history.Info {
 			o.Return = e.Time
 		}
+		if e.ValidityMs > 0 && e.Type == history.OK {
+			o.Validity = e.ValidityMs * 1e6
+		}
 		if e.Fence != 0 && (o.F == history.FAcquire || o.F == history.FFence) {
 			o.Fence = e.Fence
 			o.FenceSource = e.FenceSource
@@ -154,4 +161,15 @@ func satAdd(a, b int64) int64 {
 		return never
 	}
 	return s
+}
+
+// Lease is how long past its call an ok grant or extend certainly holds the
+// lock: the TTL, or for Redlock the validity when it is shorter. Redlock
+// promises the lock only for TTL − (t2 − t1) − drift from t1; t1 ≥ call, so
+// call + validity never overstates it.
+func (o *Op) Lease() int64 {
+	if o.Validity > 0 && o.Validity < o.TTL {
+		return o.Validity
+	}
+	return o.TTL
 }

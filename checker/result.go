@@ -122,6 +122,8 @@ type Result struct {
 	Valid    Validity       `json:"valid"`
 	Lock     LockResult     `json:"lock"`
 	Resource ResourceResult `json:"resource"`
+	// Liveness: locks left taken forever (liveness.go).
+	Liveness LivenessResult `json:"liveness"`
 
 	DoubleHolders    int                  `json:"double_holders"`
 	DoubleHolderList []DoubleHolder       `json:"double_holder_list"`

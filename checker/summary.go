@@ -21,7 +21,10 @@ func (r *Result) Summary() string {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "  WARNING: %s\n", w)
 	}
-	fmt.Fprintf(&b, "  lock service: %s    resource: %s\n", r.Lock.Valid, r.Resource.Valid)
+	fmt.Fprintf(&b, "  lock service: %s    resource: %s    liveness: %s\n", r.Lock.Valid, r.Resource.Valid, r.Liveness.Valid)
+	for _, s := range r.Liveness.StuckLocks {
+		fmt.Fprintf(&b, "    stuck lock %s since %.3f s, left by client %d's %s (%s), PTTL audit %v\n", s.Key, s.SinceS, s.LeftBy.Client, s.LeftBy.F, s.LeftBy.Outcome, s.Audit)
+	}
 	for _, part := range []struct {
 		name string
 		keys map[string]*KeyResult

@@ -112,7 +112,7 @@ func (t *tokenOps) prepare() {
 	t.extMinEnd[len(t.extends)] = never
 	for i := len(t.extends) - 1; i >= 0; i-- {
 		e := t.extends[i]
-		t.extMinEnd[i] = min(t.extMinEnd[i+1], satAdd(e.Call, e.TTL))
+		t.extMinEnd[i] = min(t.extMinEnd[i+1], satAdd(e.Call, e.Lease()))
 	}
 	t.relMaxRet = make([]int64, len(t.releases))
 	for i, r := range t.releases {
@@ -155,7 +155,7 @@ func (t *tokenOps) grantTenure(i int, g *Op, h *ttlHeap, next *int, eps int64) *
 	// max(its call, cL) + its ttl. A shorter one shortens the lease: SET PX
 	// replaces the expiry. Acquires of the token cannot take effect while it
 	// holds the key, so they never shorten it.
-	end := satAdd(cL, tn.setBy.TTL)
+	end := satAdd(cL, tn.setBy.Lease())
 	for ; *next < len(t.extends) && t.extends[*next].Call < cL; *next++ {
 		heap.Push(h, t.extends[*next])
 	}
@@ -195,14 +195,15 @@ func minLiveTTL(h *ttlHeap, cL int64) int64 {
 	if h.Len() == 0 {
 		return never
 	}
-	return (*h)[0].TTL
+	return (*h)[0].Lease()
 }
 
-// ttlHeap is a min-heap of extends by ttl.
+// ttlHeap is a min-heap of extends by lease (the ttl, or a Redlock
+// validity when shorter).
 type ttlHeap []*Op
 
 func (h ttlHeap) Len() int           { return len(h) }
-func (h ttlHeap) Less(i, j int) bool { return h[i].TTL < h[j].TTL }
+func (h ttlHeap) Less(i, j int) bool { return h[i].Lease() < h[j].Lease() }
 func (h ttlHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *ttlHeap) Push(x any)        { *h = append(*h, x.(*Op)) }
 func (h *ttlHeap) Pop() any {

@@ -47,6 +47,13 @@ type Config struct {
 	// (containers on a private network, partitions possible).
 	Runtime string `json:"runtime,omitempty"`
 
+	// Topology is "sentinel" (one primary, replicas and Sentinels: the
+	// default) or "redlock" (Nodes independent primaries, no replication, no
+	// Sentinel), see redlock.go.
+	Topology string `json:"topology,omitempty"`
+	// Nodes is the number of independent primaries of the redlock topology.
+	Nodes int `json:"nodes,omitempty"`
+
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).
 	Detached bool
@@ -102,6 +109,9 @@ func Defaults() Config {
 // run directory, so that a command can check its flags before it has made
 // one; NewLocal and NewDocker do.
 func (c *Config) Validate() error {
+	if err := c.validateTopology(); err != nil {
+		return err
+	}
 	if c.Replicas < 0 || c.Replicas > 8 {
 		return fmt.Errorf("--replicas %d: want 0 to 8", c.Replicas)
 	}

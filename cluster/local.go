@@ -45,6 +45,9 @@ func NewLocal(cfg Config, bins Binaries) (*Local, error) {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	cfg.Dir = dir
+	if cfg.IsRedlock() {
+		return newRedlockLocal(cfg, bins)
+	}
 	ports, err := allocatePorts(cfg.BasePort, 1+cfg.Replicas+cfg.Sentinels)
 	if err != nil {
 		return nil, err
@@ -168,6 +171,9 @@ func (l *Local) ValkeyNodes() []Node {
 func (l *Local) Up(ctx context.Context) error {
 	if err := os.MkdirAll(l.cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
+	}
+	if l.cfg.IsRedlock() {
+		return l.upRedlock(ctx)
 	}
 	for _, n := range l.Nodes() {
 		if n.Kind == RoleSentinel && n.Name == "sentinel-0" {
@@ -416,7 +422,7 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica {
+	if n.Kind != RoleSentinel && mode == AsReplica && !l.cfg.IsRedlock() {
 		if err := l.writeConfig(n, true); err != nil {
 			return err
 		}

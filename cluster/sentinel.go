@@ -37,6 +37,9 @@ func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
 
 // Primary returns the node a majority of Sentinels names as primary.
 func (l *Local) Primary(ctx context.Context) (Node, error) {
+	if l.cfg.IsRedlock() {
+		return Node{}, errNoPrimary
+	}
 	addr, answers := l.sentinelVotes(ctx)
 	if addr == "" {
 		return Node{}, fmt.Errorf("no majority of Sentinels agrees on a primary: %v", answers)
@@ -51,6 +54,9 @@ func (l *Local) Primary(ctx context.Context) (Node, error) {
 // WaitFailover waits until a majority of Sentinels name a primary other than
 // the node `from`, and that node answers as a primary.
 func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
+	if l.cfg.IsRedlock() {
+		return Node{}, errNoPrimary
+	}
 	old, err := l.mustNode(from)
 	if err != nil {
 		return Node{}, err
@@ -76,9 +82,13 @@ func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
 func (l *Local) WaitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
+	ready := l.readyOnce
+	if l.cfg.IsRedlock() {
+		ready = l.redlockReadyOnce
+	}
 	var last error
 	for {
-		if last = l.readyOnce(ctx); last == nil {
+		if last = ready(ctx); last == nil {
 			return nil
 		}
 		select {

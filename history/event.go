@@ -100,6 +100,9 @@ type Event struct {
 	Value       *int64 `json:"value,omitempty"` // read: value seen; write: value written
 	Node        string `json:"node,omitempty"`  // node the op was sent to, or nemesis target
 	Error       string `json:"error,omitempty"` // error text for fail/info
+	// ValidityMs is a Redlock recipe's validity on an acquire or extend ok:
+	// TTL − elapsed − drift, the lease the client may use.
+	ValidityMs int64 `json:"validity_ms,omitempty"`
 	// Verdict is the resource's answer to a read or write: accepted or rejected.
 	Verdict string `json:"verdict,omitempty"`
 

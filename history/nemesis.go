@@ -6,4 +6,7 @@ package history
 // a fault: Sentinel promoted Node.
 const (
 	NFailover = "failover" // observed: Node is the new primary (Detail names the old one)
+	// NAuditPTTL is the runner's end-of-run audit of one lock key on one
+	// node: Key, Node, and Value = the PTTL in ms (-1: no expiry, -2: no key).
+	NAuditPTTL = "audit-pttl"
 )

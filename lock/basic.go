@@ -115,7 +115,11 @@ func (b *basic) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 func (b *basic) setNX(ctx context.Context, c valkey.CoreClient, key, token string, ttl time.Duration) (int64, Result) {
 	set := c.B().Set().Key(key).Value(token).Nx().PxMilliseconds(ttl.Milliseconds()).Build()
 	if !b.cfg.Fencing {
-		return 0, nilOK("SET NX PX", c.Do(ctx, set).Error(), "another client holds the lock")
+		r := nilOK("SET NX PX", c.Do(ctx, set).Error(), "another client holds the lock")
+		if r.Ok() {
+			step(ctx, "after-set")
+		}
+		return 0, r
 	}
 	res := c.DoMulti(ctx,
 		c.B().Multi().Build(),
@@ -142,6 +146,7 @@ func (b *basic) setNX(ctx context.Context, c valkey.CoreClient, key, token strin
 	if ferr != nil {
 		return 0, Result{history.Info, fmt.Errorf("INCR in MULTI: %w", ferr)}
 	}
+	step(ctx, "after-set")
 	return fence, ok()
 }
 

@@ -22,6 +22,12 @@ type Config struct {
 	// Resource is the resource service (host:port) whose database holds the
 	// sql-lease recipe's lock rows; the other recipes ignore it.
 	Resource string `json:"resource,omitempty"`
+	// Addrs are the redlock topology's N independent primaries: the redlock
+	// recipe and redsync (one pool per node) talk to every one.
+	Addrs []string `json:"addrs,omitempty"`
+	// DriftFactor is Redlock's clock drift factor (validity = TTL − elapsed −
+	// TTL·factor − 2ms); 0: DefaultDriftFactor.
+	DriftFactor float64 `json:"drift_factor,omitempty"`
 
 	// Fencing draws a fencing token with every acquire:
 	// MULTI; SET lock:{name} tok NX PX ttl; INCR fence:{name}; EXEC.
@@ -109,6 +115,9 @@ var recipes = []Recipe{
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease},
 	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec},
+	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock},
+	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire},
+	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -163,7 +172,7 @@ func (c *Config) Validate() error {
 		}
 		return nil
 	}
-	if len(c.Sentinels) == 0 && c.Addr == "" {
+	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
 	}
 	if !spec.Ours {
@@ -206,6 +215,13 @@ func Open(cfg Config) (Lock, error) {
 // record; client-side caching is off because locks never read through it.
 func (c *Config) clientOption() valkey.ClientOption {
 	o := valkey.ClientOption{DisableRetry: true, DisableCache: true}
+	if c.Addr == "" && len(c.Addrs) > 0 {
+		// The redlock topology: every node runs the same server, so the
+		// capability check asks the first.
+		o.InitAddress = []string{c.Addrs[0]}
+		o.ForceSingleClient = true
+		return o
+	}
 	if c.Addr != "" {
 		o.InitAddress = []string{c.Addr}
 		o.ForceSingleClient = true

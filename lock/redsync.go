@@ -20,14 +20,19 @@ import (
 // stored in Valkey. A mutex's expiry is fixed when it is made: Extend resets
 // it to the acquire's ttl.
 type redsyncLock struct {
-	c  valkey.Client
-	rs *redsync.Redsync
+	c      valkey.Client
+	others []valkey.Client // the other pools' clients on the redlock topology
+	rs     *redsync.Redsync
+	opts   []redsync.Option
 
 	mu      sync.Mutex
 	mutexes map[string]*redsync.Mutex // by token
 }
 
 func openRedsync(cfg Config) (Lock, error) {
+	if len(cfg.Addrs) > 0 {
+		return openRedsyncPools(cfg)
+	}
 	c, err := Connect(cfg)
 	if err != nil {
 		return nil, err
@@ -41,13 +46,18 @@ func (l *redsyncLock) SelfRenewing() bool                  { return false }
 func (l *redsyncLock) Lost(string, string) <-chan struct{} { return nil }
 func (l *redsyncLock) SafeRelease() bool                   { return true }
 func (l *redsyncLock) Observe(Observer)                    {}
-func (l *redsyncLock) Close()                              { l.c.Close() }
+func (l *redsyncLock) Close() {
+	l.c.Close()
+	for _, c := range l.others {
+		c.Close()
+	}
+}
 
 func (l *redsyncLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (int64, Result) {
-	m := l.rs.NewMutex(key,
+	m := l.rs.NewMutex(key, append(l.opts,
 		redsync.WithExpiry(ttl),
 		redsync.WithTries(1),
-		redsync.WithGenValueFunc(func() (string, error) { return token, nil }))
+		redsync.WithGenValueFunc(func() (string, error) { return token, nil }))...)
 	l.mu.Lock()
 	l.mutexes[token] = m
 	l.mu.Unlock()

@@ -40,6 +40,9 @@ type Needs struct {
 	Replicas int    // replicas in the topology (a failover needs one to promote)
 	FakeTime bool   // nodes under libfaketime (the runner turns it on)
 	Runtime  string // "" any, else the only runtime that can inject it
+	// Topology is "" for the Sentinel topology, "redlock" for Redlock's N
+	// independent primaries, "any" for client-side faults (redlock.go).
+	Topology string
 }
 
 // Mark is one fault event of the history: Event begins an interval that the
@@ -88,6 +91,9 @@ var causes = []Cause{
 	{CauseClientPause, 6, true, "The first client had been paused%s longer than its lease, so its lease expired honestly while it still believed it held the lock."},
 	{CauseClientClock, 7, true, "The first client's clock was skewed%s, so it believed its lease lasted longer than it did."},
 	{CauseDBRestart, 8, false, "It happened around a restart of the resource's database%s."},
+	{CauseNodeRestart, 0, false, "It happened around a node restart%s: the node came back without the lock it had granted (no persistence), so another client found a majority free."},
+	{CausePartialPartition, 9, false, "It happened while the clients reached different majorities of the nodes%s."},
+	{CauseClientCrash, 10, true, "A client crashed%s in the middle of its lock's life."},
 }
 
 // LookupCause finds a cause by name; false for "none", "unknown" and names

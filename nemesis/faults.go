@@ -93,6 +93,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "pause-client",
+		Needs: Needs{Topology: TopologyAny},
 		Marks: []Mark{{"pause-client", "resume-client", CauseClientPause}},
 		Doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
 			"still holds the lock, and writes",
@@ -116,6 +117,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "skew-client",
+		Needs: Needs{Topology: TopologyAny},
 		Marks: []Mark{{"skew-client", "unskew-client", CauseClientClock}},
 		Doc:   "slow a holder's own clock (rate < 1): it believes its lease lasts longer than it does",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -137,6 +139,76 @@ var catalog = []*Fault{
 		},
 		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
 		inject: runPartition,
+	},
+	{
+		Name:  "kill-node",
+		Needs: Needs{Topology: TopologyRedlock},
+		Marks: []Mark{{"kill-node", "restart-node", CauseNodeRestart}},
+		Doc: "(redlock) SIGKILL one node and restart it as a primary, after --delayed-restart: without AOF it " +
+			"forgets every lock it granted",
+		plan:   planNode,
+		span:   func(_ Step, p PlanParams) time.Duration { return 3 * time.Second },
+		inject: runKillNode,
+	},
+	{
+		Name:  "pause-node",
+		Needs: Needs{Topology: TopologyRedlock},
+		Marks: []Mark{{"pause-redlock-node", "resume-redlock-node", CauseSplitBrain}},
+		Doc:   "(redlock) SIGSTOP one node for a while: a minority down, Redlock keeps granting on the others",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Node: rng.IntN(64), Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
+		},
+		span:   heldSpan,
+		inject: runPauseNode,
+	},
+	{
+		Name:   "clock-bump-node",
+		Needs:  Needs{Topology: TopologyRedlock, FakeTime: true},
+		Marks:  []Mark{{"clock-bump-node", "clock-reset-node", CauseServerClock}},
+		Doc:    "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
+		plan:   clockPlan,
+		span:   heldSpan,
+		inject: runClockBumpNode,
+	},
+	{
+		Name:  "redlock-clock-jump",
+		Needs: Needs{Topology: TopologyRedlock, FakeTime: true},
+		Marks: []Mark{{"partial-partition", "heal-partition-clients", CausePartialPartition}, {"clock-bump-node", "clock-reset-node", CauseServerClock}},
+		Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
+			"C's clock jumps past the TTL and the other side takes C,D,E",
+		plan:   clockPlan,
+		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 3*time.Second },
+		inject: runRedlockClockJump,
+	},
+	{
+		Name:  "redlock-restart",
+		Needs: Needs{Topology: TopologyRedlock},
+		Marks: []Mark{{"partial-partition", "heal-partition-clients", CausePartialPartition}, {"kill-node", "restart-node", CauseNodeRestart}},
+		Doc: "(redlock) the distlock page's example: one side holds A,B,C; C is killed and restarted (after " +
+			"--delayed-restart); without persistence it forgot the lock and the other side takes C,D,E",
+		plan: func(rng *rand.Rand, p PlanParams) Step { return Step{Duration: p.TTL + time.Second} },
+		span: func(s Step, p PlanParams) time.Duration {
+			return s.Duration + 2*p.TTL + 4*time.Second
+		},
+		inject: runRedlockRestart,
+	},
+	{
+		Name:   "crash-client",
+		Needs:  Needs{Topology: TopologyAny},
+		Marks:  []Mark{{"crash-client", "client-gone", CauseClientCrash}},
+		Doc:    "a client SIGKILLs itself at its next acquire's step point: between SETNX and EXPIRE for setnx-expire, right after SET NX PX for the others",
+		plan:   planNode,
+		span:   func(_ Step, p PlanParams) time.Duration { return 2 * time.Second },
+		inject: runCrashClient,
+	},
+	{
+		Name:   "kill-holder",
+		Needs:  Needs{Topology: TopologyAny},
+		Marks:  []Mark{{"kill-client", "client-gone", CauseClientCrash}},
+		Doc:    "SIGKILL a holder after it renewed its lock once, for good: a recipe whose renewal dropped the TTL leaves the lock stuck",
+		plan:   planNode,
+		span:   func(_ Step, p PlanParams) time.Duration { return p.TTL + 2*time.Second },
+		inject: runKillHolder,
 	},
 	{
 		Name:     "replica-clock-ahead",

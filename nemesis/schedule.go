@@ -15,6 +15,7 @@ type Step struct {
 	Duration time.Duration `json:"duration_ns,omitempty"` // how long the fault is held before its heal
 	Offset   string        `json:"offset,omitempty"`      // clock faults: libfaketime offset
 	Rate     float64       `json:"rate,omitempty"`        // client clock skew: rate of the skewed clock
+	Node     int           `json:"node,omitempty"`        // per-node faults: index of the node (or client) to start from
 }
 
 func (s Step) String() string {

@@ -39,6 +39,12 @@ type Config struct {
 	Wait    knob.Wait    `json:"wait"`
 	WaitAOF knob.WaitAOF `json:"waitaof"`
 
+	// DriftFactor is Redlock's clock drift factor (--drift-factor); 0: the
+	// distlock page's 0.01. DelayedRestart keeps a crashed redlock node down
+	// that long before restarting it (antirez's remedy; --delayed-restart).
+	DriftFactor    float64       `json:"drift_factor,omitempty"`
+	DelayedRestart time.Duration `json:"delayed_restart_ns,omitempty"`
+
 	Cluster     cluster.Config `json:"cluster"`
 	ResourceDSN string         `json:"resource_dsn,omitempty"`
 	Out         string         `json:"out"`
@@ -79,6 +85,7 @@ func FromScenario(s scenario.Scenario) Config {
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime
+	fromRedlockScenario(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
@@ -145,6 +152,9 @@ func (c *Config) Validate() error {
 	if err := c.Cluster.Validate(); err != nil {
 		return err
 	}
+	if err := c.validateTopology(); err != nil {
+		return err
+	}
 	if sc.Runtime != "" && c.Cluster.Runtime != sc.Runtime {
 		return fmt.Errorf("--scenario %s needs --runtime %s: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)", sc.Name, sc.Runtime)
 	}
@@ -158,6 +168,9 @@ func (c *Config) Validate() error {
 		f, err := nemesis.Lookup(name)
 		if err != nil {
 			return fmt.Errorf("--faults: %w", err)
+		}
+		if err := f.CheckTopology(c.Cluster.TopologyName()); err != nil {
+			return err
 		}
 		if err := f.Check(c.Cluster.Runtime, c.Cluster.Replicas); err != nil {
 			return err

@@ -13,7 +13,8 @@ func Expected(cfg Config) []scenario.Predicate {
 	if err != nil {
 		return []scenario.Predicate{scenario.Decided()}
 	}
-	return sc.Expected(scenario.Knobs{Recipe: cfg.Recipe, Fenced: cfg.Fence != knob.FenceNone, FenceSource: cfg.FenceSource})
+	return sc.Expected(scenario.Knobs{Recipe: cfg.Recipe, Fenced: cfg.Fence != knob.FenceNone, FenceSource: cfg.FenceSource,
+		Persistent: (cfg.Cluster.AppendOnly && cfg.Cluster.AppendFsync == "always") || cfg.DelayedRestart > cfg.TTL})
 }
 
 // Reproduced reports whether a run showed what its scenario teaches. The

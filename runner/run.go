@@ -183,7 +183,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	phase := func(s string) { fmt.Fprintf(progress, "%-9s %s\n", "["+time.Now().Format("15:04:05")+"]", s) }
 
-	phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
+	if cfg.Cluster.IsRedlock() {
+		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
+	} else {
+		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
+	}
 	if r.cluster, err = cluster.New(cfg.Cluster, bins); err != nil {
 		o.Err = err
 		return o
@@ -265,7 +269,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		fmt.Fprintln(progress)
 	}
 
-	phase("heal: every fault healed; waiting for one primary with replicas in sync")
+	if cfg.Cluster.IsRedlock() {
+		phase("heal: every fault healed; waiting for every node to answer PING")
+	} else {
+		phase("heal: every fault healed; waiting for one primary with replicas in sync")
+	}
 	r.healAll()
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	healErr := r.cluster.WaitReady(hctx)
@@ -279,6 +287,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		_ = c.Wait()
 	}
 	pumps.Wait()
+	r.auditPTTL(keys)
 	r.finalDoubleGrants()
 	r.finishLogs()
 
@@ -390,6 +399,9 @@ func (r *run) printProgress() {
 func (r *run) healAll() {
 	for _, c := range r.clients {
 		_ = signalClient(c, "CONT")
+		if u, ok := c.(unreachabler); ok {
+			_ = u.SetUnreachable(nil)
+		}
 	}
 	if p, ok := r.cluster.(cluster.Partitioner); ok {
 		for _, n := range p.Partitioned() {

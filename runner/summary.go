@@ -22,6 +22,9 @@ func summarize(dir string, res *checker.Result, cfg Config, hasCfg bool) string 
 		fmt.Fprintf(&b, "scenario %s, recipe %s, fence %s, seed %d: %d clients, %d key(s), TTL %v, %v\n\n",
 			cfg.Scenario, cfg.Recipe, fence, cfg.Seed, cfg.Clients, cfg.Keys, cfg.TTL, cfg.TimeLimit)
 	}
+	if hasCfg && cfg.Cluster.IsRedlock() {
+		fmt.Fprintf(&b, "topology redlock: %d independent primaries. Redlock has no monotonic counter (no single node could keep one), so no fence number is drawn: a paused holder's late write can only be stopped by a number the resource issues itself.\n\n", cfg.Cluster.Nodes)
+	}
 	b.WriteString(res.Summary())
 	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, runfolder.Index))
 	return b.String()

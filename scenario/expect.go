@@ -21,6 +21,9 @@ type Knobs struct {
 	Fenced bool
 	// FenceSource is valkey or resource (--fence-source); empty means valkey.
 	FenceSource string
+	// Persistent: a restarted node keeps its locks (AOF with appendfsync
+	// always) or stays down longer than the TTL (--delayed-restart).
+	Persistent bool
 }
 
 // Expectation is what a scenario's lesson predicts for a run with the given

@@ -35,8 +35,13 @@ type Scenario struct {
 	// Runtime, when set, is the only runtime that can carry the scenario out
 	// ("docker" for partitions); `lockjepsen run` refuses the others.
 	Runtime string `json:"runtime,omitempty"`
-	// Recipe, when set, is the preset's lock recipe (default native).
-	Recipe string `json:"recipe,omitempty"`
+	// Topology, Recipe and Fence, when set, replace the run's defaults
+	// (sentinel, native, read-write): the Redlock scenarios need the redlock
+	// topology, a Redlock recipe and no fence (Redlock has no counter); the
+	// sql-lease scenario its own recipe.
+	Topology string `json:"topology,omitempty"`
+	Recipe   string `json:"recipe,omitempty"`
+	Fence    string `json:"fence,omitempty"`
 	// Expect is what the scenario's lesson predicts, in words (the workshop's
 	// page hashes include it, so rewording it asks for a recapture); expect
 	// is the prediction as predicates, which the end-to-end tests, `bench

@@ -42,7 +42,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, logw io.Writer) err
 	defer c.close()
 	stopped := make(chan struct{})
 	var once sync.Once
-	go readControls(sc, c.clock, func() { once.Do(func() { close(stopped) }) }, c.logf)
+	go readControls(sc, c.clock, func() { once.Do(func() { close(stopped) }) }, c.logf, c.applyExtra)
 	// An exec program that breaks the protocol or exits stops the client at
 	// once (operations in flight end info) and the process exits 2 naming it.
 	if b, breakable := c.lk.(lock.Breakable); breakable {
@@ -159,12 +159,14 @@ func (c *client) cycle(ctx context.Context) {
 	// starts later, so this end is never later than the server's.
 	granted := c.clock.Now()
 	octx, cancel := c.opCtx(ctx)
-	fence, r := c.lk.Acquire(octx, key, tok, ttl)
+	fence, r := c.lk.Acquire(lock.WithStep(octx, c.stepHook), key, tok, ttl)
 	cancel()
 	ev.Fence, ev.Error = fence, r.Error()
 	if fence != 0 {
 		ev.FenceSource = lock.FenceSource(c.cfg.Lock.Recipe)
 	}
+	validity := c.validity(tok, r)
+	ev.ValidityMs = validity.Milliseconds()
 	c.em.complete(p, r.Outcome, ev)
 	switch r.Outcome {
 	case history.Fail:
@@ -177,15 +179,20 @@ func (c *client) cycle(ctx context.Context) {
 		}
 		return
 	}
+	end := granted + int64(ttl)
+	if validity > 0 {
+		// Redlock: the usable lease is the validity, counted from now.
+		end = min(end, c.clock.Now()+int64(validity))
+	}
 	if c.cfg.FenceSource == history.FenceResource {
-		f, ok := c.resourceFence(ctx, key, tok, granted+int64(ttl))
+		f, ok := c.resourceFence(ctx, key, tok, end)
 		if !ok {
 			c.release(ctx, key, tok)
 			return
 		}
 		fence = f
 	}
-	h := newHold(key, tok, fence, granted+int64(ttl))
+	h := newHold(key, tok, fence, end)
 	var wg sync.WaitGroup
 	hctx, endHold := context.WithCancel(ctx)
 	if c.lk.SelfRenewing() {
@@ -287,8 +294,13 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 		r := c.lk.Extend(octx, h.key, h.token, ttl)
 		cancel()
 		ev.Error = r.Error()
+		validity := c.validity(h.token, r)
+		ev.ValidityMs = validity.Milliseconds()
 		c.em.complete(p, r.Outcome, ev)
 		switch {
+		case r.Ok() && validity > 0:
+			h.extendTo(min(start+int64(ttl), c.clock.Now()+int64(validity)))
+			next = start + int64(c.cfg.Renew())
 		case r.Ok():
 			h.extendTo(start + int64(ttl))
 			next = start + int64(c.cfg.Renew())
@@ -315,6 +327,15 @@ func (c *client) watchExpiry(hctx context.Context, h *hold) {
 			return
 		}
 	}
+}
+
+// validity is a Redlock recipe's lease after an ok acquire or extend; 0
+// for the others (their lease is the TTL).
+func (c *client) validity(token string, r lock.Result) time.Duration {
+	if v, ok := c.lk.(lock.ValidityReporter); ok && r.Ok() {
+		return v.Validity(token)
+	}
+	return 0
 }
 
 // observe records a self-renewing library's own extends.

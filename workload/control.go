@@ -21,7 +21,7 @@ type Control struct {
 }
 
 // readControls applies control lines until EOF or a stop, then calls stop.
-func readControls(sc *bufio.Scanner, clock *Clock, stop func(), logf func(string, ...any)) {
+func readControls(sc *bufio.Scanner, clock *Clock, stop func(), logf func(string, ...any), extra func([]byte)) {
 	defer stop()
 	var offset time.Duration
 	rate := 0.0
@@ -42,6 +42,9 @@ func readControls(sc *bufio.Scanner, clock *Clock, stop func(), logf func(string
 				rate = *c.ClockRate
 			}
 			clock.Set(offset, rate)
+		}
+		if extra != nil {
+			extra(sc.Bytes())
 		}
 	}
 	if err := sc.Err(); err != nil && err != io.EOF {

@@ -1,0 +1,166 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// StuckAfterTTLs is k: a key no client could take for longer than k × TTL,
+// while clients kept trying and no live holder renewed it, is a stuck lock.
+const StuckAfterTTLs = 3
+
+// LivenessResult is the liveness verdict: locks nobody could ever take again.
+// Safety (lock, resource) says nothing bad happened; this says something
+// good (another client getting the lock) stopped happening for good.
+type LivenessResult struct {
+	Valid Validity `json:"valid"`
+	// K: a key counts as stuck after k × TTL of refused attempts.
+	K int `json:"k"`
+	// Audited: the history holds the runner's end-of-run PTTL audit
+	// (audit-pttl events); a stuck key must then show -1 (no expiry) there.
+	Audited    bool        `json:"audited"`
+	StuckLocks []StuckLock `json:"stuck_locks"`
+}
+
+// StuckLock is one key that stayed taken with nobody renewing it.
+type StuckLock struct {
+	Key string `json:"key"`
+	// Since is when the last lease anyone was granted or may have been
+	// granted (call + TTL of the last ok or unknown acquire or extend) ran out.
+	Since  int64   `json:"since"`
+	SinceS float64 `json:"since_s"`
+	// RefusedMs is how long clients kept being refused after Since;
+	// Attempts counts those refused acquires.
+	RefusedMs float64 `json:"refused_ms"`
+	Attempts  int     `json:"attempts"`
+	// LeftBy is the operation that left the key behind: the last grant or
+	// extend, ok or unknown, before Since.
+	LeftBy LeftBy `json:"left_by"`
+	// Audit is the PTTL every node reported for the key at the end (ms; -1 no
+	// expiry, -2 no key).
+	Audit       map[string]int64 `json:"audit,omitempty"`
+	Explanation string           `json:"explanation"`
+}
+
+// LeftBy names an operation of the history.
+type LeftBy struct {
+	F       string       `json:"f"`
+	Client  int          `json:"client"`
+	Token   string       `json:"token"`
+	Outcome history.Type `json:"outcome"`
+	Event   int64        `json:"event"` // the invoke's history index
+	TimeS   float64      `json:"time_s"`
+}
+
+// liveness finds stuck locks: per key, the last lease anyone may hold ends at
+// S = max(call + ttl) over ok and unknown acquires and extends; if refused
+// acquires keep coming for k × TTL after S and none is granted, the key is
+// stuck. When the run has a PTTL audit, the key must also show -1 on some
+// node; a -1 there alone is stuck too (the seed's "-1 on a lock key is a bug").
+func liveness(lockOps map[string][]*Op, lockKeys []string, nem []history.Event, t0 int64) (LivenessResult, []Violation) {
+	res := LivenessResult{Valid: Valid, K: StuckAfterTTLs, StuckLocks: []StuckLock{}}
+	audit := map[string]map[string]int64{}
+	for _, e := range nem {
+		if e.F == history.NAuditPTTL && e.Value != nil {
+			res.Audited = true
+			if audit[e.Key] == nil {
+				audit[e.Key] = map[string]int64{}
+			}
+			audit[e.Key][e.Node] = *e.Value
+		}
+	}
+	keys := append([]string(nil), lockKeys...)
+	for k := range audit {
+		if _, seen := lockOps[k]; !seen {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var vs []Violation
+	for _, key := range keys {
+		var left *Op
+		var since int64
+		for _, o := range lockOps[key] {
+			if (o.F == history.FAcquire || o.F == history.FExtend) && o.Outcome != history.Fail {
+				if end := o.Call + o.TTL; left == nil || end > since {
+					left, since = o, end
+				}
+			}
+		}
+		var attempts int
+		var last int64
+		granted := false
+		for _, o := range lockOps[key] {
+			if o.F != history.FAcquire || o.Call < since {
+				continue
+			}
+			if o.Outcome == history.OK {
+				granted = true
+			} else {
+				attempts++
+				last = max(last, o.Call)
+			}
+		}
+		noExpiry := false
+		for _, v := range audit[key] {
+			noExpiry = noExpiry || v == -1
+		}
+		byHistory := left != nil && !granted && attempts >= 3 && last-since >= int64(res.K)*left.TTL
+		if !(noExpiry || (byHistory && !res.Audited)) {
+			continue
+		}
+		s := StuckLock{Key: key, Since: since, SinceS: rel(since, t0), Attempts: attempts, Audit: audit[key]}
+		if last > since {
+			s.RefusedMs = float64(last-since) / 1e6
+		}
+		if left != nil {
+			s.LeftBy = LeftBy{F: left.F, Client: left.Client, Token: left.Token, Outcome: left.Outcome, Event: left.InvokeIndex, TimeS: rel(left.Call, t0)}
+		}
+		s.Explanation = explainStuck(s, left, res.Audited)
+		res.StuckLocks = append(res.StuckLocks, s)
+		res.Valid = Invalid
+		v := Violation{Kind: "stuck-lock", Affects: "liveness", Key: key, Start: since, End: max(since, last),
+			Clients: []int{}, Cause: "no-expiry", Explanation: s.Explanation}
+		if left != nil {
+			v.Clients, v.Tokens, v.Events = []int{left.Client}, []string{left.Token}, []int64{left.InvokeIndex}
+		}
+		vs = append(vs, v)
+	}
+	return res, vs
+}
+
+func explainStuck(s StuckLock, left *Op, audited bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Nobody could take %s again: ", s.Key)
+	if left != nil {
+		what := "granted it"
+		if left.F == history.FExtend {
+			what = "extended it"
+		}
+		if left.Outcome == history.Info {
+			what = "was " + map[bool]string{true: "extending", false: "acquiring"}[left.F == history.FExtend] + " it (outcome unknown: the client never answered)"
+		}
+		fmt.Fprintf(&b, "client %d %s at %.3f s (event %d), and every lease should have ended by %.3f s, ",
+			left.Client, what, s.LeftBy.TimeS, left.InvokeIndex, s.SinceS)
+	}
+	fmt.Fprintf(&b, "yet %d acquire(s) over the next %.1f s were refused with no holder renewing it", s.Attempts, s.RefusedMs/1000)
+	var minus []string
+	for n, v := range s.Audit {
+		if v == -1 {
+			minus = append(minus, n)
+		}
+	}
+	sort.Strings(minus)
+	switch {
+	case len(minus) > 0:
+		fmt.Fprintf(&b, "; the end-of-run audit found PTTL -1 (a key with no expiry) on %s: the lock is taken forever.", strings.Join(minus, ", "))
+	case !audited:
+		b.WriteString(" (no end-of-run PTTL audit in this run to confirm it).")
+	default:
+		b.WriteString(".")
+	}
+	return b.String()
+}

@@ -1,0 +1,326 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+)
+
+// Topology needs: a fault's Needs.Topology is "" for the Sentinel topology
+// (every fault that acts on "the primary"), TopologyRedlock for the per-node
+// faults of Redlock's N independent primaries, TopologyAny for the faults
+// that act on clients only.
+const (
+	TopologyRedlock = "redlock"
+	TopologyAny     = "any"
+)
+
+// Causes of the redlock and stuck-lock faults.
+const (
+	CauseNodeRestart      = "node-restart"
+	CauseClientCrash      = "client-crash"
+	CausePartialPartition = "partial-partition"
+)
+
+// ClientEnv is the part of the runner's Env the redlock and stuck-lock faults
+// need: which nodes a client reaches, and client crashes. The runner
+// implements it; a fault asks for it with a type assertion.
+type ClientEnv interface {
+	NumClients() int
+	// SetUnreachable tells client i's recipe to send nothing to these node
+	// addresses (nil heals): a partial partition on loopback.
+	SetUnreachable(i int, addrs []string) error
+	// ArmCrash makes client i SIGKILL itself at its next acquire's step point.
+	ArmCrash(i int) error
+	KillClient(i int) error
+	ClientAlive(i int) bool
+	// DelayedRestart is --delayed-restart: how long a crashed node stays down.
+	DelayedRestart() time.Duration
+}
+
+// CheckTopology says whether a run on this topology can inject the fault.
+func (f *Fault) CheckTopology(topology string) error {
+	want := f.Needs.Topology
+	if want == "" {
+		want = cluster.TopologySentinel
+	}
+	if want == TopologyAny || want == topology || (topology == "" && want == cluster.TopologySentinel) {
+		return nil
+	}
+	return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, want, topology)
+}
+
+func clientEnv(env Env) (ClientEnv, error) {
+	ce, ok := env.(ClientEnv)
+	if !ok {
+		return nil, fmt.Errorf("this runner cannot steer clients")
+	}
+	return ce, nil
+}
+
+func dataNodes(c cluster.Runtime) []cluster.Node {
+	var out []cluster.Node
+	for _, n := range c.Nodes() {
+		if n.Kind != cluster.RoleSentinel {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pickNode draws a live node from the step's seed-chosen index.
+func pickNode(c cluster.Runtime, s Step) (cluster.Node, error) {
+	ns := dataNodes(c)
+	if len(ns) == 0 {
+		return cluster.Node{}, fmt.Errorf("no data nodes")
+	}
+	i := s.Node % len(ns)
+	for k := 0; k < len(ns); k++ {
+		n := ns[(i+k)%len(ns)]
+		if n.PID != 0 && !n.Paused {
+			return n, nil
+		}
+	}
+	return cluster.Node{}, fmt.Errorf("every node is down or paused")
+}
+
+func planNode(rng *rand.Rand, _ PlanParams) Step { return Step{Node: rng.IntN(64)} }
+
+// runKillNode SIGKILLs one redlock node and restarts it with its own config
+// (a primary again): without AOF it comes back empty and has forgotten every
+// lock it granted. With --delayed-restart D it stays down for D first
+// (antirez's remedy: longer than the maximum TTL).
+func runKillNode(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	n, err := pickNode(c, s)
+	if err != nil {
+		return err
+	}
+	return killAndRestart(ctx, env, n)
+}
+
+func killAndRestart(ctx context.Context, env Env, n cluster.Node) error {
+	c := env.Cluster()
+	var delay time.Duration
+	if ce, ok := env.(ClientEnv); ok {
+		delay = ce.DelayedRestart()
+	}
+	logf(env, "kill-node", n.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); restart after %v", n.Name, n.PID, delay)
+	if err := c.Kill(n.Name); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, delay)
+	if err := c.Restart(context.WithoutCancel(ctx), n.Name, cluster.WithOldConfig); err != nil {
+		return err
+	}
+	logf(env, "restart-node", n.Name, cluster.RolePrimary, "%s restarted as an independent primary (what it kept depends on --appendonly)", n.Name)
+	return sleepErr
+}
+
+func runPauseNode(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	n, err := pickNode(c, s)
+	if err != nil {
+		return err
+	}
+	logf(env, "pause-redlock-node", n.Name, cluster.RolePrimary, "SIGSTOP %s for %v", n.Name, s.Duration.Round(time.Millisecond))
+	if err := c.Pause(n.Name); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	if err := c.Resume(n.Name); err != nil {
+		return err
+	}
+	logf(env, "resume-redlock-node", n.Name, cluster.RolePrimary, "SIGCONT %s", n.Name)
+	return sleepErr
+}
+
+func runClockBumpNode(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	n, err := pickNode(c, s)
+	if err != nil {
+		return err
+	}
+	return bumpNode(ctx, env, n, s)
+}
+
+func bumpNode(ctx context.Context, env Env, n cluster.Node, s Step) error {
+	c := env.Cluster()
+	if err := c.SetClockOffset(n.Name, s.Offset); err != nil {
+		return err
+	}
+	logf(env, "clock-bump-node", n.Name, cluster.RolePrimary, "wall clock of %s moved %ss: its copies of the locks expire now", n.Name, s.Offset)
+	sleepErr := sleep(ctx, s.Duration)
+	if err := c.SetClockOffset(n.Name, ""); err != nil {
+		return err
+	}
+	logf(env, "clock-reset-node", n.Name, cluster.RolePrimary, "wall clock of %s back to true time", n.Name)
+	return sleepErr
+}
+
+// sides splits the nodes for Kleppmann's scenario: with N = 5, side 0 reaches
+// A, B, C and side 1 reaches C, D, E; the middle node C is shared. Even
+// clients are side 0, odd clients side 1. Each side reaches exactly a
+// majority, and the two majorities meet only in C.
+func sides(nodes []cluster.Node) (unreach [2][]string, middle cluster.Node) {
+	m := len(nodes) / 2
+	for i, n := range nodes {
+		switch {
+		case i < m:
+			unreach[1] = append(unreach[1], n.Addr)
+		case i > m:
+			unreach[0] = append(unreach[0], n.Addr)
+		}
+	}
+	return unreach, nodes[m]
+}
+
+// partialPartition cuts every client off from the other side's nodes and
+// returns the heal.
+func partialPartition(env Env, ce ClientEnv, tag string) (cluster.Node, func(), error) {
+	nodes := dataNodes(env.Cluster())
+	unreach, middle := sides(nodes)
+	for i := 0; i < ce.NumClients(); i++ {
+		if err := ce.SetUnreachable(i, unreach[i%2]); err != nil {
+			return middle, nil, err
+		}
+	}
+	logf(env, tag, middle.Name, cluster.RolePrimary, "even clients cannot reach %s, odd clients cannot reach %s; both reach %s",
+		names(nodes, unreach[0]), names(nodes, unreach[1]), middle.Name)
+	heal := func() {
+		for i := 0; i < ce.NumClients(); i++ {
+			_ = ce.SetUnreachable(i, nil)
+		}
+		logf(env, "heal-partition-clients", middle.Name, cluster.RolePrimary, "every client reaches every node again")
+	}
+	return middle, heal, nil
+}
+
+func names(nodes []cluster.Node, addrs []string) string {
+	var out []string
+	for _, a := range addrs {
+		for _, n := range nodes {
+			if n.Addr == a {
+				out = append(out, n.Name)
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// runRedlockClockJump is Kleppmann's scenario from "How to do distributed
+// locking": client 1 locks A, B, C (D, E unreachable to it); C's clock jumps
+// forward and its copy expires; client 2 locks C, D, E (A, B unreachable to
+// it) while client 1 still holds a valid-looking lock. The partial partition
+// is the clients' own (they send nothing to the far side's nodes), so no
+// message sits in a paused node's socket to be executed later.
+func runRedlockClockJump(ctx context.Context, env Env, s Step) error {
+	ce, err := clientEnv(env)
+	if err != nil {
+		return err
+	}
+	middle, heal, err := partialPartition(env, ce, "partial-partition")
+	if heal != nil {
+		defer heal()
+	}
+	if err != nil {
+		return err
+	}
+	// A grant on one side (through the middle node), then the jump.
+	cut := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	env.AwaitAcquire(actx, cut)
+	cancel()
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		return err
+	}
+	return bumpNode(ctx, env, middle, s)
+}
+
+// runRedlockRestart is the distlock page's own example: a client holds A, B, C
+// (the partial partition as above); C is killed and restarted without
+// persistence, forgets the lock, and the other side takes C, D, E. With AOF
+// appendfsync always, or --delayed-restart longer than the TTL, it does not.
+func runRedlockRestart(ctx context.Context, env Env, s Step) error {
+	ce, err := clientEnv(env)
+	if err != nil {
+		return err
+	}
+	middle, heal, err := partialPartition(env, ce, "partial-partition")
+	if heal != nil {
+		defer heal()
+	}
+	if err != nil {
+		return err
+	}
+	cut := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	env.AwaitAcquire(actx, cut)
+	cancel()
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		return err
+	}
+	if err := killAndRestart(ctx, env, middle); err != nil {
+		return err
+	}
+	return sleep(ctx, s.Duration)
+}
+
+// runCrashClient arms one client to SIGKILL itself at its next acquire's step
+// point: between SETNX and EXPIRE for setnx-expire, right after SET NX PX for
+// the others. It returns when the client is gone (or after a while).
+func runCrashClient(ctx context.Context, env Env, s Step) error {
+	ce, err := clientEnv(env)
+	if err != nil {
+		return err
+	}
+	i := s.Node % max(1, ce.NumClients())
+	for k := 0; k < ce.NumClients() && !ce.ClientAlive(i); k++ {
+		i = (i + 1) % ce.NumClients()
+	}
+	if err := ce.ArmCrash(i); err != nil {
+		return err
+	}
+	logf(env, "crash-client", clientNode(i), "client", "client %d will SIGKILL itself at its next acquire's step point (after SETNX, before EXPIRE for setnx-expire)", i)
+	deadline := time.Now().Add(5 * time.Second)
+	for ce.ClientAlive(i) && time.Now().Before(deadline) {
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	logf(env, "client-gone", clientNode(i), "client", "client %d gone: %v", i, !ce.ClientAlive(i))
+	return nil
+}
+
+// runKillHolder SIGKILLs a client that has held its lock long enough to have
+// renewed it once (TTL/3): with extend-no-px that renewal dropped the TTL.
+func runKillHolder(ctx context.Context, env Env, s Step) error {
+	ce, err := clientEnv(env)
+	if err != nil {
+		return err
+	}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	h, err := pickHolder(hctx, env)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := sleep(ctx, env.TTL()/2+env.TTL()/10); err != nil {
+		return err
+	}
+	logf(env, "kill-client", clientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
+	if err := ce.KillClient(h.Client); err != nil {
+		return err
+	}
+	logf(env, "client-gone", clientNode(h.Client), "client", "client %d is gone for good", h.Client)
+	return nil
+}
+
+func clockPlan(rng *rand.Rand, p PlanParams) Step {
+	secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
+	return Step{Node: rng.IntN(64), Duration: p.TTL + time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
+}

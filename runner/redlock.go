@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/scenario"
+	"github.com/lockjepsen/lockjepsen/truetime"
+)
+
+// fromRedlockScenario applies a scenario's topology, recipe and fence.
+func fromRedlockScenario(c *Config, s scenario.Scenario) {
+	if s.Topology != "" {
+		c.Cluster.Topology = s.Topology
+	}
+	if s.Recipe != "" {
+		c.Recipe = s.Recipe
+	}
+	if s.Fence != "" {
+		c.Fence = s.Fence
+	}
+}
+
+// validateTopology refuses the knobs and recipes of one topology on the other,
+// in one line naming the knob.
+func (c *Config) validateTopology() error {
+	if err := lock.RunsOn(c.Recipe, c.Cluster.TopologyName()); err != nil {
+		return err
+	}
+	if c.DriftFactor < 0 || c.DriftFactor >= 0.5 {
+		return fmt.Errorf("--drift-factor %v: want 0 to below 0.5 (the distlock page uses 0.01)", c.DriftFactor)
+	}
+	if c.DelayedRestart < 0 {
+		return fmt.Errorf("--delayed-restart %v: want 0 or more", c.DelayedRestart)
+	}
+	if !c.Cluster.IsRedlock() {
+		if c.DelayedRestart > 0 {
+			return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed Sentinel-managed primary rejoins as a replica): add --topology redlock")
+		}
+		return nil
+	}
+	switch {
+	case c.Wait.On():
+		return fmt.Errorf("--wait counts replicas: the redlock topology has none")
+	case c.WaitAOF.On():
+		return fmt.Errorf("--waitaof is refused on the redlock topology: the recipes there write on N nodes, and WAITAOF counts one connection's writes")
+	case c.Fence != knob.FenceNone:
+		return fmt.Errorf("--fence %s: Redlock has no monotonic counter to fence with (no single node can keep one); use --fence none", c.Fence)
+	}
+	return nil
+}
+
+// unreachabler and crasher are the client controls of the redlock and
+// stuck-lock faults (workload.Client has both).
+type unreachabler interface{ SetUnreachable(addrs []string) error }
+type crasher interface{ ArmCrash() error }
+
+var _ nemesis.ClientEnv = env{}
+
+func (e env) NumClients() int { return len(e.r.clients) }
+
+func (e env) SetUnreachable(i int, addrs []string) error {
+	c, err := e.client(i)
+	if err != nil {
+		return err
+	}
+	u, ok := c.(unreachabler)
+	if !ok {
+		return fmt.Errorf("client %d cannot be told which nodes it reaches", i)
+	}
+	return u.SetUnreachable(addrs)
+}
+
+func (e env) ArmCrash(i int) error {
+	c, err := e.client(i)
+	if err != nil {
+		return err
+	}
+	a, ok := c.(crasher)
+	if !ok {
+		return fmt.Errorf("client %d cannot be armed to crash", i)
+	}
+	return a.ArmCrash()
+}
+
+func (e env) KillClient(i int) error {
+	c, err := e.client(i)
+	if err != nil {
+		return err
+	}
+	return signalKill(c)
+}
+
+func (e env) ClientAlive(i int) bool {
+	c, err := e.client(i)
+	if err != nil {
+		return false
+	}
+	return processAlive(c.PID())
+}
+
+func (e env) DelayedRestart() time.Duration { return e.r.cfg.DelayedRestart }
+
+// auditPTTL asks every data node for the PTTL of every lock key once the
+// clients have stopped, and records each answer as an "audit-pttl" event
+// (process nemesis; key; value = the PTTL in ms, -1 no expiry, -2 no key). A
+// -1 on a lock key is a lock nobody can ever take again: the checker's
+// liveness verdict reads these events.
+func (r *run) auditPTTL(keys []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, n := range r.cluster.Nodes() {
+		if n.Kind == cluster.RoleSentinel || n.PID == 0 || n.Paused {
+			continue
+		}
+		for _, k := range keys {
+			out, err := r.cluster.Command(ctx, n.Name, "PTTL", k)
+			ev := history.Event{Process: history.Nemesis, Type: history.Info, Time: truetime.Now(),
+				F: history.NAuditPTTL, Node: n.Name, Key: k}
+			if v, perr := strconv.ParseInt(out, 10, 64); err == nil && perr == nil {
+				ev.Value = history.Int64(v)
+				ev.Detail = fmt.Sprintf("PTTL %s on %s: %d", k, n.Name, v)
+			} else {
+				ev.Detail = fmt.Sprintf("PTTL %s on %s: no answer (%v)", k, n.Name, err)
+			}
+			r.record(ev)
+		}
+	}
+}
+
+func signalKill(c clientHandle) error {
+	if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("SIGKILL client pid %d: %w", c.PID(), err)
+	}
+	return nil
+}
+
+// processAlive: the pid exists and is not a zombie waiting to be reaped.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
