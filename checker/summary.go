@@ -60,8 +60,13 @@ func (r *Result) Summary() string {
 	}
 	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
 	for _, u := range r.UnknownCommands {
-		fmt.Fprintf(&b, "unknown command %s: %v failed from %.1f s on, because a node did not know the command (an older version or build), not because of the lock; those locks lingered until their TTL\n",
-			u.Command, u.Ops, u.First)
+		var ops []string
+		for f, n := range u.Ops {
+			ops = append(ops, fmt.Sprintf("%d %s", n, f))
+		}
+		sort.Strings(ops)
+		fmt.Fprintf(&b, "unknown command %s: %s failed from %.1f s on because a node did not know the command (an older version or build), not because of the lock; those locks lingered until their TTL\n",
+			u.Command, strings.Join(ops, ", "), u.First)
 	}
 	if len(r.Violations) > 0 {
 		// The first violation of each kind in full; a failover that hands a
