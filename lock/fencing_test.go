@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +154,12 @@ func startRedis7(t *testing.T) string {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is needed for the refusal test (apt-get install redis-server): %v", bin, err)
 	}
+	return startServer(t, bin)
+}
+
+// startServer runs one standalone server binary on a free port.
+func startServer(t *testing.T, bin string) string {
+	t.Helper()
 	port := freePort(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
@@ -174,4 +181,36 @@ func startRedis7(t *testing.T) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestLualessBuildRefusesEvalRecipes runs the check against Valkey 9.1.2 built
+// with BUILD_LUA=no (make setup-ci builds it): native runs there, every
+// EVAL-based recipe is refused before a run with the reason.
+func TestLualessBuildRefusesEvalRecipes(t *testing.T) {
+	bins, err := cluster.FindBinaries()
+	if err != nil || bins.NoLuaServer == "" {
+		t.Fatalf("the Lua-less build is needed (make setup-ci builds it): %v", err)
+	}
+	addr := startServer(t, bins.NoLuaServer)
+	caps, err := Check(context.Background(), Config{Recipe: Native, Addr: addr})
+	if err != nil || caps.Lua {
+		t.Fatalf("native on the Lua-less build: %v (caps %+v)", err, caps)
+	}
+	for _, r := range []string{Lua, Redsync, Valkeylock} {
+		_, err := Check(context.Background(), Config{Recipe: r, Addr: addr})
+		if err == nil || !strings.Contains(err.Error(), "Lua engine") {
+			t.Errorf("%s on the Lua-less build: %v, want a refusal naming the missing Lua engine", r, err)
+		}
+	}
+	// Forced past the check, an EVAL is refused by the server itself.
+	c, err := Connect(Config{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Do(context.Background(), c.B().Eval().Script("return 1").Numkeys(0).Build()).Error()
+	if err == nil {
+		t.Fatal("EVAL ran on the Lua-less build")
+	}
+	t.Logf("EVAL on the Lua-less build: %v", err)
 }
