@@ -10,7 +10,7 @@ import (
 func init() {
 	register(command{
 		name:    "check",
-		summary: "re-check a stored run: results.json, summary.txt, timeline, index.html (exit 3: unknown)",
+		summary: "re-check a stored run: results.json, summary.txt, timeline, index.html (exit 2: unknown)",
 		run:     runCheck,
 	})
 }

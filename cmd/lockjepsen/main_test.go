@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Bad input is refused before anything starts, with exit 2 and one line
+// Bad input is refused before anything starts, with exit 254 and one line
 // that names the flag (or the problem): no usage dump burying it, no
 // goroutine dump, no run folder, no process left behind.
 func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
@@ -154,8 +154,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 			err := cmd.Run()
 			out := stdout.String() + stderr.String()
 			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 2 {
-				t.Fatalf("exit %v, want 2\n%s", err, out)
+			if !ok || ee.ExitCode() != exitUsage {
+				t.Fatalf("exit %v, want 254\n%s", err, out)
 			}
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("message does not name %q:\n%s", tt.want, out)
