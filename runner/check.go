@@ -132,11 +132,11 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if hasCfg {
 		title = fmt.Sprintf("lockjepsen %s: recipe %s, fence %s, seed %d", cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed)
 	}
-	p, err := tl.Plot(title)
+	fig, err := tl.Plot(title)
 	if err != nil {
 		return "", ExitCannot, err
 	}
-	if err := report.Save(p, filepath.Join(dir, runfolder.Timeline), tl.Clients); err != nil {
+	if err := fig.Save(filepath.Join(dir, runfolder.Timeline)); err != nil {
 		return "", ExitCannot, err
 	}
 	page := report.Page{Title: title, Scenario: cfg.Scenario, Summary: sum, Result: res}
