@@ -381,7 +381,9 @@ func (m *marks) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 	}
 	ws := append([]Mark(nil), tl.Writes...)
-	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Verdict == history.Accepted && !ws[j].Stale && ws[j].Verdict != history.Accepted })
+	sort.SliceStable(ws, func(i, j int) bool {
+		return ws[i].Verdict == history.Accepted && !ws[j].Stale && ws[j].Verdict != history.Accepted
+	})
 	for _, w := range ws {
 		x, y := trX(tl.sec(w.Time)), trY(float64(w.Client))
 		var sty draw.GlyphStyle
