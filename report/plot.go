@@ -381,9 +381,14 @@ func (m *marks) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 	}
 	ws := append([]Mark(nil), tl.Writes...)
-	sort.SliceStable(ws, func(i, j int) bool {
-		return ws[i].Verdict == history.Accepted && !ws[j].Stale && ws[j].Verdict != history.Accepted
-	})
+	// Dots first, refusals and stale writes on top of them.
+	rank := func(w Mark) int {
+		if w.Verdict == history.Accepted && !w.Stale {
+			return 0
+		}
+		return 1
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return rank(ws[i]) < rank(ws[j]) })
 	for _, w := range ws {
 		x, y := trX(tl.sec(w.Time)), trY(float64(w.Client))
 		var sty draw.GlyphStyle
