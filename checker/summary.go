@@ -139,6 +139,19 @@ func clientList(cs []int, tokens []string) string {
 	return "clients " + strings.Join(parts, " & ")
 }
 
+// Story is the summary's three sentences without their labels: who held,
+// who wrote, who was turned away (index.html shows them).
+func (r *Result) Story() (held, wrote, turnedAway string) {
+	cut := func(s string) string {
+		s = strings.TrimSuffix(s, "\n")
+		if i := strings.Index(s, ": "); i >= 0 {
+			s = s[i+2:]
+		}
+		return strings.ToUpper(s[:1]) + s[1:]
+	}
+	return cut(whoHeld(r)), cut(whoWrote(r)), cut(whoTurnedAway(r))
+}
+
 // decidedBy says how a failed partition's verdict was reached: by direct
 // witnesses (porcupine was not needed), or by porcupine.
 func decidedBy(kr *KeyResult) string {

@@ -59,6 +59,8 @@ func (tl Timeline) Plot(title string) (*Figure, error) {
 	p := plot.New()
 	p.X.Label.Text = "seconds since the first operation (true time)"
 	p.Y.Label.Text = "client"
+	p.X.Label.Padding = vg.Points(6)
+	p.Y.Label.Padding = vg.Points(6)
 	rows := tl.rows()
 	p.Y.Min, p.Y.Max = -1, float64(rows)
 	var ticks []plot.Tick
@@ -79,7 +81,7 @@ func (tl Timeline) Plot(title string) (*Figure, error) {
 
 	lg := plot.NewLegend()
 	lg.Top, lg.Left = true, true
-	lg.Padding = vg.Points(3)
+	lg.Padding = vg.Points(4)
 	lg.Add("lock hold (colour: key)", thumb(func(c *draw.Canvas) {
 		c.FillPolygon(keyColors[0], boxPts(c.Min.X, c.Max.X, c.Center().Y, vg.Points(3)))
 	}))
@@ -134,7 +136,7 @@ func (f *Figure) Size() (w, h vg.Length) {
 
 const (
 	margin   = vg.Length(6) // around the whole figure
-	labelGap = vg.Length(8) // between two fault labels on one row
+	labelGap = vg.Length(10) // between two fault labels on one row
 )
 
 func (f *Figure) labelStyle() draw.TextStyle {
@@ -146,7 +148,7 @@ func (f *Figure) labelStyle() draw.TextStyle {
 }
 
 func (f *Figure) laneHeight() vg.Length {
-	return f.labelStyle().Rectangle("Mg").Size().Y + vg.Points(3)
+	return f.labelStyle().Rectangle("Mg").Size().Y + vg.Points(4)
 }
 
 func (f *Figure) titleBlock() vg.Length {
@@ -244,7 +246,9 @@ func (f *Figure) Save(base string) error {
 	if err := runfolder.WriteFileAtomic(base+".png", png.Bytes(), 0o644); err != nil {
 		return err
 	}
-	svg := vgsvg.New(w, h)
+	// The fonts go into the SVG, so that a browser lays the text out as
+	// gonum measured it (a substitute font is wider, and labels would touch).
+	svg := vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(true))
 	f.draw(draw.New(svg))
 	var buf bytes.Buffer
 	if _, err := svg.WriteTo(&buf); err != nil {

@@ -161,6 +161,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 			}
 			if tt.scenario == "failover-race" && cfg.Fence != "none" {
 				checkInBrowser(t, cfg.Out)
+				checkReportInBrowser(t, cfg.Out)
 			}
 		})
 	}
