@@ -135,7 +135,7 @@ func (f *Figure) Size() (w, h vg.Length) {
 }
 
 const (
-	margin   = vg.Length(6) // around the whole figure
+	margin   = vg.Length(6)  // around the whole figure
 	labelGap = vg.Length(10) // between two fault labels on one row
 )
 
