@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -241,7 +242,16 @@ func (e *EtcdLocal) start(name string) error {
 	e.procs[name] = p
 	e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = p.pid(), false, false
 	e.mu.Unlock()
-	return nil
+	return e.saveState()
+}
+
+// saveState writes cluster.json (the members and their pids), as Local does.
+func (e *EtcdLocal) saveState() error {
+	b, err := json.MarshalIndent(state{Config: e.cfg, Version: e.Version(), Nodes: e.Nodes()}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode cluster state: %w", err)
+	}
+	return writeFile(filepath.Join(e.cfg.Dir, StateFile), string(b)+"\n")
 }
 
 func (e *EtcdLocal) client(name string) (*clientv3.Client, error) {
@@ -386,10 +396,11 @@ func (e *EtcdLocal) mustNode(name string) (Node, error) {
 
 func (e *EtcdLocal) setPID(name string, pid int, killed bool) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if i := e.index(name); i >= 0 {
 		e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = pid, killed, false
 	}
+	e.mu.Unlock()
+	_ = e.saveState()
 }
 
 func (e *EtcdLocal) signal(name string, sig syscall.Signal, paused bool) error {
