@@ -70,6 +70,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"check", corrupt}, "history.jsonl:2"},
 		{[]string{"check"}, "one run directory"},
+		{[]string{"check", "a", "b"}, "one run directory"},
+		{[]string{"check", filepath.Join(t.TempDir(), "missing"), "--budget", "1s"}, "not a run directory"},
 		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
