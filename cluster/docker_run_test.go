@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,8 +124,8 @@ func TestDockerRuns(t *testing.T) {
 
 	// The partition scenario is refused on the local runtime, before anything starts.
 	code, text, _ := lj(t, exe, "run", "--scenario", "partition", "--out", filepath.Join(out, "refused"))
-	if code != 2 || !strings.Contains(text, "--runtime docker") {
-		t.Errorf("partition on the local runtime: exit %d, %q; want exit 2 naming --runtime docker", code, text)
+	if code != exitcode.BadInput || !strings.Contains(text, "--runtime docker") {
+		t.Errorf("partition on the local runtime: exit %d, %q; want exit 254 naming --runtime docker", code, text)
 	}
 
 	for _, sc := range []struct{ name, want string }{
