@@ -53,6 +53,8 @@ type Config struct {
 	Topology string `json:"topology,omitempty"`
 	// Nodes is the number of independent primaries of the redlock topology.
 	Nodes int `json:"nodes,omitempty"`
+	// Members is the number of etcd members of the etcd topology (etcd.go).
+	Members int `json:"members,omitempty"`
 
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).

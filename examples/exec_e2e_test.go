@@ -80,8 +80,8 @@ func TestClientTest(t *testing.T) {
 	}{
 		{adapters[0], 0, "11 passed, 0 failed"},
 		{adapters[1], 0, "11 passed, 0 failed"},
-		{"testdata/twice.sh", 2, "stdout line 2: second answer to id 1"},
-		{"testdata/garble.sh", 2, "stdout line 1: not a JSON object"},
+		{"testdata/twice.sh", exitcode.BadInput, "stdout line 2: second answer to id 1"},
+		{"testdata/garble.sh", exitcode.BadInput, "stdout line 1: not a JSON object"},
 		{"testdata/silent.sh", 1, "0 passed, 11 failed"},
 	}
 	for _, tt := range tests {

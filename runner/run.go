@@ -184,14 +184,16 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	phase := func(s string) { fmt.Fprintf(progress, "%-9s %s\n", "["+time.Now().Format("15:04:05")+"]", s) }
 
-	if cfg.Cluster.IsRedlock() {
-		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
-	} else {
-		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
-	}
 	if r.cluster, err = cluster.New(cfg.Cluster, bins); err != nil {
 		o.Err = err
 		return o
+	}
+	if cfg.Cluster.IsEtcd() {
+		phase(etcdPhase(cfg, r.cluster.Version()))
+	} else if cfg.Cluster.IsRedlock() {
+		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
+	} else {
+		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
 	}
 	if err := r.cluster.Up(ctx); err != nil {
 		o.Err = fmt.Errorf("cluster up: %w", err)
@@ -270,7 +272,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		fmt.Fprintln(progress)
 	}
 
-	if cfg.Cluster.IsRedlock() {
+	if cfg.Cluster.IsEtcd() {
+		phase("heal: every fault healed; waiting for every etcd member to answer and one leader")
+	} else if cfg.Cluster.IsRedlock() {
 		phase("heal: every fault healed; waiting for every node to answer PING")
 	} else {
 		phase("heal: every fault healed; waiting for one primary with replicas in sync")

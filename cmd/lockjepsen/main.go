@@ -79,9 +79,32 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("lockjepsen "+name, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: lockjepsen %s\n\nflags:\n", synopsis)
-		fs.PrintDefaults()
+		printDefaults(fs)
 	}
 	return fs
+}
+
+// hiddenPrefix marks a flag kept only as an old spelling: it parses, but
+// help does not list it.
+const hiddenPrefix = "\x00old spelling of --"
+
+// alias registers old as a hidden second name of the flag name (registered
+// before): old spellings keep working for a release while help shows one name.
+func alias(fs *flag.FlagSet, old, name string) {
+	fs.Var(fs.Lookup(name).Value, old, hiddenPrefix+name)
+}
+
+// printDefaults is flag.PrintDefaults without the hidden aliases.
+func printDefaults(fs *flag.FlagSet) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Usage, hiddenPrefix) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
 }
 
 // parseFlags parses args; it returns (code, false) when the caller must exit.
