@@ -17,6 +17,9 @@ type Holder struct {
 	Client int
 	Key    string
 	Since  int64 // true time of the acquire's ok
+	// Renewed is the true time of its last successful extend; 0 before its
+	// first renewal.
+	Renewed int64
 }
 
 // Env is what a fault acts on; the runner implements it.

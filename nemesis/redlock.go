@@ -303,13 +303,13 @@ func runKillHolder(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	h, err := pickHolder(hctx, env)
+	// The lesson needs a holder that has renewed (an extend without PX has
+	// then dropped its TTL) and not yet released: kill the first one seen
+	// renewed, at once, rather than guess from the clock.
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	h, err := pickRenewedHolder(hctx, env)
 	cancel()
 	if err != nil {
-		return err
-	}
-	if err := sleep(ctx, env.TTL()/2+env.TTL()/10); err != nil {
 		return err
 	}
 	logf(env, "kill-client", clientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
@@ -323,4 +323,19 @@ func runKillHolder(ctx context.Context, env Env, s Step) error {
 func clockPlan(rng *rand.Rand, p PlanParams) Step {
 	secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 	return Step{Node: rng.IntN(64), Duration: p.TTL + time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
+}
+
+// pickRenewedHolder waits for a holder whose lease has been renewed at least
+// once.
+func pickRenewedHolder(ctx context.Context, env Env) (Holder, error) {
+	for {
+		for _, h := range env.Holders() {
+			if h.Renewed > 0 {
+				return h, nil
+			}
+		}
+		if err := sleep(ctx, 2*time.Millisecond); err != nil {
+			return Holder{}, fmt.Errorf("no holder renewed its lease: %w", err)
+		}
+	}
 }

@@ -78,6 +78,11 @@ func (t *tracker) observe(e history.Event) {
 		t.acquired = make(chan struct{})
 	case inv.F == history.FExtend && e.Type == history.Fail:
 		delete(t.holders, e.Client)
+	case inv.F == history.FExtend && e.Type == history.OK:
+		if h, ok := t.holders[e.Client]; ok {
+			h.Renewed = e.Time
+			t.holders[e.Client] = h
+		}
 	}
 }
 

@@ -93,6 +93,7 @@ func (e env) ArmCrash(i int) error {
 	if !ok {
 		return fmt.Errorf("client %d cannot be armed to crash", i)
 	}
+	e.r.markKilled(i)
 	return a.ArmCrash()
 }
 
@@ -101,6 +102,7 @@ func (e env) KillClient(i int) error {
 	if err != nil {
 		return err
 	}
+	e.r.markKilled(i)
 	return signalKill(c)
 }
 

@@ -56,12 +56,16 @@ type Outcome struct {
 }
 
 type run struct {
-	cfg      Config
-	exe      string
-	dir      string
-	out      io.Writer // the caller's progress writer and run.log
-	log      io.Writer // run.log alone
-	term     bool      // the caller's writer is a terminal: redraw the progress line
+	cfg  Config
+	exe  string
+	dir  string
+	out  io.Writer // the caller's progress writer and run.log
+	log  io.Writer // run.log alone
+	term bool      // the caller's writer is a terminal: redraw the progress line
+	// killed holds the client slots the nemesis crashed or killed on
+	// purpose: their exit is the fault, not a broken client.
+	killedMu sync.Mutex
+	killed   map[int]bool
 	cluster  cluster.Runtime
 	res      *resourceProc
 	resMu    sync.Mutex // res is replaced by a restart-db fault
@@ -253,7 +257,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		watchers.Add(1)
 		go func() {
 			defer watchers.Done()
-			if err := c.Wait(); err != nil {
+			if err := c.Wait(); err != nil && !r.meantToDie(i) {
 				clientErrMu.Lock()
 				if clientErr == nil {
 					clientErr = err
@@ -505,4 +509,21 @@ func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []st
 		}
 	}
 	return out
+}
+
+// meantToDie reports whether the nemesis ended client i on purpose.
+func (r *run) meantToDie(i int) bool {
+	r.killedMu.Lock()
+	defer r.killedMu.Unlock()
+	return r.killed[i]
+}
+
+// markKilled records that the nemesis is about to end client i.
+func (r *run) markKilled(i int) {
+	r.killedMu.Lock()
+	defer r.killedMu.Unlock()
+	if r.killed == nil {
+		r.killed = map[int]bool{}
+	}
+	r.killed[i] = true
 }

@@ -114,10 +114,14 @@ func NewerTurnedAway() Predicate {
 }
 
 // StaleHolderTurnedAway: the fence refused the stale holder of a double
-// holding after the newer holder's grant, and never the newer one (numbers
-// from the database's own sequence).
+// holding after the newer holder's grant (numbers from the database's own
+// sequence). It does not ask that the newer holder never be turned away: a
+// database number orders the requests for numbers, not the grants, so an
+// older holder that stalls between its grant and its request (seen under
+// load in the full test suite) gets the higher number; what the database
+// rules out is the demo's cause, a number set back (NoFenceRegression).
 func StaleHolderTurnedAway() Predicate {
-	return Predicate{Text: "the stale holder turned away, never the newer", Check: func(r *checker.Result) (string, bool) {
+	return Predicate{Text: "the stale holder turned away", Check: func(r *checker.Result) (string, bool) {
 		stale, newer := 0, 0
 		for _, d := range r.DoubleHolderList {
 			if d.StaleTurnedAway != "" {
@@ -127,7 +131,7 @@ func StaleHolderTurnedAway() Predicate {
 				newer++
 			}
 		}
-		return fmt.Sprintf("%d of %d double holders had the stale holder turned away, %d the newer", stale, r.DoubleHolders, newer), stale > 0 && newer == 0
+		return fmt.Sprintf("%d of %d double holders had the stale holder turned away, %d the newer", stale, r.DoubleHolders, newer), stale > 0
 	}}
 }
 

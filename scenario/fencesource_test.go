@@ -23,10 +23,21 @@ func TestFenceSourceExpectations(t *testing.T) {
 	if ok, saw := Holds(ps, base()); !ok {
 		t.Errorf("the stale holder turned away does not satisfy the expectation: %v", saw)
 	}
+	// The demo's outcome: the newer holder turned away because the failover
+	// set the counter back.
 	demo := base()
-	demo.DoubleHolderList = []checker.DoubleHolder{{NewTurnedAway: "read", StaleTurnedAway: "write"}}
+	demo.DoubleHolderList = []checker.DoubleHolder{{NewTurnedAway: "read"}}
+	demo.FenceTokens = checker.FenceTokens{Regressions: 1}
 	if ok, _ := Holds(ps, demo); ok {
-		t.Error("the newer holder turned away satisfies the --fence-source resource expectation")
+		t.Error("the demo's outcome satisfies the --fence-source resource expectation")
+	}
+	// An older holder that stalled before asking for its number: the newer
+	// holder turned away once, numbers never set back, the stale one turned
+	// away elsewhere: the database did its part.
+	stall := base()
+	stall.DoubleHolderList = append(stall.DoubleHolderList, checker.DoubleHolder{NewTurnedAway: "write", FenceSource: "resource"})
+	if ok, saw := Holds(ps, stall); !ok {
+		t.Errorf("a stall before the number request fails the expectation: %v", saw)
 	}
 	regress := base()
 	regress.FenceTokens = checker.FenceTokens{Regressions: 1}
