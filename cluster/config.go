@@ -53,6 +53,9 @@ type Config struct {
 	Topology string `json:"topology,omitempty"`
 	// Nodes is the number of independent primaries of the redlock topology.
 	Nodes int `json:"nodes,omitempty"`
+	// Shards is the number of primaries of the cluster topology (Valkey
+	// Cluster), each with Replicas replicas; see vcluster.go.
+	Shards int `json:"shards,omitempty"`
 
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).

@@ -12,7 +12,7 @@ import (
 
 // Topologies lists the shapes a cluster can take: one Sentinel-managed
 // primary with replicas, or Redlock's N independent primaries.
-var Topologies = []string{TopologySentinel, TopologyRedlock}
+var Topologies = []string{TopologySentinel, TopologyRedlock, TopologyCluster}
 
 // Topology names.
 const (
@@ -43,8 +43,10 @@ func (c *Config) validateTopology() error {
 	case TopologySentinel:
 		return nil
 	case TopologyRedlock:
+	case TopologyCluster:
+		return c.validateCluster()
 	default:
-		return fmt.Errorf("--topology %q: want sentinel or redlock", c.Topology)
+		return fmt.Errorf("--topology %q: want sentinel, redlock or cluster", c.Topology)
 	}
 	if c.Nodes == 0 {
 		c.Nodes = DefaultRedlockNodes
