@@ -25,6 +25,10 @@ type Config struct {
 	// Addrs are the redlock topology's N independent primaries: the redlock
 	// recipe and redsync (one pool per node) talk to every one.
 	Addrs []string `json:"addrs,omitempty"`
+	// ClusterAddrs are the cluster topology's nodes (Valkey Cluster): the
+	// recipes talk to it through valkey-go's cluster client, which follows
+	// MOVED and ASK (cluster.go).
+	ClusterAddrs []string `json:"cluster_addrs,omitempty"`
 	// DriftFactor is Redlock's clock drift factor (validity = TTL − elapsed −
 	// TTL·factor − 2ms); 0: DefaultDriftFactor.
 	DriftFactor float64 `json:"drift_factor,omitempty"`
@@ -172,7 +176,7 @@ func (c *Config) Validate() error {
 		}
 		return nil
 	}
-	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 {
+	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
 	}
 	if !spec.Ours {
@@ -226,6 +230,9 @@ func (c *Config) clientOption() valkey.ClientOption {
 		o.InitAddress = []string{c.Addr}
 		o.ForceSingleClient = true
 		return o
+	}
+	if len(c.ClusterAddrs) > 0 {
+		return c.clusterOption(o)
 	}
 	o.InitAddress = c.Sentinels
 	ms := c.MasterSet

@@ -43,6 +43,9 @@ func (c *Config) validateTopology() error {
 	if c.DelayedRestart < 0 {
 		return fmt.Errorf("--delayed-restart %v: want 0 or more", c.DelayedRestart)
 	}
+	if c.Cluster.IsCluster() {
+		return c.validateCluster()
+	}
 	if !c.Cluster.IsRedlock() {
 		if c.DelayedRestart > 0 {
 			return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed Sentinel-managed primary rejoins as a replica): add --topology redlock")

@@ -185,6 +185,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	if cfg.Cluster.IsRedlock() {
 		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
+	} else if cfg.Cluster.IsCluster() {
+		phase(clusterPhase(cfg, bins.Version))
 	} else {
 		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
 	}
