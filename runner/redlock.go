@@ -128,6 +128,9 @@ func (r *run) auditPTTL(keys []string) {
 		}
 		for _, k := range keys {
 			out, err := r.cluster.Command(ctx, n.Name, "PTTL", k)
+			if err != nil && strings.Contains(err.Error(), "MOVED ") {
+				continue // Valkey Cluster: this node does not serve the key's slot
+			}
 			ev := history.Event{Process: history.Nemesis, Type: history.Info, Time: truetime.Now(),
 				F: history.NAuditPTTL, Node: n.Name, Key: k}
 			if v, perr := strconv.ParseInt(out, 10, 64); err == nil && perr == nil {

@@ -273,6 +273,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	if cfg.Cluster.IsRedlock() {
 		phase("heal: every fault healed; waiting for every node to answer PING")
+	} else if cfg.Cluster.IsCluster() {
+		phase("heal: every fault healed; waiting for cluster_state:ok on every node, replicas in sync")
 	} else {
 		phase("heal: every fault healed; waiting for one primary with replicas in sync")
 	}
