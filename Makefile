@@ -14,8 +14,8 @@ all: build
 setup:
 	@bash scripts/setup.sh >/dev/null
 
-## setup-ci: setup plus what the tests need (PostgreSQL, bookworm's redis-server 7.0, Chromium)
-## and the two extra Valkey builds of setup-builds
+## setup-ci: setup plus what the tests need (PostgreSQL, bookworm's redis-server 7.0, Chromium,
+## etcd-server for the etcd backend) and the two extra Valkey builds of setup-builds
 setup-ci:
 	@bash scripts/setup.sh --ci >/dev/null
 
@@ -24,6 +24,12 @@ setup-ci:
 .PHONY: setup-builds
 setup-builds:
 	@bash scripts/setup.sh --builds >/dev/null
+
+## setup-etcd: setup plus Debian's etcd-server and etcd-client (--topology etcd, recipe etcd-mutex);
+## Debian's own etcd service is left stopped and disabled. setup-ci includes it.
+.PHONY: setup-etcd
+setup-etcd:
+	@bash scripts/setup.sh --etcd >/dev/null
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lockjepsen

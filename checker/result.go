@@ -223,6 +223,9 @@ type OpCounts struct {
 	OK   int `json:"ok"`
 	Fail int `json:"fail"`
 	Info int `json:"info"`
+	// Refused counts the failures that were the fence's verdict (a read or
+	// write turned away: verdict rejected); they are part of Fail.
+	Refused int `json:"refused"`
 }
 
 // Latency holds percentiles per operation.

@@ -23,6 +23,9 @@ func opCounts(ops []Op) map[string]*OpCounts {
 			c.OK++
 		case history.Fail:
 			c.Fail++
+			if ops[i].Verdict == history.Rejected {
+				c.Refused++
+			}
 		default:
 			c.Info++
 		}

@@ -37,28 +37,39 @@ func (r *Result) Summary() string {
 		for _, k := range names {
 			kr := part.keys[k]
 			if kr.Valid != Valid {
-				fmt.Fprintf(&b, "    %s %s: %s (porcupine %s, %d direct witnesses, %d ops, %.0f ms)\n", part.name, k, kr.Valid, kr.Porcupine, kr.Witnesses, kr.Ops, kr.CheckMs)
+				fmt.Fprintf(&b, "    %s %s: %s, %s (%s checked in %s)\n", part.name, k, kr.Valid, decidedBy(kr), Count(kr.Ops, "op"), HumanDuration(kr.CheckMs))
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nrun: %.1f s, %d failovers\n", r.DurationMs/1000, r.Failovers)
-	fmt.Fprintf(&b, "ops:")
+	fmt.Fprintf(&b, "\nrun: %s, %s\n", HumanDuration(r.DurationMs), Count(r.Failovers, "failover"))
+	b.WriteString(whoHeld(r))
+	b.WriteString(whoWrote(r))
+	b.WriteString(whoTurnedAway(r))
+	var ops []string
 	for _, f := range []string{"acquire", "extend", "release", "read", "write"} {
-		if c := r.Ops[f]; c != nil && c.OK+c.Fail+c.Info > 0 {
-			fmt.Fprintf(&b, "  %s %d ok / %d fail / %d info", f, c.OK, c.Fail, c.Info)
+		c := r.Ops[f]
+		if c == nil || c.OK+c.Fail+c.Info == 0 {
+			continue
 		}
+		o := fmt.Sprintf("%s %d ok", f, c.OK)
+		if c.Refused > 0 {
+			o += fmt.Sprintf(" / %d refused by the fence", c.Refused)
+		}
+		ops = append(ops, o+fmt.Sprintf(" / %d failed / %d unknown", c.Fail-c.Refused, c.Info))
 	}
-	fmt.Fprintf(&b, "\nacquire latency: p50 %.2f ms, p99 %.2f ms (%d completed)\n", r.LatencyMs.Acquire.P50, r.LatencyMs.Acquire.P99, r.LatencyMs.Acquire.Count)
-	fmt.Fprintf(&b, "double holders: %d, exposure %.0f ms total, %.0f ms longest\n", r.DoubleHolders, r.ExposureMs.Total, r.ExposureMs.Max)
-	fmt.Fprintf(&b, "stale writes: %d attempted, %d rejected, %d accepted, %d unknown\n",
-		r.StaleWrites.Attempted, r.StaleWrites.Rejected, r.StaleWrites.Accepted, r.StaleWrites.Unknown)
+	fmt.Fprintf(&b, "ops: %s", strings.Join(ops, "; "))
+	fmt.Fprintf(&b, "\nacquire latency: p50 %s, p99 %s (%s completed)\n", HumanDuration(r.LatencyMs.Acquire.P50), HumanDuration(r.LatencyMs.Acquire.P99), Count(r.LatencyMs.Acquire.Count, "acquire"))
+	fmt.Fprintf(&b, "double holders: %d, exposure %s total, %s longest\n", r.DoubleHolders, HumanDuration(r.ExposureMs.Total), HumanDuration(r.ExposureMs.Max))
+	sw := r.StaleWrites
+	fmt.Fprintf(&b, "stale writes (sent by a holder after another client was granted its lock): %d attempted, %d rejected by the fence, %d accepted, %d unknown\n",
+		sw.Attempted, sw.Rejected, sw.Accepted, sw.Unknown)
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
-		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %d double holder(s): its fence number was set back by the failover, so the older holder kept writing\n", n)
+		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %s: its fence number was set back by the failover, so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", Count(n, "double holder"), ArticleTitle)
 	}
 	if n := staleTurnedAway(r); n > 0 {
-		fmt.Fprintf(&b, "the fence turned the STALE holder away in %d double holder(s): the numbers came from the database's own sequence, so the newer holder was protected\n", n)
+		fmt.Fprintf(&b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", Count(n, "double holder"))
 	}
-	fmt.Fprintf(&b, "fence tokens: %d duplicates, %d regressions\n", r.FenceTokens.Duplicates, r.FenceTokens.Regressions)
+	fmt.Fprintf(&b, "fence tokens: %s, %s\n", Count(r.FenceTokens.Duplicates, "duplicate"), Count(r.FenceTokens.Regressions, "regression"))
 	for _, u := range r.UnknownCommands {
 		var ops []string
 		for f, n := range u.Ops {
@@ -126,4 +137,171 @@ func clientList(cs []int, tokens []string) string {
 		}
 	}
 	return "clients " + strings.Join(parts, " & ")
+}
+
+// Story is the summary's three sentences without their labels: who held,
+// who wrote, who was turned away (index.html shows them).
+func (r *Result) Story() (held, wrote, turnedAway string) {
+	cut := func(s string) string {
+		s = strings.TrimSuffix(s, "\n")
+		if i := strings.Index(s, ": "); i >= 0 {
+			s = s[i+2:]
+		}
+		return strings.ToUpper(s[:1]) + s[1:]
+	}
+	return cut(whoHeld(r)), cut(whoWrote(r)), cut(whoTurnedAway(r))
+}
+
+// decidedBy says how a failed partition's verdict was reached: by direct
+// witnesses (porcupine was not needed), or by porcupine.
+func decidedBy(kr *KeyResult) string {
+	switch {
+	case kr.Witnesses > 0 && kr.Porcupine == "skipped":
+		return "decided by " + Count(kr.Witnesses, "direct witness") + ", porcupine not needed"
+	case kr.Witnesses > 0:
+		return "decided by " + Count(kr.Witnesses, "direct witness") + "; porcupine: " + kr.Porcupine
+	case kr.Porcupine == "unknown":
+		return "porcupine ran out of time"
+	}
+	return "decided by porcupine (" + kr.Porcupine + ")"
+}
+
+// clientSet lists client numbers in order: "client 7", "clients 0, 4 and 7".
+func clientSet(set map[int]bool) string {
+	cs := make([]int, 0, len(set))
+	for c := range set {
+		cs = append(cs, c)
+	}
+	sort.Ints(cs)
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprint(c)
+	}
+	switch len(parts) {
+	case 0:
+		return "no client"
+	case 1:
+		return "client " + parts[0]
+	}
+	return "clients " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// whoHeld is one sentence: how often the lock was granted, and how often to
+// two clients at once.
+func whoHeld(r *Result) string {
+	grants := 0
+	if c := r.Ops["acquire"]; c != nil {
+		grants = c.OK
+	}
+	s := fmt.Sprintf("who held: the lock service granted the lock %s", Count(grants, "time"))
+	if r.DoubleHolders == 0 {
+		return s + ", never to two clients at once.\n"
+	}
+	grantedTwice, expired := 0, 0
+	for _, d := range r.DoubleHolderList {
+		if d.DoubleGrant {
+			grantedTwice++
+		} else {
+			expired++
+		}
+	}
+	s += fmt.Sprintf("; two clients acted as holder at once %s", Count(r.DoubleHolders, "time"))
+	switch {
+	case expired == 0:
+		s += ", each time granted twice by the lock service"
+	case grantedTwice == 0:
+		s += ", each time after the older holder's lease had expired (a paused or slow holder, not a double grant)"
+	default:
+		s += fmt.Sprintf(" (%d granted twice, %d after the older lease expired)", grantedTwice, expired)
+	}
+	return s + fmt.Sprintf(", %s in all.\n", HumanDuration(r.ExposureMs.Total))
+}
+
+// whoWrote is one sentence: whose writes landed, and why a stale one did.
+func whoWrote(r *Result) string {
+	landed := 0
+	if c := r.Ops["write"]; c != nil {
+		landed = c.OK
+	}
+	s := fmt.Sprintf("who wrote: %s landed at the resource", Count(landed, "write"))
+	if r.StaleWrites.Accepted == 0 {
+		if r.StaleWrites.Attempted > 0 {
+			return s + fmt.Sprintf("; none of them a stale holder's (%s tried).\n", Count(r.StaleWrites.Attempted, "stale write"))
+		}
+		return s + ", every one from the holder of the moment.\n"
+	}
+	stale := map[int]bool{}
+	sided, unfenced, ahead := false, false, false
+	for _, d := range r.DoubleHolderList {
+		if d.StaleWrite != "accepted" {
+			continue
+		}
+		stale[d.StaleClient] = true
+		switch {
+		case d.NewTurnedAway != "":
+			sided = true
+		case d.FenceSource == "":
+			unfenced = true
+		default:
+			ahead = true
+		}
+	}
+	s += fmt.Sprintf("; %d of them came from an older holder (%s) while a newer one held the lock", r.StaleWrites.Accepted, clientSet(stale))
+	var why []string
+	if sided {
+		why = append(why, "the fence sided with the older holder, whose number was higher because the failover set the newer one's back")
+	}
+	if unfenced {
+		why = append(why, "no fence checked them")
+	}
+	if ahead {
+		why = append(why, "the older holder's number was still the newest the resource had seen (the newer holder had not yet read or written)")
+	}
+	if len(why) > 0 {
+		s += ": " + strings.Join(why, "; ")
+	}
+	return s + ".\n"
+}
+
+// whoTurnedAway is one sentence: the reads and writes the fence refused,
+// and those that failed for another reason.
+func whoTurnedAway(r *Result) string {
+	var refused, failed []string
+	clients := map[int]bool{}
+	for _, f := range []string{"read", "write"} {
+		c := r.Ops[f]
+		if c == nil {
+			continue
+		}
+		if c.Refused > 0 {
+			refused = append(refused, Count(c.Refused, f))
+		}
+		if n := c.Fail - c.Refused; n > 0 {
+			failed = append(failed, Count(n, f))
+		}
+	}
+	for _, d := range r.DoubleHolderList {
+		if d.NewTurnedAway != "" {
+			clients[d.NewClient] = true
+		}
+		if d.StaleTurnedAway != "" {
+			clients[d.StaleClient] = true
+		}
+	}
+	if len(refused) == 0 && len(failed) == 0 {
+		return "who was turned away: nobody; the resource refused no read or write.\n"
+	}
+	s := "who was turned away: "
+	if len(refused) > 0 {
+		s += strings.Join(refused, " and ") + " refused by the fence (the holder presented a fence number older than one the resource had already seen; not an outage)"
+		if len(clients) > 0 {
+			s += ", among them " + clientSet(clients) + " in double holders"
+		}
+	} else {
+		s += "the fence refused nothing"
+	}
+	if len(failed) > 0 {
+		s += "; " + strings.Join(failed, " and ") + " failed for another reason (the resource unreachable or an error)"
+	}
+	return s + ".\n"
 }

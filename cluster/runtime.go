@@ -79,6 +79,13 @@ const (
 
 // New makes the runtime cfg.Runtime names.
 func New(cfg Config, bins Binaries) (Runtime, error) {
+	if cfg.TopologyName() == TopologyEtcd {
+		e, err := newEtcdLocal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 	switch cfg.Runtime {
 	case "", "local":
 		// Returning NewLocal's result directly would wrap a nil *Local in a

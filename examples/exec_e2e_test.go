@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +70,7 @@ func assertNoneLeft(t *testing.T, program string) {
 }
 
 // TestClientTest: both adapters conform; the broken ones give the documented
-// outcomes (a protocol error naming the line: exit 2; silence: failed cases,
+// outcomes (a protocol error naming the line: exit 254; silence: failed cases,
 // exit 1) and leave no process behind.
 func TestClientTest(t *testing.T) {
 	tests := []struct {
@@ -79,8 +80,8 @@ func TestClientTest(t *testing.T) {
 	}{
 		{adapters[0], 0, "11 passed, 0 failed"},
 		{adapters[1], 0, "11 passed, 0 failed"},
-		{"testdata/twice.sh", 2, "stdout line 2: second answer to id 1"},
-		{"testdata/garble.sh", 2, "stdout line 1: not a JSON object"},
+		{"testdata/twice.sh", exitcode.BadInput, "stdout line 2: second answer to id 1"},
+		{"testdata/garble.sh", exitcode.BadInput, "stdout line 1: not a JSON object"},
 		{"testdata/silent.sh", 1, "0 passed, 11 failed"},
 	}
 	for _, tt := range tests {
@@ -137,15 +138,15 @@ func TestRuns(t *testing.T) {
 }
 
 // TestProtocolErrorStopsTheRun: an adapter that answers twice after 30 good
-// answers stops the run with exit 2, naming the client and the line; the
+// answers stops the run with exit 254, naming the client and the line; the
 // history so far is kept and checkable; nothing is left running.
 func TestProtocolErrorStopsTheRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	code, log := lockjepsen(t, "run", "--scenario", "baseline", "--recipe", "exec:testdata/twice.sh", "--exec-arg", "30",
 		"--fence", "none", "--time-limit", "10s", "--out", out)
-	if code != 2 || !strings.Contains(log, "protocol error: testdata/twice.sh, stdout line 32: second answer to id 31") ||
+	if code != exitcode.BadInput || !strings.Contains(log, "protocol error: testdata/twice.sh, stdout line 32: second answer to id 31") ||
 		!strings.Contains(log, "client ") {
-		t.Fatalf("exit %d, want 2 naming the client and the line:\n%s", code, log)
+		t.Fatalf("exit %d, want 254 naming the client and the line:\n%s", code, log)
 	}
 	if st, err := os.Stat(filepath.Join(out, "history.jsonl")); err != nil || st.Size() == 0 {
 		t.Fatalf("history not kept: %v", err)

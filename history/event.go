@@ -37,6 +37,8 @@ const (
 	FenceValkey   = "valkey"    // INCR fence:{name} in the acquire's MULTI
 	FenceResource = "resource"  // POST /v1/fence: the resource database's own sequence
 	FenceLeaseRow = "lease-row" // recipe sql-lease: the lock row's counter, raised by the granting UPDATE
+	// FenceEtcdRevision: recipe etcd-mutex, the lock key's create revision (Raft's log order).
+	FenceEtcdRevision = "etcd-revision"
 )
 
 // Process identifies who performed an event. Client processes are numbered from

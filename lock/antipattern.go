@@ -63,6 +63,10 @@ func RunsOn(recipe, topology string) error {
 	}
 	redlockTopo := topology == "redlock"
 	switch {
+	case topology == "etcd" && recipe != EtcdMutex:
+		return fmt.Errorf("--recipe %s talks to Valkey: on --topology etcd use etcd-mutex", recipe)
+	case topology != "etcd" && recipe == EtcdMutex:
+		return fmt.Errorf("--recipe etcd-mutex needs an etcd cluster: add --topology etcd")
 	case redlockTopo && !onRedlock[recipe]:
 		return fmt.Errorf("--recipe %s talks to one primary through Sentinel: on --topology redlock use redlock or redsync", recipe)
 	case !redlockTopo && recipe == Redlock:

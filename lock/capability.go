@@ -25,6 +25,9 @@ type Caps struct {
 // String names the server, e.g. "Valkey 9.1.2".
 func (c Caps) String() string {
 	p := "Redis"
+	if c.Product == "etcd" {
+		p = "etcd"
+	}
 	if c.Product == "valkey" {
 		p = "Valkey"
 	}
@@ -113,6 +116,12 @@ func (c Caps) Support(cfg Config) error {
 // Check connects as cfg says, detects the server's capabilities and refuses
 // a recipe or option it cannot run. The runner calls it before a run starts.
 func Check(ctx context.Context, cfg Config) (Caps, error) {
+	if cfg.Recipe == EtcdMutex {
+		if err := cfg.Validate(); err != nil {
+			return Caps{}, err
+		}
+		return checkEtcd(ctx, cfg)
+	}
 	if cfg.Recipe == SQLLease && cfg.Resource == "" {
 		// The lock lives in the resource's database, which a run starts after
 		// this check; the Valkey the run still starts is what is detected.

@@ -25,6 +25,9 @@ type Config struct {
 	// Addrs are the redlock topology's N independent primaries: the redlock
 	// recipe and redsync (one pool per node) talk to every one.
 	Addrs []string `json:"addrs,omitempty"`
+	// Etcd are the etcd topology's member endpoints (host:port): recipe
+	// etcd-mutex talks to them through the official client.
+	Etcd []string `json:"etcd,omitempty"`
 	// ClusterAddrs are the cluster topology's nodes (Valkey Cluster): the
 	// recipes talk to it through valkey-go's cluster client, which follows
 	// MOVED and ASK (cluster.go).
@@ -122,6 +125,7 @@ var recipes = []Recipe{
 	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock},
 	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire},
 	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX},
+	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -175,6 +179,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: it does not use Valkey (one database, no replicas to wait for)", c.Recipe)
 		}
 		return nil
+	}
+	if spec.Name == EtcdMutex {
+		return c.validateEtcd()
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")

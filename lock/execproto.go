@@ -37,7 +37,7 @@ type execReply struct {
 
 // ProtocolError is a line of the program's stdout that breaks the protocol:
 // not one JSON object, no id, an id never sent, a second answer. It stops
-// the client (and the run) with exit code 2.
+// the client (and the run) with exit code 254 (bad input).
 type ProtocolError struct {
 	Program string
 	Line    int    // 1-based line number on the program's stdout

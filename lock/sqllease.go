@@ -85,5 +85,8 @@ func FenceSource(recipe string) string {
 	if recipe == SQLLease {
 		return history.FenceLeaseRow
 	}
+	if recipe == EtcdMutex {
+		return history.FenceEtcdRevision
+	}
 	return history.FenceValkey
 }

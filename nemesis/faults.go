@@ -297,6 +297,36 @@ var catalog = []*Fault{
 		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
 		inject: runRestartDB,
 	},
+	{
+		Name:     "etcd-kill-leader",
+		Failover: true, Needs: Needs{Topology: TopologyEtcd},
+		Marks: []Mark{{"kill", "restart", CauseFailover}},
+		Doc: "(etcd) SIGKILL the Raft leader; the others elect a new one; the old leader restarts from its data dir " +
+			"and rejoins as a follower",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   etcdKillSpan,
+		inject: runEtcdKillLeader,
+	},
+	{
+		Name:     "etcd-pause-leader",
+		Failover: true, Needs: Needs{Topology: TopologyEtcd},
+		Marks: []Mark{{"pause-node", "resume-node", CauseSplitBrain}},
+		Doc: "(etcd) SIGSTOP the Raft leader for 2-3 election timeouts: the others elect a new leader; SIGCONT and " +
+			"the old one, on an older term, steps down",
+		plan:   planEtcdPause,
+		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+		inject: runEtcdPauseLeader,
+	},
+	{
+		Name:  "etcd-clock-bump",
+		Needs: Needs{Topology: TopologyEtcd, FakeTime: true},
+		Marks: []Mark{{"clock-bump", "clock-reset", CauseServerClock}},
+		Doc: "(etcd) move a member's wall clock forward: refused, libfaketime cannot move a Go program's clock " +
+			"(it reads the vDSO, not libc; verified), and etcd's leases run on monotonic time",
+		plan:   clockPlan,
+		span:   heldSpan,
+		inject: runEtcdClockBump,
+	},
 }
 
 // DBRestarter is an Env that can crash and restart the resource's database

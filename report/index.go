@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
@@ -27,9 +29,63 @@ type Page struct {
 	// story, told once, with the full list one click away.
 	First  []checker.Violation
 	Counts string
+	// The summary's three sentences: who held, who wrote, who was turned
+	// away and why.
+	Held, Wrote, TurnedAway string
 }
 
+var (
+	nsLine  = regexp.MustCompile(`(?m)^(\s*)"([a-z_]+)_ns": (\d+)(,?)$`)
+	msLine  = regexp.MustCompile(`(?m)^(\s*)"([a-z_]+)_ms": (\d+)(,?)$`)
+	durLine = regexp.MustCompile(`(?m)^(\s*)"(DownAfter|FailoverTimeout)": (\d+)(,?)$`)
+)
+
+// humanConfig rewrites config.json's durations for people: "ttl_ns":
+// 6000000000 reads "ttl": "6 s". config.json keeps the exact values.
+func humanConfig(cfg string) string {
+	rw := func(re *regexp.Regexp, unit float64, suffix bool) {
+		cfg = re.ReplaceAllStringFunc(cfg, func(line string) string {
+			m := re.FindStringSubmatch(line)
+			n, err := strconv.ParseFloat(m[3], 64)
+			if err != nil {
+				return line
+			}
+			key := m[2]
+			if !suffix {
+				key = m[2]
+			}
+			v := "0"
+			if n != 0 {
+				v = checker.HumanDuration(n * unit)
+			}
+			return fmt.Sprintf(`%s"%s": "%s"%s`, m[1], key, v, m[4])
+		})
+	}
+	rw(nsLine, 1e-6, true)
+	rw(msLine, 1, true)
+	rw(durLine, 1e-6, false)
+	return cfg
+}
+
+func clientsWord(cs []int) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = strconv.Itoa(c)
+	}
+	switch len(parts) {
+	case 0:
+		return "?"
+	case 1:
+		return "client " + parts[0]
+	}
+	return "clients " + strings.Join(parts, " & ")
+}
+
+func msWord(ms float64) string { return checker.HumanDuration(ms) }
+
 func (p *Page) digest() {
+	p.Held, p.Wrote, p.TurnedAway = p.Result.Story()
+	p.Config = humanConfig(p.Config)
 	counts := map[string]int{}
 	var kinds []string
 	for _, v := range p.Result.Violations {
@@ -66,7 +122,8 @@ func verdictClass(v checker.Validity) string {
 	return "unk"
 }
 
-var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join}
+var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join, "clients": clientsWord, "ms": msWord,
+	"article": func() string { return checker.ArticleTitle }, "redlock": func() string { return checker.RedlockTitle }}
 
 var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
@@ -75,7 +132,7 @@ body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;paddin
 h1{font-size:1.5em} .ok{color:#0a7d32} .bad{color:#c62828} .unk{color:#b26a00}
 .verdicts span{display:inline-block;margin-right:1.5em;font-weight:600}
 table{border-collapse:collapse;margin:1em 0} td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left;vertical-align:top}
-img{max-width:100%;border:1px solid #ddd} pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}
+img,object.timeline{max-width:100%;width:100%;border:1px solid #ddd} .story li{margin:.3em 0} pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:13px}
 .teach{background:#eef5ff;padding:.6em 1em;border-left:4px solid #4285f4}
 </style></head><body>
 <h1>{{.Title}}</h1>
@@ -85,26 +142,30 @@ img{max-width:100%;border:1px solid #ddd} pre{background:#f6f6f6;padding:1em;ove
 <span class="{{cls .Result.Lock.Valid}}">lock: {{word .Result.Lock.Valid}}</span>
 <span class="{{cls .Result.Resource.Valid}}">resource: {{word .Result.Resource.Valid}}</span>
 </p>
-<p>Double holders: <b>{{.Result.DoubleHolders}}</b> (exposure {{printf "%.0f" .Result.ExposureMs.Total}} ms in all, longest {{printf "%.0f" .Result.ExposureMs.Max}} ms).
-Stale writes: {{.Result.StaleWrites.Attempted}} attempted, <b>{{.Result.StaleWrites.Rejected}} rejected by the fence</b>, {{.Result.StaleWrites.Accepted}} accepted.
-{{if .Result.StaleWrites.NewerTurnedAway}}In <b>{{.Result.StaleWrites.NewerTurnedAway}}</b> double holders the fence turned the <b>newer</b> holder away: the failover set its fence number back, so the older holder kept writing.{{end}}
-Failovers: {{.Result.Failovers}}. Fence numbers handed out twice: {{.Result.FenceTokens.Duplicates}}.</p>
+<ul class="story">
+<li><b>Who held:</b> {{.Held}}</li>
+<li><b>Who wrote:</b> {{.Wrote}}</li>
+<li><b>Who was turned away:</b> {{.TurnedAway}}</li>
+</ul>
+<p>{{if eq .Result.Failovers 1}}1 failover{{else}}{{.Result.Failovers}} failovers{{end}};
+fence numbers handed out twice: {{.Result.FenceTokens.Duplicates}}, going backwards: {{.Result.FenceTokens.Regressions}}.</p>
 <h2>Timeline</h2>
-<p>One row per client; bars are lock holds coloured by key (red outline: part of a double grant). Yellow bands: faults in force;
-red bands: two clients acting as holder at once. Red crosses: reads or writes the fence turned away; red triangles: stale writes that landed.</p>
-<a href="` + runfolder.TimelineSVG + `"><img src="` + runfolder.TimelinePNG + `" alt="timeline of lock holds, faults and writes"></a>
+<p>One row per client; bars are lock holds coloured by key (red outline: part of a double grant, both the older and the newer holder). Yellow bands: faults in force, labelled above the rows;
+red bands: two clients acting as holder at once. Red crosses just above a row: reads or writes the fence turned away; red triangles: stale writes that landed.
+Point at a bar, a cross or a band for who, token, fence and times (<a href="` + runfolder.TimelineSVG + `">open the SVG alone</a>).</p>
+<object class="timeline" type="image/svg+xml" data="` + runfolder.TimelineSVG + `"><img src="` + runfolder.TimelinePNG + `" alt="timeline of lock holds, faults and writes"></object>
 {{if .First}}<h2>What went wrong</h2>
 <p>The first violation of each kind (in all: {{.Counts}}).</p>
 <table><tr><th>kind</th><th>key</th><th>clients</th><th>when (s)</th><th>cause</th><th>explanation</th><th>picture</th></tr>
-{{range .First}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td><td>{{if .Picture}}<a href="{{.Picture}}">porcupine</a>{{end}}</td></tr>
+{{range .First}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{clients .Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td><td>{{if .Picture}}<a href="{{.Picture}}">porcupine</a>{{end}}</td></tr>
 {{end}}</table>
 <details><summary>All {{len .Result.Violations}} violations</summary>
 <table><tr><th>kind</th><th>key</th><th>clients</th><th>when (s)</th><th>cause</th><th>explanation</th></tr>
-{{range .Result.Violations}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td></tr>
+{{range .Result.Violations}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{clients .Clients}}</td><td>{{printf "%.3f" .StartS}}–{{printf "%.3f" .EndS}}</td><td>{{.Cause}}</td><td>{{.Explanation}}</td></tr>
 {{end}}</table></details>{{end}}
 {{if .Result.DoubleHolderList}}<details><summary>All {{len .Result.DoubleHolderList}} double holders and the fence</summary>
-<table><tr><th>key</th><th>stale client</th><th>new client</th><th>overlap ms</th><th>double grant</th><th>cause</th><th>stale write</th><th>newer turned away</th></tr>
-{{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{printf "%.0f" .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.NewTurnedAway}}</td></tr>
+<table><tr><th>key</th><th>older client</th><th>newer client</th><th>overlap</th><th>double grant</th><th>cause</th><th>stale write</th><th>newer turned away</th></tr>
+{{range .Result.DoubleHolderList}}<tr><td>{{.Key}}</td><td>{{.StaleClient}}</td><td>{{.NewClient}}</td><td>{{ms .OverlapMs}}</td><td>{{.DoubleGrant}}</td><td>{{.Cause}}</td><td>{{.StaleWrite}}</td><td>{{.NewTurnedAway}}</td></tr>
 {{end}}</table></details>{{end}}
 {{if .Rerun}}<h2>Rerun this</h2>
 <pre class="rerun">{{.Rerun}}</pre>{{end}}
@@ -112,7 +173,12 @@ red bands: two clients acting as holder at once. Red crosses: reads or writes th
 <pre>{{.Summary}}</pre>
 <h2>Files</h2>
 <ul>{{range .Files}}<li><a href="{{.}}">{{.}}</a></li>{{end}}</ul>
+<h2>Sources</h2>
+<p>The recipes, the fenced <code>UPDATE ... WHERE last_fence &lt; $f</code> and the remark that a number the database issues is stronger than one kept on Valkey come from
+the Valkey 9 lock article, <cite>{{article}}</cite>; the comparison of one primary's <code>SET NX</code> with Redlock's majority, and why Redlock has no fencing counter, from the
+Redlock note, <cite>{{redlock}}</cite>.</p>
 <h2>Configuration</h2>
+<p>Durations for people; <a href="` + runfolder.Config + `">config.json</a> has the exact values.</p>
 <pre>{{.Config}}</pre>
 </body></html>
 `))

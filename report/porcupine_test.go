@@ -1,6 +1,7 @@
 package report
 
 import (
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestDrawPorcupineWritesPagesAndLinks(t *testing.T) {
 	if len(res.Visualizations) != 1 || res.Violations[0].Picture != res.Visualizations[0] {
 		t.Fatalf("pages %v, violation links %q", res.Visualizations, res.Violations[0].Picture)
 	}
-	if res.Visualizations[0] != "lock-lock__job-1_.html" {
+	if res.Visualizations[0] != "porcupine-lock-job-1.html" {
 		t.Errorf("page named %q", res.Visualizations[0])
 	}
 	b, err := os.ReadFile(filepath.Join(dir, res.Visualizations[0]))
@@ -47,5 +48,13 @@ func TestDrawPorcupineWritesPagesAndLinks(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "kill valkey-1") {
 		t.Error("page lacks the nemesis annotation")
+	}
+	// Titled with the key and the run, not "Porcupine"; a heading says so too.
+	run := filepath.Base(dir)
+	if want := "<title>" + html.EscapeString(PageTitle("lock", "lock:{job-1}", run)) + "</title>"; !strings.Contains(string(b), want) {
+		t.Errorf("page lacks %s", want)
+	}
+	if strings.Contains(string(b), "<title>Porcupine</title>") || !strings.Contains(string(b), "<h1") || !strings.Contains(string(b), `href="index.html"`) {
+		t.Error("page keeps porcupine's title or lacks its heading and way back")
 	}
 }

@@ -4,15 +4,9 @@ package report
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"sort"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
@@ -29,14 +23,22 @@ type Timeline struct {
 	Doubles []Band // double holders: two clients acted as holder at once
 }
 
-// Hold is a client acting as a lock holder.
+// Hold is a client acting as a lock holder, from its acquire's ok to its
+// release (or the server's "not held", or the end of the history).
 type Hold struct {
 	Client     int
 	Key        string
+	Token      string
+	Fence      int64 // 0: no fence number
 	From, To   int64
 	KeyIndex   int
-	Invalid    bool // part of a violation
+	Invalid    bool // part of a double grant
 	Incomplete bool // never released: ran to the end of the history
+	// Double is what the hold was in a double holder: "older" (the first
+	// holder, still under its lease) or "newer" (granted during the older
+	// one's tenure); With is the other client.
+	Double string
+	With   int
 }
 
 // Band is a shaded interval.
@@ -44,13 +46,21 @@ type Band struct {
 	From, To int64
 	Label    string
 	Client   int // double holders: the stale client
+	New      int // double holders: the newer client
 }
 
-// Mark is a write at the resource.
+// Mark is a read or write at the resource; consecutive refusals of one hold's
+// reads (or writes) are one mark with a Count, from Time to Until.
 type Mark struct {
 	Client  int
+	Op      string // read | write
 	Time    int64
+	Until   int64
+	Count   int
+	Token   string
+	Fence   int64
 	Verdict string // accepted | rejected | unknown
+	Reason  string // the resource's refusal
 	Stale   bool
 }
 
@@ -64,17 +74,36 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	end := events[len(events)-1].Time
 	keyIdx := map[string]int{}
 	type open struct {
-		key  string
-		from int64
+		key, token string
+		fence      int64
+		from       int64
 	}
 	holding := map[int]*open{}
 	invoked := map[history.Process]history.Event{}
 	openFaults := map[string]history.Event{}
 	closeHold := func(c int, at int64, incomplete bool) {
 		if h := holding[c]; h != nil {
-			tl.Holds = append(tl.Holds, Hold{Client: c, Key: h.key, From: h.from, To: at, KeyIndex: keyIdx[h.key], Incomplete: incomplete})
+			tl.Holds = append(tl.Holds, Hold{Client: c, Key: h.key, Token: h.token, Fence: h.fence, From: h.from, To: at, KeyIndex: keyIdx[h.key], Incomplete: incomplete})
 			delete(holding, c)
 		}
+	}
+	lastRefusal := map[int]int{} // client -> index in tl.Writes of its last refusal mark
+	addMark := func(m Mark) {
+		if m.Verdict == history.Rejected {
+			if i, ok := lastRefusal[m.Client]; ok {
+				p := &tl.Writes[i]
+				if p.Token == m.Token && p.Op == m.Op && p.Verdict == m.Verdict {
+					p.Until = m.Time
+					p.Count++
+					return
+				}
+			}
+			lastRefusal[m.Client] = len(tl.Writes)
+		} else {
+			delete(lastRefusal, m.Client)
+		}
+		m.Until, m.Count = m.Time, 1
+		tl.Writes = append(tl.Writes, m)
 	}
 	for _, e := range events {
 		if !e.IsClient() {
@@ -111,21 +140,35 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 			if _, ok := keyIdx[inv.Key]; !ok {
 				keyIdx[inv.Key] = len(keyIdx)
 			}
-			holding[e.Client] = &open{key: inv.Key, from: e.Time}
+			tok := e.Token
+			if tok == "" {
+				tok = inv.Token
+			}
+			holding[e.Client] = &open{key: inv.Key, token: tok, fence: e.Fence, from: e.Time}
+		case e.F == history.FFence && e.Type == history.OK:
+			if h := holding[e.Client]; h != nil && e.Fence != 0 {
+				h.fence = e.Fence
+			}
 		case e.F == history.FExtend && e.Type == history.Fail && strings.Contains(e.Error, "not held"):
 			// The server said the lock is gone; a transport error says nothing,
 			// and the client works on until its lease's deadline.
 			closeHold(e.Client, e.Time, false)
 		case e.F == history.FRead && e.Verdict == history.Rejected:
-			tl.Writes = append(tl.Writes, Mark{Client: e.Client, Time: e.Time, Verdict: history.Rejected})
+			addMark(Mark{Client: e.Client, Op: history.FRead, Time: e.Time, Token: opToken(e, inv), Fence: opFence(e, inv), Verdict: history.Rejected, Reason: e.Error})
 		case e.F == history.FWrite:
 			v := "unknown"
-			if e.Type == history.OK {
+			switch {
+			case e.Type == history.OK:
 				v = history.Accepted
-			} else if e.Type == history.Fail {
+			case e.Verdict == history.Rejected:
 				v = history.Rejected
+			case e.Type == history.Fail:
+				v = "failed"
 			}
-			tl.Writes = append(tl.Writes, Mark{Client: e.Client, Time: e.Time, Verdict: v})
+			if v == "failed" {
+				continue // never reached the data: neither landed nor refused
+			}
+			addMark(Mark{Client: e.Client, Op: history.FWrite, Time: e.Time, Token: opToken(e, inv), Fence: opFence(e, inv), Verdict: v, Reason: e.Error})
 		}
 	}
 	for c := range holding {
@@ -134,189 +177,122 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	for k, st := range openFaults {
 		tl.Faults = append(tl.Faults, Band{From: st.Time, To: end, Label: k})
 	}
+	sort.SliceStable(tl.Faults, func(i, j int) bool { return tl.Faults[i].From < tl.Faults[j].From })
 	if res != nil {
+		byToken := map[string][]int{}
+		for i, h := range tl.Holds {
+			byToken[h.Token] = append(byToken[h.Token], i)
+		}
 		for _, d := range res.DoubleHolderList {
-			tl.Doubles = append(tl.Doubles, Band{From: d.Start, To: d.End, Label: d.Cause, Client: d.StaleClient})
+			tl.Doubles = append(tl.Doubles, Band{From: d.Start, To: d.End, Label: d.Cause, Client: d.StaleClient, New: d.NewClient})
 			for i := range tl.Writes {
 				w := &tl.Writes[i]
 				if w.Client == d.StaleClient && w.Time >= d.Start && w.Time <= d.End+int64(1e9) {
 					w.Stale = true
 				}
 			}
-			for i := range tl.Holds {
-				h := &tl.Holds[i]
-				if h.Key == d.Key && (h.Client == d.StaleClient || h.Client == d.NewClient) && h.From <= d.End && h.To >= d.Start {
-					h.Invalid = d.DoubleGrant
+			mark := func(token string, client int, role string, with int) {
+				idx := byToken[token]
+				if token == "" {
+					idx = nil
+					for i, h := range tl.Holds {
+						if h.Key == d.Key && h.Client == client && h.From <= d.End && h.To >= d.Start {
+							idx = append(idx, i)
+						}
+					}
+				}
+				for _, i := range idx {
+					h := &tl.Holds[i]
+					if h.Client != client {
+						continue
+					}
+					if d.DoubleGrant {
+						h.Invalid = true
+					}
+					if h.Double == "" || role == "newer" {
+						h.Double, h.With = role, with
+					}
 				}
 			}
+			mark(d.StaleToken, d.StaleClient, "older", d.NewClient)
+			mark(d.NewToken, d.NewClient, "newer", d.StaleClient)
 		}
 	}
-	sort.Slice(tl.Holds, func(i, j int) bool { return tl.Holds[i].From < tl.Holds[j].From })
+	sort.SliceStable(tl.Holds, func(i, j int) bool { return tl.Holds[i].From < tl.Holds[j].From })
 	return tl
 }
 
-var keyColors = []color.NRGBA{
-	{66, 133, 244, 255}, {15, 157, 88, 255}, {171, 71, 188, 255}, {0, 172, 193, 255},
-	{255, 112, 67, 255}, {158, 157, 36, 255}, {92, 107, 192, 255}, {240, 98, 146, 255},
+func opToken(e, inv history.Event) string {
+	if e.Token != "" {
+		return e.Token
+	}
+	return inv.Token
 }
 
-var (
-	red     = color.NRGBA{219, 68, 55, 255}
-	faultC  = color.NRGBA{244, 180, 0, 60}
-	doubleC = color.NRGBA{219, 68, 55, 90}
-)
-
-// Plot draws the timeline; Save it as PNG and SVG.
-func (tl Timeline) Plot(title string) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "seconds since the first operation (true time)"
-	p.Y.Label.Text = "client"
-	sec := func(t int64) float64 { return float64(t-tl.Start) / 1e9 }
-	rows := tl.Clients
-	if rows == 0 {
-		rows = 1
+func opFence(e, inv history.Event) int64 {
+	if e.Fence != 0 {
+		return e.Fence
 	}
-	p.Y.Min, p.Y.Max = -1, float64(rows)
-	var ticks []plot.Tick
-	step := int(math.Max(1, float64(rows)/16))
-	for c := 0; c < rows; c += step {
-		ticks = append(ticks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
-	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	p.X.Tick.Marker = plot.TickerFunc(secondTicks)
-	p.Add(&bands{tl: tl, sec: sec, rows: rows})
-	p.Add(&holds{tl: tl, sec: sec})
-	var acc, rej, stale plotter.XYs
-	for _, w := range tl.Writes {
-		pt := plotter.XY{X: sec(w.Time), Y: float64(w.Client)}
-		switch {
-		case w.Stale && w.Verdict == history.Accepted:
-			stale = append(stale, pt)
-		case w.Verdict == history.Rejected:
-			rej = append(rej, pt)
-		case w.Verdict == history.Accepted:
-			acc = append(acc, pt)
-		}
-	}
-	addScatter := func(xy plotter.XYs, shape draw.GlyphDrawer, c color.Color, r vg.Length, name string) error {
-		if len(xy) == 0 {
-			return nil
-		}
-		s, err := plotter.NewScatter(xy)
-		if err != nil {
-			return fmt.Errorf("scatter %s: %w", name, err)
-		}
-		s.GlyphStyle = draw.GlyphStyle{Shape: shape, Color: c, Radius: r}
-		p.Add(s)
-		p.Legend.Add(name, s)
-		return nil
-	}
-	if len(acc) < 2000 {
-		if err := addScatter(acc, draw.CircleGlyph{}, color.Black, vg.Points(1.2), "write accepted"); err != nil {
-			return nil, err
-		}
-	}
-	if err := addScatter(rej, draw.CrossGlyph{}, red, vg.Points(3.5), "read or write turned away by the fence"); err != nil {
-		return nil, err
-	}
-	if err := addScatter(stale, draw.TriangleGlyph{}, red, vg.Points(4), "stale write accepted"); err != nil {
-		return nil, err
-	}
-	p.Legend.Top = true
-	p.Legend.Left = false
-	return p, nil
+	return inv.Fence
 }
 
-// bands shades fault intervals (yellow) and double holders (red) behind the bars.
-type bands struct {
-	tl   Timeline
-	sec  func(int64) float64
-	rows int
+// shortToken is a token's first 8 characters, enough to tell holds apart.
+func shortToken(t string) string {
+	if len(t) > 8 {
+		return t[:8]
+	}
+	return t
 }
 
-func (b *bands) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	y0, y1 := trY(-1), trY(float64(b.rows))
-	shade := func(from, to int64, col color.Color, minW vg.Length) {
-		x0, x1 := trX(b.sec(from)), trX(b.sec(to))
-		if x1-x0 < minW {
-			x1 = x0 + minW
-		}
-		c.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
-	}
-	for _, f := range b.tl.Faults {
-		shade(f.From, f.To, faultC, vg.Points(1.5))
-	}
-	for _, d := range b.tl.Doubles {
-		shade(d.From, d.To, doubleC, vg.Points(2))
-	}
-	for _, f := range b.tl.Faults {
-		x := trX(b.sec(f.From))
-		c.FillText(draw.TextStyle{Color: color.RGBA{120, 90, 0, 255}, Font: p.Y.Tick.Label.Font, Rotation: math.Pi / 2, Handler: p.Y.Tick.Label.Handler},
-			vg.Point{X: x + vg.Points(7), Y: y0 + vg.Points(4)}, f.Label)
-	}
+// secs formats a true time as seconds since the timeline's start.
+func (tl Timeline) secs(t int64) string {
+	return fmt.Sprintf("%.3f s", float64(t-tl.Start)/1e9)
 }
 
-func (b *bands) DataRange() (xmin, xmax, ymin, ymax float64) {
-	xmin, xmax = math.Inf(1), math.Inf(-1)
-	for _, f := range b.tl.Faults {
-		xmin, xmax = math.Min(xmin, b.sec(f.From)), math.Max(xmax, b.sec(f.To))
+// holdTitle is a hold's hover text: who, which key, token, fence, when.
+func (tl Timeline) holdTitle(h Hold) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "client %d held %s from %s to %s (%s)", h.Client, h.Key, tl.secs(h.From), tl.secs(h.To), checker.HumanDuration(float64(h.To-h.From)/1e6))
+	if h.Incomplete {
+		b.WriteString(", never released")
 	}
-	if math.IsInf(xmin, 1) {
-		xmin, xmax = 0, 0
+	fmt.Fprintf(&b, "; token %s", shortToken(h.Token))
+	if h.Fence != 0 {
+		fmt.Fprintf(&b, ", fence %d", h.Fence)
 	}
-	return xmin, xmax, -1, float64(b.rows)
+	switch h.Double {
+	case "older":
+		fmt.Fprintf(&b, "; the OLDER holder of a double holder with client %d", h.With)
+	case "newer":
+		fmt.Fprintf(&b, "; the NEWER holder of a double holder with client %d (granted while client %d's lease was alive)", h.With, h.With)
+	}
+	return b.String()
 }
 
-// holds draws each hold as a thick bar in its client's row, coloured by key;
-// holds that take part in a double grant are outlined in red.
-type holds struct {
-	tl  Timeline
-	sec func(int64) float64
-}
-
-func (h *holds) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, trY := p.Transforms(&c)
-	for _, hd := range h.tl.Holds {
-		x0, x1 := trX(h.sec(hd.From)), trX(h.sec(hd.To))
-		if x1-x0 < vg.Points(0.8) {
-			x1 = x0 + vg.Points(0.8)
-		}
-		y := trY(float64(hd.Client))
-		half := vg.Points(3)
-		pts := []vg.Point{{X: x0, Y: y - half}, {X: x1, Y: y - half}, {X: x1, Y: y + half}, {X: x0, Y: y + half}}
-		c.FillPolygon(keyColors[hd.KeyIndex%len(keyColors)], pts)
-		if hd.Invalid {
-			c.StrokeLines(draw.LineStyle{Color: red, Width: vg.Points(1.5)}, append(pts, pts[0]))
-		}
+// markTitle is a read's or write's hover text.
+func (tl Timeline) markTitle(m Mark) string {
+	var b strings.Builder
+	what := map[string]string{history.Accepted: "accepted", history.Rejected: "turned away by the fence", "unknown": "outcome unknown"}[m.Verdict]
+	if m.Count > 1 {
+		fmt.Fprintf(&b, "client %d: %d %ss %s, %s to %s", m.Client, m.Count, m.Op, what, tl.secs(m.Time), tl.secs(m.Until))
+	} else {
+		fmt.Fprintf(&b, "client %d: %s %s at %s", m.Client, m.Op, what, tl.secs(m.Time))
 	}
-}
-
-func (h *holds) DataRange() (xmin, xmax, ymin, ymax float64) {
-	xmin, xmax = math.Inf(1), math.Inf(-1)
-	for _, hd := range h.tl.Holds {
-		xmin, xmax = math.Min(xmin, h.sec(hd.From)), math.Max(xmax, h.sec(hd.To))
+	if m.Stale && m.Verdict == history.Accepted {
+		b.WriteString(" (a stale holder's write that landed)")
 	}
-	if math.IsInf(xmin, 1) {
-		xmin, xmax = 0, 1
+	fmt.Fprintf(&b, "; token %s", shortToken(m.Token))
+	if m.Fence != 0 {
+		fmt.Fprintf(&b, ", fence %d", m.Fence)
 	}
-	return xmin, xmax, -1, float64(h.tl.Clients)
-}
-
-// Save writes the plot as PNG and SVG next to each other.
-func Save(p *plot.Plot, base string, clients int) error {
-	h := vg.Length(math.Max(4, math.Min(12, 2+float64(clients)*0.35))) * vg.Inch
-	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(14*vg.Inch, h, base+ext); err != nil {
-			return fmt.Errorf("save %s%s: %w", base, ext, err)
-		}
+	if m.Reason != "" {
+		fmt.Fprintf(&b, "; %s", m.Reason)
 	}
-	return nil
+	return b.String()
 }
 
 // secondTicks labels whole seconds at a step that keeps 10 to 25 labels.
-func secondTicks(lo, hi float64) []plot.Tick {
+func secondTicks(lo, hi float64) []tick {
 	step := 1.0
 	for _, s := range []float64{1, 2, 5, 10, 20, 30, 60, 120, 300} {
 		step = s
@@ -324,9 +300,14 @@ func secondTicks(lo, hi float64) []plot.Tick {
 			break
 		}
 	}
-	var out []plot.Tick
+	var out []tick
 	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
-		out = append(out, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+		out = append(out, tick{v, fmt.Sprintf("%g", v)})
 	}
 	return out
+}
+
+type tick struct {
+	v     float64
+	label string
 }

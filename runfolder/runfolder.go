@@ -12,7 +12,7 @@
 //
 //	results/<timestamp>-<scenario>/
 //	  index.html  summary.txt  results.json  timeline.png  timeline.svg
-//	  lock-*.html  resource-*.html      (PorcupinePage)
+//	  porcupine-lock-*.html  porcupine-resource-*.html      (PorcupinePage)
 //	  config.json  history.jsonl  nemesis.jsonl  resource.jsonl
 //	  resource.db  resource.log  resource.addr
 //	  logs/  clients/  cluster/
@@ -58,21 +58,38 @@ const (
 )
 
 // PorcupinePage is the file name of porcupine's picture of one key of the
-// given kind (PageLock, PageResource): "lock-lock__job-1_.html" for the lock
-// key "lock:{job-1}", "resource-job-1.html" for the row "job-1". Characters
-// other than letters, digits, '-', '_' and '.' become '_'.
+// given kind (PageLock, PageResource): "porcupine-lock-job-1.html" for the
+// lock key "lock:{job-1}", "porcupine-resource-job-1.html" for the row
+// "job-1". The key loses its "lock:" prefix and its hash-tag braces (the
+// kind already says it is a lock); any other character but letters, digits,
+// '_' and '.' becomes '-', and dashes do not double.
 func PorcupinePage(kind, key string) string {
-	return kind + "-" + fileSafe(key) + ".html"
+	return "porcupine-" + kind + "-" + keySlug(key) + ".html"
 }
 
-func fileSafe(s string) string {
-	return strings.Map(func(r rune) rune {
+func keySlug(key string) string {
+	key = strings.TrimPrefix(key, "lock:")
+	var b strings.Builder
+	dash := false
+	for _, r := range key {
 		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
+		case r == '{' || r == '}':
+			continue
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.':
+			b.WriteRune(r)
+			dash = false
+		default:
+			if !dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = true
 		}
-		return '_'
-	}, s)
+	}
+	s := strings.TrimRight(b.String(), "-")
+	if s == "" {
+		return "key"
+	}
+	return s
 }
 
 // ClientLog is client slot's diagnostics file, relative to the run folder.

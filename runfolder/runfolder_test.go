@@ -14,10 +14,12 @@ import (
 // "open" lists and links in index.html depend on them.
 func TestNames(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{PorcupinePage(PageLock, "lock:{job-1}"), "lock-lock__job-1_.html"},
-		{PorcupinePage(PageResource, "job-1"), "resource-job-1.html"},
-		{PorcupinePage(PageLock, "lock:{job-1}-2"), "lock-lock__job-1_-2.html"},
-		{PorcupinePage(PageLock, "a b/c"), "lock-a_b_c.html"},
+		{PorcupinePage(PageLock, "lock:{job-1}"), "porcupine-lock-job-1.html"},
+		{PorcupinePage(PageResource, "job-1"), "porcupine-resource-job-1.html"},
+		{PorcupinePage(PageResource, "lock:{job-1}"), "porcupine-resource-job-1.html"},
+		{PorcupinePage(PageLock, "lock:{job-1}-2"), "porcupine-lock-job-1-2.html"},
+		{PorcupinePage(PageLock, "a b//c"), "porcupine-lock-a-b-c.html"},
+		{PorcupinePage(PageLock, "{}"), "porcupine-lock-key.html"},
 		{ClientLog(3), "clients/client-3.log"},
 		{TimelinePNG, "timeline.png"},
 		{TimelineSVG, "timeline.svg"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,15 +26,12 @@ type CheckOptions struct {
 	NoHTML  bool // skip the porcupine pictures
 }
 
-// Exit codes of a check.
+// Exit codes of a check (package exitcode: Jepsen's).
 const (
-	ExitValid   = 0
-	ExitInvalid = 1
-	ExitCannot  = 2
-	// ExitUnknown: porcupine ran out of budget without a witness. Not 0, since
-	// nothing was proven (Jepsen treats unknown as not valid, so a CI gate on 0
-	// fails), and not 1, since no violation was found.
-	ExitUnknown = 3
+	ExitValid   = exitcode.Valid
+	ExitInvalid = exitcode.Invalid
+	ExitCannot  = exitcode.BadInput
+	ExitUnknown = exitcode.Unknown
 )
 
 // checkKeys are the config.json keys check reads (docs/checker.md): the
@@ -75,7 +73,7 @@ func (k checkKeys) budget(flag time.Duration) time.Duration {
 // config.json when present), writes results.json, summary.txt, the porcupine
 // pictures, the timeline and index.html, and returns the summary and the exit
 // code (0 valid, 1 invalid or unknown). An error means the run cannot be
-// checked (exit 2), and names the file and line at fault.
+// checked (exit 254), and names the file and line at fault.
 func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
@@ -134,11 +132,11 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if hasCfg {
 		title = fmt.Sprintf("lockjepsen %s: recipe %s, fence %s, seed %d", cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed)
 	}
-	p, err := tl.Plot(title)
+	fig, err := tl.Plot(title)
 	if err != nil {
 		return "", ExitCannot, err
 	}
-	if err := report.Save(p, filepath.Join(dir, runfolder.Timeline), tl.Clients); err != nil {
+	if err := fig.Save(filepath.Join(dir, runfolder.Timeline)); err != nil {
 		return "", ExitCannot, err
 	}
 	page := report.Page{Title: title, Scenario: cfg.Scenario, Summary: sum, Result: res}

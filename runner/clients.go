@@ -14,6 +14,9 @@ import (
 )
 
 func (r *run) lockConfig() lock.Config {
+	if r.cfg.Cluster.IsEtcd() {
+		return r.etcdLockConfig()
+	}
 	if r.cfg.Cluster.IsRedlock() {
 		return lock.Config{Recipe: r.cfg.Recipe, Addrs: cluster.Addrs(r.cluster), DriftFactor: r.cfg.DriftFactor}
 	}

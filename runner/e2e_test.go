@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +161,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 			}
 			if tt.scenario == "failover-race" && cfg.Fence != "none" {
 				checkInBrowser(t, cfg.Out)
+				checkReportInBrowser(t, cfg.Out)
 			}
 		})
 	}
@@ -181,8 +183,8 @@ func TestInterruptedRunKeepsItsHistory(t *testing.T) {
 	}()
 	start := time.Now()
 	o := Run(ctx, cfg, testLog{t})
-	if o.ExitCode != 2 || o.Err == nil {
-		t.Fatalf("interrupted run: exit %d, err %v; want exit 2 with the reason", o.ExitCode, o.Err)
+	if o.ExitCode != exitcode.Crashed || o.Err == nil {
+		t.Fatalf("interrupted run: exit %d, err %v; want exit 255 with the reason", o.ExitCode, o.Err)
 	}
 	if time.Since(start) > 25*time.Second {
 		t.Fatalf("interrupt took effect only after %v", time.Since(start))

@@ -43,6 +43,9 @@ func (c *Config) validateTopology() error {
 	if c.DelayedRestart < 0 {
 		return fmt.Errorf("--delayed-restart %v: want 0 or more", c.DelayedRestart)
 	}
+	if c.Cluster.IsEtcd() {
+		return c.validateEtcd()
+	}
 	if c.Cluster.IsCluster() {
 		return c.validateCluster()
 	}
@@ -120,6 +123,9 @@ func (e env) DelayedRestart() time.Duration { return e.r.cfg.DelayedRestart }
 // -1 on a lock key is a lock nobody can ever take again: the checker's
 // liveness verdict reads these events.
 func (r *run) auditPTTL(keys []string) {
+	if r.cfg.Cluster.IsEtcd() {
+		return // no PTTL on etcd: a lock key lives exactly as long as its lease
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range r.cluster.Nodes() {

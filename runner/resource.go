@@ -26,9 +26,9 @@ type resourceProc struct {
 
 func startResource(ctx context.Context, exe, dir, mode, dsn string, runs []string) (*resourceProc, error) {
 	ready := filepath.Join(dir, runfolder.ResourceAddr)
-	args := []string{"resource", "serve", "--addr", "127.0.0.1:0", "--mode", mode, "--ready-file", ready}
+	args := []string{"resource", "serve", "--addr", "127.0.0.1:0", "--fence", mode, "--ready-file", ready}
 	if dsn != "" {
-		args = append(args, "--dsn", dsn, "--schema", "run_"+strings.ReplaceAll(filepath.Base(dir), "-", "_"))
+		args = append(args, "--resource-dsn", dsn, "--schema", "run_"+strings.ReplaceAll(filepath.Base(dir), "-", "_"))
 	} else {
 		args = append(args, "--db", filepath.Join(dir, runfolder.ResourceDB))
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func signalClient(c clientHandle, sig string) error {
 type Outcome struct {
 	Dir      string
 	Checked  bool   // the checker ran
-	ExitCode int    // 0 valid, 1 invalid, 2 could not be carried out
+	ExitCode int    // package exitcode: 0 valid, 1 invalid, 2 unknown, 254 bad input, 255 not carried out
 	Err      error  // why the run could not be carried out
 	Summary  string // the checker's human summary
 }
@@ -125,7 +126,7 @@ func Preflight(ctx context.Context, cfg Config) error {
 }
 
 func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
-	o := Outcome{Dir: cfg.Out, ExitCode: 2}
+	o := Outcome{Dir: cfg.Out, ExitCode: exitcode.Crashed}
 	exe := cfg.Exe
 	if exe == "" {
 		var err error
@@ -183,16 +184,18 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	phase := func(s string) { fmt.Fprintf(progress, "%-9s %s\n", "["+time.Now().Format("15:04:05")+"]", s) }
 
-	if cfg.Cluster.IsRedlock() {
+	if r.cluster, err = cluster.New(cfg.Cluster, bins); err != nil {
+		o.Err = err
+		return o
+	}
+	if cfg.Cluster.IsEtcd() {
+		phase(etcdPhase(cfg, r.cluster.Version()))
+	} else if cfg.Cluster.IsRedlock() {
 		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
 	} else if cfg.Cluster.IsCluster() {
 		phase(clusterPhase(cfg, bins.Version))
 	} else {
 		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
-	}
-	if r.cluster, err = cluster.New(cfg.Cluster, bins); err != nil {
-		o.Err = err
-		return o
 	}
 	if err := r.cluster.Up(ctx); err != nil {
 		o.Err = fmt.Errorf("cluster up: %w", err)
@@ -229,7 +232,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	var pumps sync.WaitGroup
 	// A client that exits with an error during the run (an exec:PATH program
 	// that broke the protocol, a lost connection at start) ends the workload:
-	// the run stops with exit 2 naming it, and the history so far is checked.
+	// the run stops with exit 254 naming it, and the history so far is checked.
 	wctx, endWorkload := context.WithCancel(ctx)
 	defer endWorkload()
 	var watchers sync.WaitGroup
@@ -271,7 +274,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		fmt.Fprintln(progress)
 	}
 
-	if cfg.Cluster.IsRedlock() {
+	if cfg.Cluster.IsEtcd() {
+		phase("heal: every fault healed; waiting for every etcd member to answer and one leader")
+	} else if cfg.Cluster.IsRedlock() {
 		phase("heal: every fault healed; waiting for every node to answer PING")
 	} else if cfg.Cluster.IsCluster() {
 		phase("heal: every fault healed; waiting for cluster_state:ok on every node, replicas in sync")
@@ -316,14 +321,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	fmt.Fprintf(logf, "\n%s", res)
 	if interrupted {
 		o.Err = fmt.Errorf("interrupted: the history up to the interruption is in %s", cfg.Out)
-		o.ExitCode = 2
+		o.ExitCode = exitcode.Crashed
 	}
 	if failedClient != nil {
 		o.Err = fmt.Errorf("%w (the run stopped; history kept: 'lockjepsen check %s' re-checks it)", failedClient, cfg.Out)
-		o.ExitCode = 2
+		o.ExitCode = exitcode.BadInput // the client program broke its protocol
 	}
-	if o.Err != nil && o.ExitCode == 0 {
-		o.ExitCode = 2
+	if o.Err != nil && o.ExitCode == exitcode.Valid {
+		o.ExitCode = exitcode.Crashed
 	}
 	return o
 }

@@ -19,11 +19,12 @@ func summarize(dir string, res *checker.Result, cfg Config, hasCfg bool) string 
 		if cfg.FenceSource == knob.FenceSourceResource {
 			fence += " (numbers from the resource's sequence)"
 		}
-		fmt.Fprintf(&b, "scenario %s, recipe %s, fence %s, seed %d: %d clients, %d key(s), TTL %v, %v\n\n",
-			cfg.Scenario, cfg.Recipe, fence, cfg.Seed, cfg.Clients, cfg.Keys, cfg.TTL, cfg.TimeLimit)
+		fmt.Fprintf(&b, "scenario %s, recipe %s, fence %s, seed %d: %s, %s, TTL %s, %s of workload\n\n",
+			cfg.Scenario, cfg.Recipe, fence, cfg.Seed, checker.Count(cfg.Clients, "client"), checker.Count(cfg.Keys, "key"),
+			checker.HumanDuration(float64(cfg.TTL)/1e6), checker.HumanDuration(float64(cfg.TimeLimit)/1e6))
 	}
 	if hasCfg && cfg.Cluster.IsRedlock() {
-		fmt.Fprintf(&b, "topology redlock: %d independent primaries. Redlock has no monotonic counter (no single node could keep one), so no fence number is drawn: a paused holder's late write can only be stopped by a number the resource issues itself.\n\n", cfg.Cluster.Nodes)
+		fmt.Fprintf(&b, "topology redlock: %d independent primaries. Redlock has no monotonic counter (no single node could keep one), so no fence number is drawn: a paused holder's late write can only be stopped by a number the resource issues itself (%q).\n\n", cfg.Cluster.Nodes, checker.RedlockTitle)
 	}
 	b.WriteString(res.Summary())
 	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, runfolder.Index))

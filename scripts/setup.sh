@@ -14,6 +14,10 @@ CI_EXTRAS=0
 BUILDS=0
 [[ "${1:-}" == "--ci" ]] && CI_EXTRAS=1 && BUILDS=1
 [[ "${1:-}" == "--builds" ]] && BUILDS=1
+# The etcd backend (--topology etcd) needs Debian's etcd-server (and etcd-client for
+# etcdctl); the demo does not, so plain setup skips it: --etcd and --ci install it.
+ETCD=0
+[[ "${1:-}" == "--ci" || "${1:-}" == "--etcd" ]] && ETCD=1
 # The deployments lessons need two more servers: the same Valkey without Lua
 # (BUILD_LUA=no, where every EVAL-based lock fails) and Valkey 8.1 (a rolling
 # upgrade's node without DELIFEQ). The demo needs neither, so plain setup skips
@@ -33,7 +37,10 @@ need_root_apt() {
 apt_updated=0
 apt_install() {
   local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  # Installed, not merely known: a removed package keeps its conffiles and dpkg -s still succeeds.
+  for p in "$@"; do
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
+  done
   ((${#missing[@]})) || return 0
   need_root_apt
   if ((apt_updated == 0)); then apt-get update -qq >&2; apt_updated=1; fi
@@ -111,6 +118,29 @@ if ((CI_EXTRAS)); then
   # "older server" a recipe must refuse, Chromium for the report's browser check,
   # python3-redis for the redis-py exec adapter (examples/redis-py).
   apt_install postgresql redis-server chromium python3-redis
+fi
+
+# install_etcd installs etcd-server and etcd-client without leaving Debian's etcd
+# service running: lockjepsen starts its own members on free ports, and a daemon
+# on 2379/2380 would be one more process competing for the 2 cores. On a machine
+# with systemd the package enables and starts etcd.service: it is stopped and
+# disabled here (once, at install); with no init (a container) a policy-rc.d
+# refusing service starts covers the install itself.
+install_etcd() {
+  command -v etcd >/dev/null && command -v etcdctl >/dev/null && return 0
+  local policy=/usr/sbin/policy-rc.d own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && own_policy=1
+  fi
+  apt_install etcd-server etcd-client
+  ((own_policy)) && rm -f "$policy"
+  if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+    systemctl disable --now etcd >/dev/null 2>&1 || true
+  fi
+}
+if ((ETCD)); then
+  install_etcd
+  command -v etcd >/dev/null || die "etcd not on PATH after installing etcd-server"
 fi
 
 FAKETIME_LIB=$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime.so.1$' || true)

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // then the real checker checks it. It runs in milliseconds and needs no
 // Valkey, so the tests of resume and interruption never wait on a cluster.
 func fakeRun(ctx context.Context, cfg runner.Config, _ io.Writer) runner.Outcome {
-	o := runner.Outcome{Dir: cfg.Out, ExitCode: 2}
+	o := runner.Outcome{Dir: cfg.Out, ExitCode: exitcode.Crashed}
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(filepath.Join(cfg.Out, "config.json"), b, 0o644); err != nil {
 		o.Err = err
@@ -125,7 +126,7 @@ func TestInterruptAndResume(t *testing.T) {
 	interrupting := func(c context.Context, cfg runner.Config, w io.Writer) runner.Outcome {
 		if n.Add(1) == 3 {
 			cancel()
-			return runner.Outcome{Dir: cfg.Out, ExitCode: 2}
+			return runner.Outcome{Dir: cfg.Out, ExitCode: exitcode.Crashed}
 		}
 		return fakeRun(c, cfg, w)
 	}

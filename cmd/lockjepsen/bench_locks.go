@@ -29,11 +29,12 @@ func runBenchLocks(args []string) int {
 	*clients, *d, *recipeName, *requests = 16, 10*time.Second, lock.Native, 200000
 	fs.Var(knob.Int{N: clients, Min: 1, Max: 256}, "clients", "client processes, and valkey-benchmark's -c")
 	fs.Var(knob.Duration{D: d, Min: time.Second}, "time-limit", "how long the lock clients run")
-	fs.Var(knob.Duration{D: d, Min: time.Second}, "duration", "the old spelling of --time-limit")
+	alias(fs, "duration", "time-limit")
 	fs.Var(recipeFlag{recipeName}, "recipe", recipeUsage)
 	var execArgs []string
 	fs.Var(execArgsFlag{&execArgs}, "exec-arg", "an argument for the --recipe exec:PATH program (repeat for more)")
-	fencing := fs.Bool("fencing", false, "draw a fencing token with every acquire")
+	fencing := fs.Bool("fence-tokens", false, "draw a fencing token with every acquire (MULTI/SET NX/INCR)")
+	alias(fs, "fencing", "fence-tokens")
 	fs.Var(knob.Int{N: requests, Min: 1, Max: 100_000_000}, "requests", "valkey-benchmark -n")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -42,7 +43,7 @@ func runBenchLocks(args []string) int {
 		return fail("bench locks: unexpected argument %q", fs.Arg(0))
 	}
 	if rec, _ := lock.Lookup(*recipeName); *fencing && !rec.Fences() {
-		return fail("bench locks: --recipe %s draws no fencing token (the library is driven unchanged): drop --fencing", *recipeName)
+		return fail("bench locks: --recipe %s draws no fencing token (the library is driven unchanged): drop --fence-tokens", *recipeName)
 	}
 	dur, recipe := d, recipeName
 	bins, err := cluster.FindBinaries()

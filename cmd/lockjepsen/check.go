@@ -1,7 +1,11 @@
 package main
 
 import (
+	"math"
+	"time"
+
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/knob"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/runner"
@@ -10,24 +14,35 @@ import (
 func init() {
 	register(command{
 		name:    "check",
-		summary: "re-check a stored run: results.json, summary.txt, timeline, index.html (exit 3: unknown)",
+		summary: "re-check a stored run: results.json, summary.txt, timeline, index.html (exit 2: unknown)",
 		run:     runCheck,
 	})
 }
 
 func runCheck(args []string) int {
 	fs := newFlagSet("check", "check [flags] DIR")
-	eps := fs.Duration("epsilon", 0, fmt.Sprintf("lease tolerance on both expiry bounds; 0: config.json's check.epsilon_ms, else its epsilon_ns, else %v. A negative one, or one of TTL/2 or more, draws a warning", checker.DefaultEpsilon))
-	budget := fs.Duration("budget", 0, fmt.Sprintf("porcupine time budget per lock key and resource row; past it the verdict is unknown; 0: config.json's check.budget_s, else %v", checker.DefaultBudget))
+	eps, budget := new(time.Duration), new(time.Duration)
+	// A negative or oversized epsilon is allowed here: check says what it
+	// cannot see (a warning) rather than refuse to re-check an old run.
+	fs.Var(knob.Duration{D: eps, Min: math.MinInt64}, "epsilon", fmt.Sprintf("lease tolerance on both expiry bounds; 0: config.json's check.epsilon_ms, else its epsilon_ns, else %v. A negative one, or one of TTL/2 or more, draws a warning", checker.DefaultEpsilon))
+	fs.Var(knob.Duration{D: budget, Min: 0}, "budget", fmt.Sprintf("porcupine time budget per lock key and resource row; past it the verdict is unknown; 0: config.json's check.budget_s, else %v", checker.DefaultBudget))
 	noHTML := fs.Bool("no-html", false, "do not write porcupine visualisations")
 	quiet := fs.Bool("q", false, "do not print the summary")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+	// Flags may follow the directory too (check DIR --epsilon 20ms).
+	var dirs []string
+	for rest := args; ; {
+		if code, ok := parseFlags(fs, rest); !ok {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		dirs, rest = append(dirs, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() != 1 {
-		return fail("check: want exactly one run directory, e.g. lockjepsen check results/latest")
+	if len(dirs) != 1 {
+		return fail("check: want exactly one run directory, e.g. lockjepsen check results/latest (got %d)", len(dirs))
 	}
-	sum, code, err := runner.CheckDir(fs.Arg(0), runner.CheckOptions{Epsilon: *eps, Budget: *budget, NoHTML: *noHTML})
+	sum, code, err := runner.CheckDir(dirs[0], runner.CheckOptions{Epsilon: *eps, Budget: *budget, NoHTML: *noHTML})
 	if err != nil {
 		return fail("check: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// A malformed history is refused by the real binary with exit 2, before any
+// A malformed history is refused by the real binary with exit 254, before any
 // verdict, naming the file, the line and what is wrong; lines need no index.
 func TestCheckRefusesMalformedHistory(t *testing.T) {
 	const acq = `{"time":100000000,"process":0,"type":"invoke","f":"acquire","key":"k","token":"A","ttl_ms":1000}`
@@ -42,8 +42,8 @@ func TestCheckRefusesMalformedHistory(t *testing.T) {
 			}
 			out, err := exec.Command(bin, "check", "-no-html", dir).CombinedOutput()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-				t.Fatalf("exit %v, want 2\n%s", err, out)
+			if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
+				t.Fatalf("exit %v, want 254\n%s", err, out)
 			}
 			if !strings.Contains(string(out), filepath.Join(dir, tt.want)) {
 				t.Fatalf("message does not name %q:\n%s", tt.want, out)

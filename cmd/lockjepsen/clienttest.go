@@ -104,7 +104,7 @@ func runClientTest(args []string) int {
 		return fail("client-test: %v", err)
 	}
 	if rep.Protocol != nil {
-		// A protocol error or the program's exit: bad input, exit 2.
+		// A protocol error or the program's exit: bad input, exit 254.
 		return fail("client-test: %v", rep.Protocol)
 	}
 	fmt.Printf("%d passed, %d failed; fences %s\n", rep.Passed, rep.Failed, map[bool]string{true: "returned (any --fence)", false: "not returned (--fence none)"}[rep.Fences])

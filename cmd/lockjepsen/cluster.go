@@ -56,13 +56,13 @@ func clusterFlags(fs *flag.FlagSet, c *cluster.Config) {
 	fs.Var(knob.Int{N: &c.Sentinels, Min: 1, Max: 7}, "sentinels", "number of Sentinels (quorum: a majority)")
 	fs.Var(knob.Duration{D: &c.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds (below ~200ms healthy nodes get flagged down)")
 	fs.Var(knob.Duration{D: &c.FailoverTimeout, Min: time.Second, Why: "below 1s failovers abort on Valkey 9.1"}, "failover-timeout", "Sentinel failover-timeout (500ms aborts failovers; 1s-3s works)")
-	fs.Func("min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10, as `run` takes it", func(v string) error {
+	fs.Func("min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10, as run takes it", func(v string) error {
 		m, err := knob.ParseMinReplicas(v)
 		c.MinReplicasToWrite, c.MinReplicasMaxLag = m.Count, m.LagS
 		return err
 	})
-	fs.Var(knob.Int{N: &c.MinReplicasToWrite, Min: 0, Max: 8}, "min-replicas-to-write", "nodes refuse writes (NOREPLICAS) with fewer replicas than this in sync")
-	fs.Var(knob.Int{N: &c.MinReplicasMaxLag, Min: 0, Max: 3600}, "min-replicas-max-lag", "seconds a replica may lag and still count for min-replicas-to-write")
+	fs.Var(knob.Int{N: &c.MinReplicasToWrite, Min: 0, Max: 8}, "min-replicas-to-write", hiddenPrefix+"min-replicas (count part)")
+	fs.Var(knob.Int{N: &c.MinReplicasMaxLag, Min: 0, Max: 3600}, "min-replicas-max-lag", hiddenPrefix+"min-replicas (lag part)")
 	fs.BoolVar(&c.AppendOnly, "appendonly", false, "turn on the AOF on every node")
 	fs.Var(knob.Choice{S: &c.AppendFsync, Among: knob.FsyncPolicies}, "appendfsync", "AOF fsync policy: always, everysec or no")
 	fs.Var(knob.Int{N: &c.BasePort, Min: 0, Max: 65535}, "base-port", "first port of a consecutive range (default: free ports chosen by the kernel)")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/exitcode"
 	"io"
 	"os"
 	"sort"
@@ -14,9 +15,10 @@ import (
 
 // Exit codes, the same for every subcommand.
 const (
-	exitValid   = 0 // the run or check found no violation (or the command succeeded)
-	exitInvalid = 1 // violations found
-	exitUsage   = 2 // the run could not be carried out: bad input, missing tool, broken history
+	exitValid   = exitcode.Valid
+	exitInvalid = exitcode.Invalid
+	exitUsage   = exitcode.BadInput // refused: bad input, missing tool, broken history
+	exitCrashed = exitcode.Crashed  // the run could not be carried out to the end
 )
 
 type command struct {
@@ -68,7 +70,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit codes: 0 valid / success, 1 violations found, 2 could not run (bad input, missing tools, corrupt history)")
+	fmt.Fprintln(w, "\n"+exitcode.Doc)
 }
 
 // newFlagSet makes a flag set whose errors are reported, not fatal, so that every
@@ -77,9 +79,32 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("lockjepsen "+name, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: lockjepsen %s\n\nflags:\n", synopsis)
-		fs.PrintDefaults()
+		printDefaults(fs)
 	}
 	return fs
+}
+
+// hiddenPrefix marks a flag kept only as an old spelling: it parses, but
+// help does not list it.
+const hiddenPrefix = "\x00old spelling of --"
+
+// alias registers old as a hidden second name of the flag name (registered
+// before): old spellings keep working for a release while help shows one name.
+func alias(fs *flag.FlagSet, old, name string) {
+	fs.Var(fs.Lookup(name).Value, old, hiddenPrefix+name)
+}
+
+// printDefaults is flag.PrintDefaults without the hidden aliases.
+func printDefaults(fs *flag.FlagSet) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Usage, hiddenPrefix) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.PrintDefaults()
 }
 
 // parseFlags parses args; it returns (code, false) when the caller must exit.
@@ -101,7 +126,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
-// fail prints an error in the house style and returns exit code 2.
+// fail prints an error in the house style and returns exit code 254 (bad input).
 func fail(format string, a ...any) int {
 	msg := fmt.Sprintf(format, a...)
 	fmt.Fprintln(os.Stderr, "lockjepsen: "+strings.TrimRight(msg, "\n"))

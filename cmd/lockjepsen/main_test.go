@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Bad input is refused before anything starts, with exit 2 and one line
+// Bad input is refused before anything starts, with exit 254 and one line
 // that names the flag (or the problem): no usage dump burying it, no
 // goroutine dump, no run folder, no process left behind.
 func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
@@ -70,6 +70,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"check", corrupt}, "history.jsonl:2"},
 		{[]string{"check"}, "one run directory"},
+		{[]string{"check", "a", "b"}, "one run directory"},
+		{[]string{"check", filepath.Join(t.TempDir(), "missing"), "--budget", "1s"}, "not a run directory"},
 		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
@@ -80,7 +82,11 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"sweep", "--resume", t.TempDir(), "--trials", "3"}, "--trials"},
 		{[]string{"sweep", "--config", "x"}, "--config"},
 		{[]string{"bench", "frob"}, "bench"},
-		{[]string{"bench", "locks", "--recipe", "redsync", "--fencing"}, "--fencing"},
+		{[]string{"bench", "locks", "--recipe", "redsync", "--fencing"}, "--fence-tokens"},
+		{[]string{"bench", "locks", "--recipe", "redsync", "--fence-tokens"}, "--fence-tokens"},
+		{[]string{"resource", "serve", "--fence", "sometimes"}, "fence"},
+		{[]string{"resource", "serve", "--mode", "sometimes"}, "mode"},
+		{[]string{"resource", "serve", "--db", "x.db", "--resource-dsn", "postgres://x"}, "--resource-dsn"},
 		{[]string{"bench", "locks", "extra"}, "unexpected argument"},
 		{[]string{"bench", "cluster", "--min-replicas-to-write", "3"}, "--min-replicas-to-write"},
 		{[]string{"bench", "scenario", "--recipe", "redsync"}, "--fence none"},
@@ -154,8 +160,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 			err := cmd.Run()
 			out := stdout.String() + stderr.String()
 			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 2 {
-				t.Fatalf("exit %v, want 2\n%s", err, out)
+			if !ok || ee.ExitCode() != exitUsage {
+				t.Fatalf("exit %v, want 254\n%s", err, out)
 			}
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("message does not name %q:\n%s", tt.want, out)
@@ -209,6 +215,7 @@ func TestHelpOfEveryCommandOnStdout(t *testing.T) {
 		{[]string{"cluster", "up", "-h"}, []string{"-replicas", "-min-replicas"}},
 		{[]string{"lab", "-h"}, []string{"-dir"}},
 		{[]string{"version", "-h"}, []string{"version"}},
+		{[]string{"resource", "serve", "-h"}, []string{"-fence", "-resource-dsn"}},
 		{[]string{"--version"}, []string{"lockjepsen"}},
 		{[]string{"help"}, []string{"run", "check"}},
 	} {
@@ -245,6 +252,28 @@ func TestRunHelpShowsTheScenarioDefaults(t *testing.T) {
 			if !strings.Contains(string(out), w) {
 				t.Errorf("%s: help does not show %q:\n%s", tt.scenario, w, out)
 			}
+		}
+	}
+}
+
+// Old spellings parse for one release, but help lists only the new names.
+func TestOldSpellingsAreHiddenAliases(t *testing.T) {
+	for _, tt := range []struct {
+		cmd      []string
+		old, new string
+	}{
+		{[]string{"resource", "serve"}, "-mode", "-fence"},
+		{[]string{"resource", "serve"}, "-dsn ", "-resource-dsn"},
+		{[]string{"bench", "locks"}, "-duration", "-time-limit"},
+		{[]string{"bench", "locks"}, "-fencing", "-fence-tokens"},
+		{[]string{"cluster", "up"}, "-min-replicas-to-write", "-min-replicas"},
+	} {
+		out, err := exec.Command(bin, append(append([]string{}, tt.cmd...), "-h")...).Output()
+		if err != nil {
+			t.Fatalf("%v -h: %v", tt.cmd, err)
+		}
+		if !strings.Contains(string(out), "  "+tt.new) || strings.Contains(string(out), "  "+tt.old) {
+			t.Errorf("%v -h should list %s and hide %s:\n%s", tt.cmd, tt.new, tt.old, out)
 		}
 	}
 }

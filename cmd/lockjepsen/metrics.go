@@ -32,7 +32,7 @@ func (m *metricsOpts) register(fs *flag.FlagSet) {
 }
 
 // start binds the endpoint before anything else starts; a busy or bad
-// address is one line naming the flag, exit 2. Without --metrics-addr it
+// address is one line naming the flag, exit 254. Without --metrics-addr it
 // returns nils, which the runner and Close accept.
 func (m *metricsOpts) start(cmd string) (*metrics.Server, *metrics.Collector, int, bool) {
 	if m.addr == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"io"
 	"os"
 	"os/signal"
@@ -60,27 +61,28 @@ const defaultResourceDB = runfolder.ResourceDB
 // checks them after parsing and fills cfg.
 func databaseFlags(fs *flag.FlagSet, cfg *resource.Config) func() error {
 	fs.StringVar(&cfg.Path, "db", defaultResourceDB, "SQLite database file (the default backend; created if missing)")
-	fs.StringVar(&cfg.DSN, "dsn", "", "PostgreSQL DSN, e.g. postgres://postgres@127.0.0.1:55432/lockjepsen?sslmode=disable (instead of --db)")
+	fs.StringVar(&cfg.DSN, "resource-dsn", "", "PostgreSQL DSN, e.g. postgres://postgres@127.0.0.1:55432/lockjepsen?sslmode=disable (instead of --db), as run --resource-dsn takes it")
+	alias(fs, "dsn", "resource-dsn")
 	fs.StringVar(&cfg.Schema, "schema", "", "PostgreSQL schema for the tables, created if missing (default: the DSN's search_path)")
 	return func() error {
 		dbSet := false
 		fs.Visit(func(f *flag.Flag) { dbSet = dbSet || f.Name == "db" })
 		switch {
 		case cfg.DSN != "" && dbSet:
-			return fmt.Errorf("give --db (SQLite) or --dsn (PostgreSQL), not both")
+			return fmt.Errorf("give --db (SQLite) or --resource-dsn (PostgreSQL), not both")
 		case cfg.DSN != "":
 			cfg.Path = ""
 		case cfg.Schema != "":
-			return fmt.Errorf("--schema applies to PostgreSQL only; add --dsn or drop --schema")
+			return fmt.Errorf("--schema applies to PostgreSQL only; add --resource-dsn or drop --schema")
 		case cfg.Path == "":
-			return fmt.Errorf("--db is empty: name a SQLite file, or give --dsn for PostgreSQL")
+			return fmt.Errorf("--db is empty: name a SQLite file, or give --resource-dsn for PostgreSQL")
 		}
 		return nil
 	}
 }
 
 func resourceServe(args []string) int {
-	fs := newFlagSet("resource serve", "resource serve [--addr 127.0.0.1:0] [--db FILE | --dsn URL] [--mode none|write|read-write] [--run NAME]... [--ready-file FILE]")
+	fs := newFlagSet("resource serve", "resource serve [--addr 127.0.0.1:0] [--db FILE | --resource-dsn URL] [--fence none|write|read-write] [--run NAME]... [--ready-file FILE]")
 	var (
 		cfg   resource.Config
 		runs  listFlag
@@ -90,7 +92,9 @@ func resourceServe(args []string) int {
 	)
 	checkDB := databaseFlags(fs, &cfg)
 	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen address; port 0 lets the kernel choose (read it from stdout or --ready-file)")
-	fs.StringVar(&mode, "mode", string(resource.ModeWrite), "fence rule: none (no check), write (the seed's statement on writes), read-write (reads present the fence too)")
+	mode = string(resource.ModeReadWrite)
+	fs.Var(knob.Choice{S: &mode, Among: knob.FenceModes}, "fence", "fence rule: none (no check), write (the seed article's statement on writes), read-write (reads present the fence too), as run --fence takes it")
+	alias(fs, "mode", "fence")
 	fs.Var(&runs, "run", "create this run's row (value 0, last_fence 0) if missing; repeat or comma-separate; the run is the lock's name, job-1 for lock:{job-1}")
 	fs.StringVar(&ready, "ready-file", "", "write the bound address (host:port) to this file once serving, atomically")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -137,7 +141,7 @@ func resourceServe(args []string) int {
 }
 
 func resourceExport(args []string) int {
-	fs := newFlagSet("resource export", "resource export (--db FILE | --dsn URL [--schema S] | --addr HOST:PORT) [--run NAME] [--out resource.jsonl]")
+	fs := newFlagSet("resource export", "resource export (--db FILE | --resource-dsn URL [--schema S] | --addr HOST:PORT) [--run NAME] [--out resource.jsonl]")
 	var (
 		cfg  resource.Config
 		addr string

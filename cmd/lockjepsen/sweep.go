@@ -42,7 +42,7 @@ func sweepUsage() string {
 		fmt.Fprintf(&b, "  %-24s %s = %s\n", f.Name, strings.Join(f.Faults, ","), f.Note)
 	}
 	b.WriteString("\nexit codes: 0 every planned trial has a verdict (double grants are the measurement, not an error);\n" +
-		"2 the sweep could not run, was interrupted, or some trials gave no verdict\n")
+		"254 bad input (nothing ran); 255 the sweep was interrupted or some trials gave no verdict\n")
 	return b.String()
 }
 
@@ -167,7 +167,7 @@ func runSweep(args []string) int {
 	}
 	if rep.Failed > 0 || rep.Pending > 0 {
 		fmt.Fprintf(os.Stderr, "lockjepsen: sweep: %d trial(s) gave no verdict, %d not run; see their trial.json and run.log\n", rep.Failed, rep.Pending)
-		return exitUsage
+		return exitCrashed
 	}
 	return exitValid
 }

@@ -1,0 +1,519 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// TopologyEtcd is a Raft cluster of etcd members (Debian's etcd-server) as
+// processes on loopback: no Valkey at all. The lock is the official client's
+// concurrency.Mutex (recipe etcd-mutex).
+const TopologyEtcd = "etcd"
+
+// RoleMember is an etcd member; which one leads is asked at run time.
+const RoleMember Role = "member"
+
+// DefaultEtcdMembers is the usual three.
+const DefaultEtcdMembers = 3
+
+// Raft timing of every member: short, for failovers that fit a short run.
+// etcd's rule is election timeout >= 5 x heartbeat; its minimum lease TTL
+// follows from them: ceil(1.5 x election timeout) = 2 s.
+const (
+	EtcdHeartbeat       = 100 * time.Millisecond
+	EtcdElectionTimeout = 1000 * time.Millisecond
+)
+
+// ErrEtcdClock is why a member's clock cannot be moved: etcd is a Go binary,
+// and Go reads CLOCK_REALTIME and CLOCK_MONOTONIC through the vDSO, never
+// through libc's clock_gettime, so libfaketime (an LD_PRELOAD of libc's time
+// functions) has nothing to intercept. Verified: etcd 3.4.23 under
+// libfaketime with an offset of +1 day logs true time (TestEtcdIgnoresFaketime).
+// Its leases and elections run on monotonic time anyway (lease expiry is a
+// time.Time with a monotonic reading, Raft counts ticks of a ticker).
+var ErrEtcdClock = errors.New("an etcd member's clock cannot be moved: etcd is a Go program, which reads the clock through the vDSO, not libc, so libfaketime's LD_PRELOAD does not reach it (verified: etcd under libfaketime +1d logs true time); its leases use monotonic time in any case")
+
+// IsEtcd reports whether the topology is an etcd cluster.
+func (c *Config) IsEtcd() bool { return c.Topology == TopologyEtcd }
+
+func (c *Config) validateEtcd() error {
+	if c.Members == 0 {
+		c.Members = DefaultEtcdMembers
+	}
+	if c.Members < 1 || c.Members > 7 {
+		return fmt.Errorf("--members %d: want 1 to 7 etcd members (3 is the usual)", c.Members)
+	}
+	if c.runtime() != "local" {
+		return fmt.Errorf("--topology etcd runs on --runtime local only in this version")
+	}
+	if c.FakeTime {
+		return ErrEtcdClock
+	}
+	if c.MinReplicasToWrite > 0 || c.AppendOnly || c.Build != "" || c.OldReplica {
+		return fmt.Errorf("--min-replicas, --appendonly, --valkey-build and --mixed-versions are Valkey knobs: the etcd topology runs no Valkey")
+	}
+	return nil
+}
+
+// FindEtcd finds the etcd server binary: $LOCKJEPSEN_ETCD_BIN, else etcd on
+// PATH (Debian's etcd-server puts it in /usr/bin).
+func FindEtcd() (string, error) {
+	if b := os.Getenv("LOCKJEPSEN_ETCD_BIN"); b != "" {
+		return b, nil
+	}
+	b, err := exec.LookPath("etcd")
+	if err != nil {
+		return "", fmt.Errorf("--topology etcd needs the etcd server, which is not on PATH: run 'make setup-etcd' (installs Debian's etcd-server) or set LOCKJEPSEN_ETCD_BIN")
+	}
+	return b, nil
+}
+
+var etcdVersionRE = regexp.MustCompile(`etcd Version: (\S+)`)
+
+// EtcdLocal runs the etcd members as processes on 127.0.0.1.
+type EtcdLocal struct {
+	cfg     Config
+	bin     string
+	version string
+	peers   []string // peer URL of each member, in node order
+
+	mu      sync.Mutex
+	nodes   []Node
+	procs   map[string]*proc
+	clients map[string]*clientv3.Client // one per member, its endpoint only
+}
+
+var _ Runtime = (*EtcdLocal)(nil)
+
+func newEtcdLocal(cfg Config) (*EtcdLocal, error) {
+	if err := cfg.validateWithDir(); err != nil {
+		return nil, err
+	}
+	bin, err := FindEtcd()
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	m := etcdVersionRE.FindSubmatch(out)
+	if m == nil {
+		return nil, fmt.Errorf("%s --version: no version in %q", bin, out)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	cfg.Dir = dir
+	ports, err := allocatePorts(cfg.BasePort, 2*cfg.Members)
+	if err != nil {
+		return nil, err
+	}
+	e := &EtcdLocal{cfg: cfg, bin: bin, version: string(m[1]), procs: map[string]*proc{}, clients: map[string]*clientv3.Client{}}
+	for i := 0; i < cfg.Members; i++ {
+		name := fmt.Sprintf("etcd-%d", i)
+		d := filepath.Join(dir, name)
+		e.nodes = append(e.nodes, Node{Name: name, Kind: RoleMember, Dir: d, LogFile: filepath.Join(d, name+".log"),
+			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i]))})
+		e.peers = append(e.peers, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1])))
+	}
+	return e, nil
+}
+
+// EtcdEndpoints lists the members' client addresses (host:port).
+func EtcdEndpoints(rt Runtime) []string {
+	var out []string
+	for _, n := range rt.Nodes() {
+		if n.Kind == RoleMember {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
+}
+
+func (e *EtcdLocal) Version() string          { return "etcd " + e.version }
+func (e *EtcdLocal) SentinelAddrs() []string  { return nil }
+func (e *EtcdLocal) Config() Config           { return e.cfg }
+func (e *EtcdLocal) Pause(name string) error  { return e.signal(name, syscall.SIGSTOP, true) }
+func (e *EtcdLocal) Resume(name string) error { return e.signal(name, syscall.SIGCONT, false) }
+
+// SetClockOffset refuses: see ErrEtcdClock.
+func (e *EtcdLocal) SetClockOffset(string, string) error { return ErrEtcdClock }
+
+// Command is a Valkey notion; etcd members answer the client API only.
+func (e *EtcdLocal) Command(context.Context, string, ...string) (string, error) {
+	return "", fmt.Errorf("etcd members take no Valkey commands")
+}
+
+func (e *EtcdLocal) Nodes() []Node {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Node(nil), e.nodes...)
+}
+
+func (e *EtcdLocal) Node(name string) (Node, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if i := e.index(name); i >= 0 {
+		return e.nodes[i], true
+	}
+	return Node{}, false
+}
+
+func (e *EtcdLocal) index(name string) int {
+	for i := range e.nodes {
+		if e.nodes[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (e *EtcdLocal) initialCluster() string {
+	parts := make([]string, len(e.nodes))
+	for i, n := range e.nodes {
+		parts[i] = n.Name + "=" + e.peers[i]
+	}
+	return strings.Join(parts, ",")
+}
+
+// Up starts every member with a fresh data dir and waits until each answers
+// and one leader is elected.
+func (e *EtcdLocal) Up(ctx context.Context) error {
+	for _, n := range e.Nodes() {
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return fmt.Errorf("clear %s: %w", n.Dir, err)
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", n.Dir, err)
+		}
+		if err := e.start(n.Name); err != nil {
+			_ = e.Down()
+			return err
+		}
+	}
+	if err := e.WaitReady(ctx); err != nil {
+		_ = e.Down()
+		return err
+	}
+	return nil
+}
+
+// start runs one member; with an existing data dir etcd ignores the
+// --initial-cluster flags and rejoins with what it has on disk.
+func (e *EtcdLocal) start(name string) error {
+	e.mu.Lock()
+	i := e.index(name)
+	n := e.nodes[i]
+	peer := e.peers[i]
+	e.mu.Unlock()
+	client := "http://" + n.Addr
+	args := []string{
+		"--name", n.Name, "--data-dir", filepath.Join(n.Dir, "data"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", e.initialCluster(), "--initial-cluster-state", "new",
+		"--initial-cluster-token", "lockjepsen",
+		"--heartbeat-interval", strconv.Itoa(int(EtcdHeartbeat.Milliseconds())),
+		"--election-timeout", strconv.Itoa(int(EtcdElectionTimeout.Milliseconds())),
+		"--logger", "zap", "--log-outputs", "stderr",
+	}
+	p, err := spawn(e.bin, args, nil, n.LogFile, e.cfg.Detached)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	e.mu.Lock()
+	e.procs[name] = p
+	e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = p.pid(), false, false
+	e.mu.Unlock()
+	return e.saveState()
+}
+
+// saveState writes cluster.json (the members and their pids), as Local does.
+func (e *EtcdLocal) saveState() error {
+	b, err := json.MarshalIndent(state{Config: e.cfg, Version: e.Version(), Nodes: e.Nodes()}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode cluster state: %w", err)
+	}
+	return writeFile(filepath.Join(e.cfg.Dir, StateFile), string(b)+"\n")
+}
+
+func (e *EtcdLocal) client(name string) (*clientv3.Client, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.clients[name]; c != nil {
+		return c, nil
+	}
+	n := e.nodes[e.index(name)]
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{n.Addr}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	e.clients[name] = c
+	return c, nil
+}
+
+// MemberStatus is one member's answer to Status.
+type MemberStatus struct {
+	Node     Node
+	ID       uint64
+	Leader   uint64 // the member it believes leads; 0 none
+	Term     uint64
+	IsLeader bool
+}
+
+// Status asks one member; a paused or killed member gives an error.
+func (e *EtcdLocal) Status(ctx context.Context, name string) (MemberStatus, error) {
+	n, ok := e.Node(name)
+	if !ok {
+		return MemberStatus{}, fmt.Errorf("no member named %q", name)
+	}
+	if n.PID == 0 || n.Paused {
+		return MemberStatus{}, fmt.Errorf("%s is down or paused", name)
+	}
+	c, err := e.client(name)
+	if err != nil {
+		return MemberStatus{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	s, err := c.Status(ctx, n.Addr)
+	if err != nil {
+		return MemberStatus{}, fmt.Errorf("%s status: %w", name, err)
+	}
+	return MemberStatus{Node: n, ID: s.Header.MemberId, Leader: s.Leader, Term: s.RaftTerm,
+		IsLeader: s.Leader != 0 && s.Leader == s.Header.MemberId}, nil
+}
+
+// leaderOnce asks every live member and returns the leader claimant with the
+// highest term (a resumed old leader may still claim an older term).
+func (e *EtcdLocal) leaderOnce(ctx context.Context, except string) (Node, error) {
+	var best *MemberStatus
+	var errs []string
+	for _, n := range e.Nodes() {
+		s, err := e.Status(ctx, n.Name)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if s.IsLeader && n.Name != except && (best == nil || s.Term > best.Term) {
+			best = &s
+		}
+	}
+	if best == nil {
+		return Node{}, fmt.Errorf("no member leads (%s)", strings.Join(errs, "; "))
+	}
+	return best.Node, nil
+}
+
+// Primary is the Raft leader: the member whose Status names itself leader.
+func (e *EtcdLocal) Primary(ctx context.Context) (Node, error) {
+	return e.pollLeader(ctx, "", 10*time.Second)
+}
+
+// WaitFailover waits until a member other than from leads.
+func (e *EtcdLocal) WaitFailover(ctx context.Context, from string) (Node, error) {
+	return e.pollLeader(ctx, from, readyTimeout)
+}
+
+func (e *EtcdLocal) pollLeader(ctx context.Context, except string, limit time.Duration) (Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		n, err := e.leaderOnce(ctx, except)
+		if err == nil {
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return Node{}, fmt.Errorf("no etcd leader within %v: %w", limit, err)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// WaitReady: every live, unpaused member answers and all name one leader.
+func (e *EtcdLocal) WaitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	var last error
+	for {
+		if last = e.readyOnce(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd cluster not ready within %v: %w; see the logs under %s", readyTimeout, last, e.cfg.Dir)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+func (e *EtcdLocal) readyOnce(ctx context.Context) error {
+	leaders := map[uint64]bool{}
+	for _, n := range e.Nodes() {
+		if n.Paused || n.PID == 0 {
+			continue
+		}
+		s, err := e.Status(ctx, n.Name)
+		if err != nil {
+			return err
+		}
+		if s.Leader == 0 {
+			return fmt.Errorf("%s knows no leader", n.Name)
+		}
+		leaders[s.Leader] = true
+	}
+	if len(leaders) != 1 {
+		return fmt.Errorf("members name %d leaders", len(leaders))
+	}
+	return nil
+}
+
+func (e *EtcdLocal) mustNode(name string) (Node, error) {
+	n, ok := e.Node(name)
+	if !ok {
+		return n, fmt.Errorf("no member named %q", name)
+	}
+	return n, nil
+}
+
+func (e *EtcdLocal) setPID(name string, pid int, killed bool) {
+	e.mu.Lock()
+	if i := e.index(name); i >= 0 {
+		e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = pid, killed, false
+	}
+	e.mu.Unlock()
+	_ = e.saveState()
+}
+
+func (e *EtcdLocal) signal(name string, sig syscall.Signal, paused bool) error {
+	n, err := e.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is down", name)
+	}
+	if err := signalPID(n.PID, sig); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.nodes[e.index(name)].Paused = paused
+	e.mu.Unlock()
+	return nil
+}
+
+// Kill sends SIGKILL and waits until the member is gone.
+func (e *EtcdLocal) Kill(name string) error {
+	n, err := e.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID == 0 {
+		return fmt.Errorf("%s is already down", name)
+	}
+	if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
+		return err
+	}
+	waitGone(n.PID, 5*time.Second)
+	e.setPID(name, 0, true)
+	return nil
+}
+
+// Stop sends SIGTERM (SIGCONT first) and waits.
+func (e *EtcdLocal) Stop(name string) error {
+	n, err := e.mustNode(name)
+	if err != nil || n.PID == 0 {
+		return err
+	}
+	_ = signalPID(n.PID, syscall.SIGCONT)
+	if err := signalPID(n.PID, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if !waitGone(n.PID, 10*time.Second) {
+		_ = signalPID(n.PID, syscall.SIGKILL)
+		waitGone(n.PID, 5*time.Second)
+	}
+	e.setPID(name, 0, true)
+	return nil
+}
+
+// Restart starts a member again with its data dir: it rejoins as a follower
+// and catches up from the leader. The mode is a Valkey notion and ignored.
+func (e *EtcdLocal) Restart(ctx context.Context, name string, _ RestartMode) error {
+	n, err := e.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID != 0 {
+		if err := e.Kill(name); err != nil {
+			return err
+		}
+	}
+	if err := e.start(name); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := e.Status(ctx, name); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer within 10s of its restart; see %s", name, n.LogFile)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// Down SIGKILLs every member and closes the admin clients.
+func (e *EtcdLocal) Down() error {
+	e.mu.Lock()
+	for _, c := range e.clients {
+		_ = c.Close()
+	}
+	e.clients = map[string]*clientv3.Client{}
+	e.mu.Unlock()
+	for _, n := range e.Nodes() {
+		if n.PID == 0 {
+			continue
+		}
+		_ = signalPID(n.PID, syscall.SIGKILL)
+		if !waitGone(n.PID, 5*time.Second) {
+			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
+		}
+		e.setPID(n.Name, 0, true)
+	}
+	return nil
+}
+
+// CollectLogs copies every member's log into dst as <name>.log.
+func (e *EtcdLocal) CollectLogs(dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dst, err)
+	}
+	for _, n := range e.Nodes() {
+		if err := copyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}

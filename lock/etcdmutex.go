@@ -1,0 +1,215 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/history"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// EtcdMutex is the etcd recipe.
+const EtcdMutex = "etcd-mutex"
+
+// etcdMutex is the official client's concurrency.Mutex on a session lease:
+//
+//   - acquire: grant a lease of ceil(TTL) seconds (etcd's unit; the server
+//     raises it to its minimum, 2 s with lockjepsen's Raft timing), open a
+//     concurrency.Session on it and TryLock: a txn that creates
+//     <key>/<lease> if absent and owns the lock when that key has the lowest
+//     create revision under the prefix. A held lock is a plain fail (TryLock
+//     deletes its key and answers ErrLocked); the client loop retries.
+//   - fence: the lock key's create revision, the txn's header revision (the
+//     key is new with every acquire, one session each). Revisions are Raft's
+//     log order, so they never go backwards, across leader changes too.
+//   - extend: the session keeps the lease alive by itself (KeepAlive every
+//     TTL/3, as any program using the library does); the client's extend is
+//     one more KeepAliveOnce, a round trip through the leader that restarts
+//     the lease's TTL and records in the history that the lease was alive
+//     then. "requested lease not found" is a definite loss (fail, not held).
+//   - release: delete <key>/<lease> (what Mutex.Unlock sends; done here to
+//     see the deleted count: 0 means the lease had already expired, a fail,
+//     not held), then revoke the lease.
+//
+// Outcomes: a lease grant that fails wrote no lock key (fail); a txn, a
+// delete or a keepalive that timed out or lost its connection may have taken
+// effect (info); an answer from the server is definite.
+type etcdMutex struct {
+	cfg Config
+	cli *clientv3.Client
+
+	mu    sync.Mutex
+	holds map[string]*etcdHold // token -> its session, from acquire to release
+}
+
+type etcdHold struct {
+	s *concurrency.Session
+	m *concurrency.Mutex
+}
+
+func openEtcdMutex(cfg Config) (Lock, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd: %w", err)
+	}
+	return &etcdMutex{cfg: cfg, cli: cli, holds: map[string]*etcdHold{}}, nil
+}
+
+func (l *etcdMutex) Recipe() string                      { return EtcdMutex }
+func (l *etcdMutex) SelfRenewing() bool                  { return false }
+func (l *etcdMutex) Lost(string, string) <-chan struct{} { return nil }
+func (l *etcdMutex) SafeRelease() bool                   { return true }
+func (l *etcdMutex) Observe(Observer)                    {}
+
+func (l *etcdMutex) Close() {
+	l.mu.Lock()
+	for _, h := range l.holds {
+		h.s.Orphan()
+	}
+	l.holds = map[string]*etcdHold{}
+	l.mu.Unlock()
+	_ = l.cli.Close()
+}
+
+// EtcdTTLSeconds is the lease asked of etcd for a TTL: whole seconds,
+// rounded up, at least 1, so the server's lease is never shorter than the
+// client's.
+func EtcdTTLSeconds(ttl time.Duration) int {
+	return max(1, int(math.Ceil(ttl.Seconds())))
+}
+
+// etcdResult maps an etcd client error: the server's own refusals are
+// definite (fail), a timeout or a lost connection is unknown (info).
+func etcdResult(what string, err error) Result {
+	if err == nil {
+		return ok()
+	}
+	err = fmt.Errorf("%s: %w", what, err)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound) {
+		return fail(fmt.Errorf("%w (%w)", err, ErrNotHeld))
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return Result{history.Info, err}
+	}
+	if _, isServer := err.(rpctypes.EtcdError); isServer {
+		return fail(err)
+	}
+	return Result{history.Info, err}
+}
+
+func (l *etcdMutex) Acquire(ctx context.Context, key, token string, ttl time.Duration) (int64, Result) {
+	lease, err := l.cli.Grant(ctx, int64(EtcdTTLSeconds(ttl)))
+	if err != nil {
+		// No lock key was written: a lease granted unseen expires unused.
+		return 0, fail(fmt.Errorf("lease grant: %w", err))
+	}
+	s, err := concurrency.NewSession(l.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(EtcdTTLSeconds(ttl)))
+	if err != nil {
+		_, _ = l.cli.Revoke(context.Background(), lease.ID)
+		return 0, fail(fmt.Errorf("session: %w", err))
+	}
+	m := concurrency.NewMutex(s, key)
+	err = m.TryLock(ctx)
+	switch {
+	case errors.Is(err, concurrency.ErrLocked):
+		l.revoke(s)
+		return 0, fail(fmt.Errorf("TryLock: another client holds the lock"))
+	case err != nil:
+		// The txn may have created our key (and made us owner): keep the
+		// session so that the release after an info revokes it.
+		l.keep(token, s, m)
+		return 0, Result{history.Info, fmt.Errorf("TryLock: %w", err)}
+	}
+	l.keep(token, s, m)
+	if !l.cfg.Fencing {
+		return 0, ok()
+	}
+	// Our key is new (one lease per acquire), so its create revision is the
+	// revision of the txn that created it.
+	return m.Header().Revision, ok()
+}
+
+func (l *etcdMutex) keep(token string, s *concurrency.Session, m *concurrency.Mutex) {
+	l.mu.Lock()
+	l.holds[token] = &etcdHold{s: s, m: m}
+	l.mu.Unlock()
+}
+
+func (l *etcdMutex) hold(token string) *etcdHold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds[token]
+}
+
+func (l *etcdMutex) revoke(s *concurrency.Session) {
+	s.Orphan() // stop the keepalive
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = l.cli.Revoke(ctx, s.Lease())
+}
+
+func (l *etcdMutex) Extend(ctx context.Context, key, token string, _ time.Duration) Result {
+	h := l.hold(token)
+	if h == nil {
+		return fail(fmt.Errorf("KeepAliveOnce: no session for this token (%w)", ErrRefused))
+	}
+	_, err := l.cli.KeepAliveOnce(ctx, h.s.Lease())
+	return etcdResult("KeepAliveOnce", err)
+}
+
+func (l *etcdMutex) Release(ctx context.Context, key, token string) Result {
+	h := l.hold(token)
+	if h == nil {
+		return fail(fmt.Errorf("release: no session for this token (%w)", ErrRefused))
+	}
+	l.mu.Lock()
+	delete(l.holds, token)
+	l.mu.Unlock()
+	defer l.revoke(h.s)
+	resp, err := l.cli.Delete(ctx, h.m.Key())
+	if err != nil {
+		return etcdResult("delete "+h.m.Key(), err)
+	}
+	if resp.Deleted == 0 {
+		return fail(fmt.Errorf("delete %s: no such key, the lease had expired (%w)", h.m.Key(), ErrNotHeld))
+	}
+	return ok()
+}
+
+// checkEtcd is the capability check of the etcd recipe: every endpoint
+// answers Status.
+func checkEtcd(ctx context.Context, cfg Config) (Caps, error) {
+	caps := Caps{Product: "etcd"}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return caps, fmt.Errorf("connect to etcd: %w", err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, ep := range cfg.Etcd {
+		s, err := cli.Status(ctx, ep)
+		if err != nil {
+			return caps, fmt.Errorf("etcd %s: %w", ep, err)
+		}
+		caps.Version = s.Version
+	}
+	return caps, nil
+}
+
+func (c *Config) validateEtcd() error {
+	switch {
+	case len(c.Etcd) == 0:
+		return fmt.Errorf("recipe %s: no etcd endpoints (--topology etcd starts the members)", c.Recipe)
+	case c.Wait.On() || c.WaitAOF.On():
+		return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: etcd commits every write through Raft before it answers", c.Recipe)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// TopologyEtcd is the Needs.Topology of the etcd faults: they act on the
+// Raft leader of an etcd cluster (cluster/etcd.go).
+const TopologyEtcd = cluster.TopologyEtcd
+
+// etcdKillSpan covers the election (about 1-2 s with a 1 s election timeout)
+// and the old leader's restart and catch-up.
+func etcdKillSpan(Step, PlanParams) time.Duration { return 6 * time.Second }
+
+// planEtcdPause pauses the leader for two to three election timeouts.
+func planEtcdPause(rng *rand.Rand, _ PlanParams) Step {
+	return Step{Duration: 2*cluster.EtcdElectionTimeout + time.Duration(rng.Int64N(int64(cluster.EtcdElectionTimeout)))}
+}
+
+// runEtcdKillLeader SIGKILLs the Raft leader, waits for the remaining
+// members to elect another (logged as a failover), and restarts the old
+// leader from its data dir: it rejoins as a follower.
+func runEtcdKillLeader(ctx context.Context, env Env, _ Step) error {
+	c := env.Cluster()
+	l, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "kill", l.Name, "leader", "SIGKILL etcd leader %s (pid %d)", l.Name, l.PID)
+	if err := c.Kill(l.Name); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	nl, err := c.WaitFailover(wctx, l.Name)
+	if err != nil {
+		return err
+	}
+	logf(env, history.NFailover, nl.Name, "leader", "etcd elected %s; %s was leader", nl.Name, l.Name)
+	if err := c.Restart(ctx, l.Name, cluster.AsReplica); err != nil {
+		return err
+	}
+	logf(env, "restart", l.Name, "follower", "%s restarted from its data dir, rejoined as a follower", l.Name)
+	return nil
+}
+
+// runEtcdPauseLeader SIGSTOPs the leader past the election timeout: the
+// others elect a new leader (logged as a failover); SIGCONT and the old
+// leader, on an older term, steps down at the first message it hears.
+func runEtcdPauseLeader(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	l, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "pause-node", l.Name, "leader", "SIGSTOP etcd leader %s for %v (election timeout %v)", l.Name, s.Duration.Round(time.Millisecond), cluster.EtcdElectionTimeout)
+	if err := c.Pause(l.Name); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	var elected string
+	if sleepErr == nil {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if nl, err := c.WaitFailover(wctx, l.Name); err == nil {
+			elected = nl.Name
+		}
+		cancel()
+	}
+	if err := c.Resume(l.Name); err != nil {
+		return err
+	}
+	logf(env, "resume-node", l.Name, "leader", "SIGCONT %s", l.Name)
+	if elected != "" {
+		logf(env, history.NFailover, elected, "leader", "etcd elected %s while %s was paused", elected, l.Name)
+	}
+	return sleepErr
+}
+
+// runEtcdClockBump never gets this far: runner.Config.Validate refuses a
+// FakeTime fault on the etcd topology (cluster.ErrEtcdClock), because
+// libfaketime cannot move a Go program's clock. It is kept as a fault so
+// that the refusal has a name and a doc.
+func runEtcdClockBump(_ context.Context, _ Env, s Step) error {
+	return fmt.Errorf("bump by %ss: %w", s.Offset, cluster.ErrEtcdClock)
+}
