@@ -59,7 +59,7 @@ type LeftBy struct {
 // S = max(call + ttl) over ok and unknown acquires and extends; if refused
 // acquires keep coming for k × TTL after S and none is granted, the key is
 // stuck. When the run has a PTTL audit, the key must also show -1 on some
-// node; a -1 there alone is stuck too (the seed's "-1 on a lock key is a bug").
+// node; a -1 there alone is stuck too (the Valkey 9 lock article's "-1 on a lock key is a bug").
 func liveness(lockOps map[string][]*Op, lockKeys []string, nem []history.Event, t0 int64) (LivenessResult, []Violation) {
 	res := LivenessResult{Valid: Valid, K: StuckAfterTTLs, StuckLocks: []StuckLock{}}
 	audit := map[string]map[string]int64{}

@@ -8,7 +8,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// setnxExpire is the seed's first lesson, kept on purpose: SETNX, then EXPIRE,
+// setnxExpire is the Valkey 9 lock article's first lesson, kept on purpose: SETNX, then EXPIRE,
 // as two commands. A client that dies between them leaves a key with no TTL:
 // nobody can ever take the lock again ("explain why NX and EX must be one
 // command"). Extend and release are the safe native ones, so the only flaw is
@@ -40,7 +40,7 @@ func (s setnxExpire) Acquire(ctx context.Context, key, token string, ttl time.Du
 	return 0, ok()
 }
 
-// extendNoPX is the seed article's "an extend without PX turns the lock into
+// extendNoPX is the Valkey 9 lock article's "an extend without PX turns the lock into
 // a permanent key": SET k tok IFEQ tok with no PX drops the TTL, so a holder
 // that dies after its first renewal leaves the lock taken forever.
 func openExtendNoPX(cfg Config) (Lock, error) {

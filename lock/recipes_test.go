@@ -89,7 +89,7 @@ func TestRecipeCommands(t *testing.T) {
 	}
 }
 
-// TestNativeWrongTokenRelease is the seed article's transcript: DELIFEQ with
+// TestNativeWrongTokenRelease is the Valkey 9 lock article's transcript: DELIFEQ with
 // another token replies 0 and leaves the lock.
 func TestNativeWrongTokenRelease(t *testing.T) {
 	for _, recipe := range []string{Native, Lua} {

@@ -10,7 +10,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/resource"
 )
 
-// sqlLease is the database's own lease lock, the seeds' last row ("the
+// sqlLease is the database's own lease lock, the decision table's last row ("the
 // resource cannot check a fence → ... the database's own locking"): the lock
 // is a row in the same SQL database as the data,
 //

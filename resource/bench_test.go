@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkAcceptedWrites measures accepted fenced writes per second with 16
-// concurrent writers (mode write, the seed's statement), each the holder of its
+// concurrent writers (mode write, the Valkey 9 lock article's statement), each the holder of its
 // own run with rising fences, so every write is accepted and the figure is the
 // database's: the conditional UPDATE plus the attempts INSERT, one transaction
 // each. "http" goes through the service on loopback as lock clients do;

@@ -1,7 +1,7 @@
 // Package resource is the fenced resource: the thing a lock protects, made real.
 //
 // It is a row per run in a SQL table, invoice_runs(run_id, value, status,
-// last_fence, last_token), guarded by the statement from the seed article:
+// last_fence, last_token), guarded by the statement from the Valkey 9 lock article:
 //
 //	UPDATE invoice_runs SET value = $v, last_fence = $f WHERE run_id = $r AND last_fence < $f
 //

@@ -9,7 +9,7 @@ const (
 	// ModeNone checks nothing: every write lands, which is how a double holder
 	// corrupts data when nobody fences.
 	ModeNone Mode = "none"
-	// ModeWrite is the seed's statement on writes only: one accepted write per
+	// ModeWrite is the Valkey 9 lock article's statement on writes only: one accepted write per
 	// fence number. Reads are not checked, so a stale holder that read before the
 	// new holder can still write after it (a lost update).
 	ModeWrite Mode = "write"

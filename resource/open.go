@@ -24,7 +24,7 @@ type Config struct {
 	// Schema is a PostgreSQL schema to keep the tables in, created if missing; it
 	// lets several runs or tests share one database. Empty: the DSN's search_path.
 	Schema string
-	// Mode is the fence rule; empty means ModeWrite, the seed's statement.
+	// Mode is the fence rule; empty means ModeWrite, the Valkey 9 lock article's statement.
 	Mode Mode
 	// Runs are created at open when missing (value 0, last_fence 0).
 	Runs []string

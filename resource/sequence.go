@@ -9,7 +9,7 @@ import (
 )
 
 // A fence number issued by the database itself, in the same database as the
-// data (--fence-source resource). The seed article's remark, made real: "if
+// data (--fence-source resource). The Valkey 9 lock article's remark, made real: "if
 // the resource is a database, its own sequence or a version column is a
 // stronger source for the number". A counter on Valkey goes backwards when a
 // failover loses its INCRs; a database sequence does not, so the holder the

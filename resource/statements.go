@@ -7,7 +7,7 @@ package resource
 // comparison in Go after a SELECT would let two holders pass between the SELECT
 // and the UPDATE, which is exactly the bug a fence exists to stop.
 const (
-	// stmtWriteFenced is the seed article's statement, strict < included: a fence
+	// stmtWriteFenced is the Valkey 9 lock article's statement, strict < included: a fence
 	// number handed out twice (a failover lost an INCR) writes once. last_token is
 	// stored only to explain a later rejection.
 	stmtWriteFenced = `UPDATE invoice_runs

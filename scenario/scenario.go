@@ -53,7 +53,7 @@ type Scenario struct {
 // short jobs: a section or two, for throughput and for lessons about expiry.
 var shortJob = Job{Steps: 1, Think: 10 * time.Millisecond, Pause: 20 * time.Millisecond}
 
-// long jobs outlast a failover, renewing every TTL/3 as the seed's invoice run
+// long jobs outlast a failover, renewing every TTL/3 as the Valkey 9 lock article's invoice run
 // does: without them the first holder finishes before the second grant.
 var longJob = Job{Steps: 60, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond}
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Closing is lab 8's text: the room's measurements from labs 2 to 7, then the
-// seed article's decision table with those numbers as the evidence for each row.
+// Valkey 9 lock article's decision table with those numbers as the evidence for each row.
 func Closing(ev *Evidence) string {
 	var b strings.Builder
 	b.WriteString("What this room measured:\n\n")
@@ -48,7 +48,7 @@ func Closing(ev *Evidence) string {
 			WindowMaxLag, w.Transcript.Figures["window_s"])
 	}
 	b.WriteString(`
-Which lock for which job (the seed article's table; the evidence is today's):
+Which lock for which job (the decision table of "Distributed Locks on Valkey 9 Without Lua: SET IFEQ and DELIFEQ"; the evidence is today's):
 
   If a double holder means...                 Use...                                   Evidence from today
   duplicate work (two workers rebuild the     a single-instance lock with replicas     lab 2: a failover granted the lock twice;

@@ -146,7 +146,7 @@ func Labs() []Lab {
 		},
 		{
 			N: 6, Title: "Fencing writes only versus reads too", Minutes: 8,
-			Question: "The fence is checked on writes only, as in the seed's UPDATE ... WHERE last_fence < $f. A paused " +
+			Question: "The fence is checked on writes only, as in the Valkey 9 lock article's UPDATE ... WHERE last_fence < $f. A paused " +
 				"client read the value, froze, and wakes up while the new holder, which read the same value, is still " +
 				"thinking. Is the stale write rejected or accepted? What changes when reads present the fence too?",
 			Steps: []Step{

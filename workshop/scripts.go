@@ -145,7 +145,7 @@ func runScript(ctx context.Context, name, dir string, opt Options, out io.Writer
 	return err
 }
 
-// lockByHand is lab 1: the seed's commands, including the two mistakes it
+// lockByHand is lab 1: the Valkey 9 lock article's commands, including the two mistakes it
 // warns about, against a real primary.
 func lockByHand(ctx context.Context, dir string, opt Options, out io.Writer) (*Transcript, error) {
 	l, bins, stop, err := topology(ctx, opt.ClusterDir, dir, cluster.Defaults())

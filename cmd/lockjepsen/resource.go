@@ -93,7 +93,7 @@ func resourceServe(args []string) int {
 	checkDB := databaseFlags(fs, &cfg)
 	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen address; port 0 lets the kernel choose (read it from stdout or --ready-file)")
 	mode = string(resource.ModeReadWrite)
-	fs.Var(knob.Choice{S: &mode, Among: knob.FenceModes}, "fence", "fence rule: none (no check), write (the seed article's statement on writes), read-write (reads present the fence too), as run --fence takes it")
+	fs.Var(knob.Choice{S: &mode, Among: knob.FenceModes}, "fence", "fence rule: none (no check), write (the Valkey 9 lock article's statement on writes), read-write (reads present the fence too), as run --fence takes it")
 	alias(fs, "mode", "fence")
 	fs.Var(&runs, "run", "create this run's row (value 0, last_fence 0) if missing; repeat or comma-separate; the run is the lock's name, job-1 for lock:{job-1}")
 	fs.StringVar(&ready, "ready-file", "", "write the bound address (host:port) to this file once serving, atomically")
