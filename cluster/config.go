@@ -55,6 +55,9 @@ type Config struct {
 	Nodes int `json:"nodes,omitempty"`
 	// Members is the number of etcd members of the etcd topology (etcd.go).
 	Members int `json:"members,omitempty"`
+	// Shards is the number of primaries of the cluster topology (Valkey
+	// Cluster), each with Replicas replicas; see vcluster.go.
+	Shards int `json:"shards,omitempty"`
 
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).

@@ -48,6 +48,9 @@ func NewLocal(cfg Config, bins Binaries) (*Local, error) {
 	if cfg.IsRedlock() {
 		return newRedlockLocal(cfg, bins)
 	}
+	if cfg.IsCluster() {
+		return newClusterLocal(cfg, bins)
+	}
 	ports, err := allocatePorts(cfg.BasePort, 1+cfg.Replicas+cfg.Sentinels)
 	if err != nil {
 		return nil, err
@@ -174,6 +177,9 @@ func (l *Local) Up(ctx context.Context) error {
 	}
 	if l.cfg.IsRedlock() {
 		return l.upRedlock(ctx)
+	}
+	if l.cfg.IsCluster() {
+		return l.upCluster(ctx)
 	}
 	for _, n := range l.Nodes() {
 		if n.Kind == RoleSentinel && n.Name == "sentinel-0" {
@@ -422,7 +428,9 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica && !l.cfg.IsRedlock() {
+	if n.Kind != RoleSentinel && mode == AsReplica && !l.cfg.IsRedlock() && !l.cfg.IsCluster() {
+		// (A cluster node keeps its nodes.conf and rejoins as a replica of
+		// whoever took its slots: the cluster bus demotes it.)
 		if err := l.writeConfig(n, true); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 
 // Topologies lists the shapes a cluster can take: one Sentinel-managed
 // primary with replicas, or Redlock's N independent primaries.
-var Topologies = []string{TopologySentinel, TopologyRedlock, TopologyEtcd}
+var Topologies = []string{TopologySentinel, TopologyRedlock, TopologyEtcd, TopologyCluster}
 
 // Topology names.
 const (
@@ -45,8 +45,10 @@ func (c *Config) validateTopology() error {
 	case TopologyRedlock:
 	case TopologyEtcd:
 		return c.validateEtcd()
+	case TopologyCluster:
+		return c.validateCluster()
 	default:
-		return fmt.Errorf("--topology %q: want sentinel, redlock or etcd", c.Topology)
+		return fmt.Errorf("--topology %q: want sentinel, redlock, etcd or cluster", c.Topology)
 	}
 	if c.Nodes == 0 {
 		c.Nodes = DefaultRedlockNodes

@@ -40,6 +40,9 @@ func (l *Local) Primary(ctx context.Context) (Node, error) {
 	if l.cfg.IsRedlock() {
 		return Node{}, errNoPrimary
 	}
+	if l.cfg.IsCluster() {
+		return l.clusterPrimary(ctx)
+	}
 	addr, answers := l.sentinelVotes(ctx)
 	if addr == "" {
 		return Node{}, fmt.Errorf("no majority of Sentinels agrees on a primary: %v", answers)
@@ -56,6 +59,9 @@ func (l *Local) Primary(ctx context.Context) (Node, error) {
 func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
 	if l.cfg.IsRedlock() {
 		return Node{}, errNoPrimary
+	}
+	if l.cfg.IsCluster() {
+		return l.clusterWaitFailover(ctx, from)
 	}
 	old, err := l.mustNode(from)
 	if err != nil {
@@ -85,6 +91,9 @@ func (l *Local) WaitReady(ctx context.Context) error {
 	ready := l.readyOnce
 	if l.cfg.IsRedlock() {
 		ready = l.redlockReadyOnce
+	}
+	if l.cfg.IsCluster() {
+		ready = l.clusterReadyOnce
 	}
 	var last error
 	for {

@@ -58,6 +58,9 @@ var onRedlock = map[string]bool{Redlock: true, Redsync: true}
 
 // RunsOn says whether a recipe can run on a topology; the error names the fix.
 func RunsOn(recipe, topology string) error {
+	if topology == "cluster" {
+		return runsOnCluster(recipe)
+	}
 	redlockTopo := topology == "redlock"
 	switch {
 	case topology == "etcd" && recipe != EtcdMutex:

@@ -28,6 +28,10 @@ type Config struct {
 	// Etcd are the etcd topology's member endpoints (host:port): recipe
 	// etcd-mutex talks to them through the official client.
 	Etcd []string `json:"etcd,omitempty"`
+	// ClusterAddrs are the cluster topology's nodes (Valkey Cluster): the
+	// recipes talk to it through valkey-go's cluster client, which follows
+	// MOVED and ASK (cluster.go).
+	ClusterAddrs []string `json:"cluster_addrs,omitempty"`
 	// DriftFactor is Redlock's clock drift factor (validity = TTL − elapsed −
 	// TTL·factor − 2ms); 0: DefaultDriftFactor.
 	DriftFactor float64 `json:"drift_factor,omitempty"`
@@ -179,7 +183,7 @@ func (c *Config) Validate() error {
 	if spec.Name == EtcdMutex {
 		return c.validateEtcd()
 	}
-	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 {
+	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
 	}
 	if !spec.Ours {
@@ -233,6 +237,9 @@ func (c *Config) clientOption() valkey.ClientOption {
 		o.InitAddress = []string{c.Addr}
 		o.ForceSingleClient = true
 		return o
+	}
+	if len(c.ClusterAddrs) > 0 {
+		return c.clusterOption(o)
 	}
 	o.InitAddress = c.Sentinels
 	ms := c.MasterSet

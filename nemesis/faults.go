@@ -193,6 +193,55 @@ var catalog = []*Fault{
 		inject: runRedlockRestart,
 	},
 	{
+		Name:     "cluster-kill-primary",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+		Marks:  []Mark{{"kill", "restart", CauseFailover}},
+		Doc:    "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: runClusterKillPrimary,
+	},
+	{
+		Name:     "cluster-cut-replication",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"kill", "restart", CauseFailover}},
+		Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
+			"SIGKILL its primary, resume the replicas; the cluster bus elects a replica that never saw the lock",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: runClusterCutReplication,
+	},
+	{
+		Name:     "cluster-failover",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"cluster-failover", "cluster-failover-done", CauseFailover}},
+		Doc: "(cluster) the same cut and fresh grant, then a graceful CLUSTER FAILOVER on the shard's replica: it waits " +
+			"until it has caught up with the primary before taking over, so nothing is lost",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: manualFailover(failoverGraceful),
+	},
+	{
+		Name:     "cluster-failover-force",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"cluster-failover", "cluster-failover-done", CauseFailover}},
+		Doc: "(cluster) the same cut and fresh grant, then CLUSTER FAILOVER FORCE: no handshake with the primary, the " +
+			"replica takes over before catching up, and the old primary's unreplicated grant is lost",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: manualFailover(failoverForce),
+	},
+	{
+		Name:     "cluster-takeover",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"cluster-failover", "cluster-failover-done", CauseFailover}},
+		Doc: "(cluster) the same with CLUSTER FAILOVER TAKEOVER: no handshake and no vote, the replica bumps the epoch " +
+			"itself; what it had not received is lost",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   failoverSpan,
+		inject: manualFailover(failoverTakeover),
+	},
+	{
 		Name:   "crash-client",
 		Needs:  Needs{Topology: TopologyAny},
 		Marks:  []Mark{{"crash-client", "client-gone", CauseClientCrash}},

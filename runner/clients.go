@@ -20,7 +20,7 @@ func (r *run) lockConfig() lock.Config {
 	if r.cfg.Cluster.IsRedlock() {
 		return lock.Config{Recipe: r.cfg.Recipe, Addrs: cluster.Addrs(r.cluster), DriftFactor: r.cfg.DriftFactor}
 	}
-	return lock.Config{
+	lc := lock.Config{
 		Recipe:    r.cfg.Recipe,
 		Sentinels: r.cluster.SentinelAddrs(),
 		MasterSet: cluster.MasterName,
@@ -30,6 +30,10 @@ func (r *run) lockConfig() lock.Config {
 		Wait:     r.cfg.Wait,
 		WaitAOF:  r.cfg.WaitAOF,
 	}
+	if r.cfg.Cluster.IsCluster() {
+		lc.Sentinels, lc.MasterSet, lc.ClusterAddrs = nil, "", cluster.Addrs(r.cluster)
+	}
+	return lc
 }
 
 func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.ClientConfig {

@@ -86,6 +86,7 @@ func FromScenario(s scenario.Scenario) Config {
 	}
 	c.Cluster.FakeTime = s.FakeTime
 	fromRedlockScenario(&c, s)
+	fromClusterScenario(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe

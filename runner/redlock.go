@@ -46,6 +46,9 @@ func (c *Config) validateTopology() error {
 	if c.Cluster.IsEtcd() {
 		return c.validateEtcd()
 	}
+	if c.Cluster.IsCluster() {
+		return c.validateCluster()
+	}
 	if !c.Cluster.IsRedlock() {
 		if c.DelayedRestart > 0 {
 			return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed Sentinel-managed primary rejoins as a replica): add --topology redlock")
@@ -133,6 +136,9 @@ func (r *run) auditPTTL(keys []string) {
 		}
 		for _, k := range keys {
 			out, err := r.cluster.Command(ctx, n.Name, "PTTL", k)
+			if err != nil && strings.Contains(err.Error(), "MOVED ") {
+				continue // Valkey Cluster: this node does not serve the key's slot
+			}
 			ev := history.Event{Process: history.Nemesis, Type: history.Info, Time: truetime.Now(),
 				F: history.NAuditPTTL, Node: n.Name, Key: k}
 			if v, perr := strconv.ParseInt(out, 10, 64); err == nil && perr == nil {

@@ -196,6 +196,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		phase(etcdPhase(cfg, r.cluster.Version()))
 	} else if cfg.Cluster.IsRedlock() {
 		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
+	} else if cfg.Cluster.IsCluster() {
+		phase(clusterPhase(cfg, bins.Version))
 	} else {
 		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
 	}
@@ -280,6 +282,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		phase("heal: every fault healed; waiting for every etcd member to answer and one leader")
 	} else if cfg.Cluster.IsRedlock() {
 		phase("heal: every fault healed; waiting for every node to answer PING")
+	} else if cfg.Cluster.IsCluster() {
+		phase("heal: every fault healed; waiting for cluster_state:ok on every node, replicas in sync")
 	} else {
 		phase("heal: every fault healed; waiting for one primary with replicas in sync")
 	}

@@ -45,5 +45,8 @@ run paused-client --recipe unsafe --fence none
 run clock-jump
 run client-clock-skew --fence none
 run sql-lease-restart
+run cluster-failover-race
+run cluster-failover-race --faults cluster-takeover
+run cluster-graceful-failover
 mv "$DOC.tmp" "$DOC"
 echo "wrote $DOC"

@@ -138,6 +138,11 @@ var FaultCatalog = []Fault{
 	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
 	{Name: "paused-client", Faults: []string{"pause-client"}, Note: "holder paused past its TTL (no knob helps: only the fence does)"},
 	{Name: "clock-jump", Faults: []string{"clock-bump"}, Note: "primary's wall clock moved forward past the TTL"},
+	// Valkey Cluster (--scenario cluster-failover-race, or any scenario with
+	// --topology cluster): the faults act on the lock key's shard.
+	{Name: "cluster-link-down", Faults: []string{"cluster-cut-replication"}, Note: "(cluster) the shard's replication cut, its primary killed: the cluster bus elects the replica"},
+	{Name: "cluster-takeover", Faults: []string{"cluster-takeover"}, Note: "(cluster) the same cut, then CLUSTER FAILOVER TAKEOVER"},
+	{Name: "cluster-graceful", Faults: []string{"cluster-failover"}, Note: "(cluster) the same cut, then a graceful CLUSTER FAILOVER"},
 }
 
 // DefaultConfigs and DefaultFaults are the default matrix: every catalog

@@ -18,7 +18,7 @@ func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
 		cfg.Cluster.Nodes = cluster.DefaultRedlockNodes
 	}
 	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology",
-		"sentinel (one primary, replicas, Sentinels), redlock (--nodes independent primaries, no replication, no Sentinel) or etcd (--members etcd members, recipe etcd-mutex)")
+		"sentinel (one primary, replicas, Sentinels), redlock (--nodes independent primaries, no replication, no Sentinel), etcd (--members etcd members, recipe etcd-mutex) or cluster (Valkey Cluster: --shards primaries with --replicas each, no Sentinel)")
 	etcdFlags(fs, cfg)
 	fs.Var(knob.Int{N: &cfg.Cluster.Nodes, Min: 1, Max: 9}, "nodes", "redlock topology: independent primaries (the distlock page's N)")
 	fs.Float64Var(&cfg.DriftFactor, "drift-factor", 0.01, "Redlock's clock drift factor: validity = TTL - elapsed - TTL*factor - 2ms")

@@ -1,0 +1,491 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The cluster topology: Valkey Cluster with Shards primaries, each with
+// Replicas replicas, failover by the cluster bus (no Sentinel). Like the
+// redlock topology it is a mode of Local: valkey-0..S-1 start as the shards'
+// primaries (slots split evenly), then valkey-S.. as replicas, shard s's
+// r-th replica being valkey-(S + s·Replicas + r).
+
+// TopologyCluster names Valkey Cluster mode.
+const TopologyCluster = "cluster"
+
+// DefaultShards is the issue's 3 shards: the fewest with which the other
+// primaries still form a majority to elect a replica when one primary dies.
+const DefaultShards = 3
+
+// Slots is Valkey Cluster's hash-slot count.
+const Slots = 16384
+
+// LockKey is the first lock key of a run (runner.Keys); Primary and
+// WaitFailover on the cluster topology mean the shard that owns its slot.
+const LockKey = "lock:{job-1}"
+
+// IsCluster reports whether the topology is Valkey Cluster.
+func (c *Config) IsCluster() bool { return c.Topology == TopologyCluster }
+
+func (c *Config) validateCluster() error {
+	if c.Shards == 0 {
+		c.Shards = DefaultShards
+	}
+	if c.Shards < 3 || c.Shards > 9 {
+		return fmt.Errorf("--shards %d: want 3 to 9 (with fewer than 3 primaries the survivors are no majority and no replica can be elected)", c.Shards)
+	}
+	if c.Replicas < 0 || c.Replicas > 4 {
+		return fmt.Errorf("--replicas %d: want 0 to 4 replicas per shard on --topology cluster", c.Replicas)
+	}
+	if c.runtime() != "local" {
+		return fmt.Errorf("--topology cluster runs on --runtime local only in this version (the docker runtime starts Sentinels)")
+	}
+	if c.DownAfter < 500*time.Millisecond {
+		return fmt.Errorf("--down-after %v is the cluster-node-timeout on --topology cluster: want 500ms or more (1s is reliable on loopback)", c.DownAfter)
+	}
+	if c.OldReplica {
+		return fmt.Errorf("--mixed-versions is a Sentinel-topology scenario knob")
+	}
+	if n := c.Shards * (1 + c.Replicas); c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+n > 65535-10000) {
+		return fmt.Errorf("--base-port %d: want 1024..%d (each node's cluster bus listens on its port + 10000)", c.BasePort, 65535-10000-n)
+	}
+	return nil
+}
+
+// ClusterNodes is the number of Valkey processes of the cluster topology.
+func (c *Config) ClusterNodes() int { return c.Shards * (1 + c.Replicas) }
+
+// newClusterLocal lays out the shards' primaries and replicas.
+func newClusterLocal(cfg Config, bins Binaries) (*Local, error) {
+	n := cfg.ClusterNodes()
+	ports, err := allocateClusterPorts(cfg.BasePort, n)
+	if err != nil {
+		return nil, err
+	}
+	l := &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("valkey-%d", i)
+		kind := RolePrimary
+		if i >= cfg.Shards {
+			kind = RoleReplica
+		}
+		d := filepath.Join(cfg.Dir, name)
+		l.nodes = append(l.nodes, Node{Name: name, Kind: kind, Dir: d, LogFile: filepath.Join(d, name+".log"),
+			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))})
+	}
+	return l, nil
+}
+
+// allocateClusterPorts picks ports whose cluster-bus port (+10000) is free
+// too.
+func allocateClusterPorts(base, n int) ([]int, error) {
+	if base != 0 {
+		ports, err := allocatePorts(base, n)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := allocatePorts(base+10000, n); err != nil {
+			return nil, fmt.Errorf("cluster bus ports: %w", err)
+		}
+		return ports, nil
+	}
+	for try := 0; try < 50; try++ {
+		ports, err := allocatePorts(0, n)
+		if err != nil {
+			return nil, err
+		}
+		ok := true
+		for _, p := range ports {
+			if p+10000 > 65535 {
+				ok = false
+				break
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return ports, nil
+		}
+	}
+	return nil, fmt.Errorf("no free ports with free cluster-bus ports (+10000): pick a --base-port")
+}
+
+// clusterConf is a node's config: the common one plus cluster mode. The
+// validity factor 0 lets a replica that was paused or cut off for long still
+// be elected (the failover race pauses them for seconds).
+func clusterConf(c *Config, n *Node, port int) string {
+	var b strings.Builder
+	b.WriteString(valkeyConf(c, n, port, ""))
+	b.WriteString("cluster-enabled yes\ncluster-config-file nodes.conf\n")
+	fmt.Fprintf(&b, "cluster-node-timeout %d\n", c.DownAfter.Milliseconds())
+	b.WriteString("cluster-replica-validity-factor 0\n")
+	// A shard without a primary must not stop the others' writes.
+	b.WriteString("cluster-require-full-coverage no\n")
+	return b.String()
+}
+
+// upCluster starts every node, assigns the slots, joins the nodes with
+// CLUSTER MEET and makes each replica REPLICATE its shard's primary, then
+// waits until the cluster is ready.
+func (l *Local) upCluster(ctx context.Context) error {
+	fail := func(err error) error { l.Down(); return err }
+	for _, n := range l.Nodes() {
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return fmt.Errorf("clear %s: %w", n.Dir, err)
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", n.Dir, err)
+		}
+		p, _ := strconv.Atoi(n.Addr[len("127.0.0.1:"):])
+		if err := writeFile(filepath.Join(n.Dir, "node.conf"), clusterConf(&l.cfg, &n, p)); err != nil {
+			return err
+		}
+		if l.cfg.FakeTime {
+			if err := l.writeOffset(n, "+0"); err != nil {
+				return err
+			}
+		}
+		if err := l.start(n.Name); err != nil {
+			return fail(err)
+		}
+	}
+	if err := l.saveState(); err != nil {
+		return err
+	}
+	nodes := l.Nodes()
+	for i, n := range nodes {
+		if err := l.waitPing(ctx, n.Addr); err != nil {
+			return fail(err)
+		}
+		// Distinct epochs up front: no collision to resolve after the MEETs.
+		if _, err := l.adm.do(ctx, n.Addr, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
+			return fail(err)
+		}
+	}
+	for s := 0; s < l.cfg.Shards; s++ {
+		lo, hi := s*Slots/l.cfg.Shards, (s+1)*Slots/l.cfg.Shards-1
+		if _, err := l.adm.do(ctx, nodes[s].Addr, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
+			return fail(err)
+		}
+	}
+	h, p, _ := net.SplitHostPort(nodes[0].Addr)
+	for _, n := range nodes[1:] {
+		if _, err := l.adm.do(ctx, n.Addr, "CLUSTER", "MEET", h, p); err != nil {
+			return fail(err)
+		}
+	}
+	ids, err := l.awaitMeet(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	for i := l.cfg.Shards; i < len(nodes); i++ {
+		shard := (i - l.cfg.Shards) / max(1, l.cfg.Replicas)
+		if _, err := l.adm.do(ctx, nodes[i].Addr, "CLUSTER", "REPLICATE", ids[shard]); err != nil {
+			return fail(err)
+		}
+	}
+	if err := l.WaitReady(ctx); err != nil {
+		return fail(err)
+	}
+	return l.saveState()
+}
+
+// awaitMeet waits until every node knows every other one (the handshakes
+// are done) and returns the node IDs by index.
+func (l *Local) awaitMeet(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	nodes := l.Nodes()
+	ids := make([]string, len(nodes))
+	for {
+		done := true
+		for i, n := range nodes {
+			view, err := l.clusterNodes(ctx, n.Addr)
+			if err != nil || len(view) < len(nodes) {
+				done = false
+				break
+			}
+			for _, v := range view {
+				if strings.Contains(v.Flags, "handshake") || strings.Contains(v.Flags, "noaddr") {
+					done = false
+				}
+				if v.Myself {
+					ids[i] = v.ID
+				}
+			}
+		}
+		if done {
+			return ids, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the cluster nodes did not all meet within 20s; see the logs under %s", l.cfg.Dir)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// ClusterNode is one line of CLUSTER NODES.
+type ClusterNode struct {
+	ID, Addr, Flags, MasterID string
+	Myself, Primary, Failing  bool
+	Slots                     [][2]int
+}
+
+// Owns reports whether the node serves slot.
+func (c ClusterNode) Owns(slot int) bool {
+	for _, r := range c.Slots {
+		if slot >= r[0] && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseClusterNodes reads CLUSTER NODES' text.
+func ParseClusterNodes(s string) []ClusterNode {
+	var out []ClusterNode
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		addr, _, _ = strings.Cut(addr, ",") // hostname suffix
+		cn := ClusterNode{ID: f[0], Addr: addr, Flags: f[2], MasterID: f[3]}
+		for _, fl := range strings.Split(f[2], ",") {
+			switch fl {
+			case "myself":
+				cn.Myself = true
+			case "master":
+				cn.Primary = true
+			case "fail", "fail?":
+				cn.Failing = true
+			}
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") { // a slot being migrated
+				continue
+			}
+			lo, hi, found := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b := a
+			var err2 error
+			if found {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if err1 == nil && err2 == nil {
+				cn.Slots = append(cn.Slots, [2]int{a, b})
+			}
+		}
+		out = append(out, cn)
+	}
+	return out
+}
+
+func (l *Local) clusterNodes(ctx context.Context, addr string) ([]ClusterNode, error) {
+	r, err := l.adm.do(ctx, addr, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.ToString()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER NODES from %s: %w", addr, err)
+	}
+	return ParseClusterNodes(s), nil
+}
+
+// KeySlot is Valkey Cluster's hash slot of a key: CRC16 (XMODEM) of the
+// hash tag (the part between the first { and the next }, when not empty)
+// modulo 16384, as CLUSTER KEYSLOT computes it.
+func KeySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % Slots
+}
+
+// Shard is the primary and replicas serving one slot, as one node sees it.
+type Shard struct {
+	Slot     int    `json:"slot"`
+	Primary  Node   `json:"primary"`
+	Replicas []Node `json:"replicas"`
+	// Failing: the node asked flags the primary fail or fail?.
+	Failing bool `json:"failing,omitempty"`
+}
+
+// Sharded is a runtime whose topology has shards: the nemesis asks it for
+// the shard that owns the lock key's slot.
+type Sharded interface {
+	Shard(ctx context.Context, key string) (Shard, error)
+}
+
+var _ Sharded = (*Local)(nil)
+
+// Shard asks a live node which primary owns key's slot, and which replicas
+// follow that primary.
+func (l *Local) Shard(ctx context.Context, key string) (Shard, error) {
+	if !l.cfg.IsCluster() {
+		return Shard{}, fmt.Errorf("the %s topology has no shards", l.cfg.TopologyName())
+	}
+	slot := KeySlot(key)
+	var last error = fmt.Errorf("no live node to ask")
+	for _, n := range l.Nodes() {
+		if n.PID == 0 || n.Paused {
+			continue
+		}
+		view, err := l.clusterNodes(ctx, n.Addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		sh, err := l.shardIn(view, slot)
+		if err != nil {
+			last = fmt.Errorf("as %s sees it: %w", n.Name, err)
+			continue
+		}
+		return sh, nil
+	}
+	return Shard{}, last
+}
+
+func (l *Local) shardIn(view []ClusterNode, slot int) (Shard, error) {
+	sh := Shard{Slot: slot}
+	var pid string
+	for _, v := range view {
+		if v.Primary && v.Owns(slot) {
+			n, ok := l.nodeByAddr(v.Addr)
+			if !ok {
+				return sh, fmt.Errorf("slot %d is served by %s, not a node of this cluster", slot, v.Addr)
+			}
+			sh.Primary, sh.Failing, pid = n, v.Failing, v.ID
+		}
+	}
+	if pid == "" {
+		return sh, fmt.Errorf("no primary serves slot %d", slot)
+	}
+	for _, v := range view {
+		if !v.Primary && v.MasterID == pid {
+			if n, ok := l.nodeByAddr(v.Addr); ok {
+				sh.Replicas = append(sh.Replicas, n)
+			}
+		}
+	}
+	sort.Slice(sh.Replicas, func(i, j int) bool { return sh.Replicas[i].Name < sh.Replicas[j].Name })
+	return sh, nil
+}
+
+// clusterPrimary is Primary on the cluster topology: the primary of the
+// shard that owns LockKey's slot.
+func (l *Local) clusterPrimary(ctx context.Context) (Node, error) {
+	sh, err := l.Shard(ctx, LockKey)
+	if err != nil {
+		return Node{}, err
+	}
+	return sh.Primary, nil
+}
+
+// clusterWaitFailover waits until a node other than from says of itself
+// that it is a primary serving LockKey's slot (it accepts the lock's writes
+// from then on).
+func (l *Local) clusterWaitFailover(ctx context.Context, from string) (Node, error) {
+	slot := KeySlot(LockKey)
+	for {
+		for _, n := range l.Nodes() {
+			if n.Name == from || n.PID == 0 || n.Paused {
+				continue
+			}
+			view, err := l.clusterNodes(ctx, n.Addr)
+			if err != nil {
+				continue
+			}
+			for _, v := range view {
+				if v.Myself && v.Primary && v.Owns(slot) {
+					return n, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Node{}, fmt.Errorf("no failover away from %s: %w", from, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// clusterReadyOnce: every live node reports cluster_state:ok with every
+// slot served, every live node sees the same primaries serving the same
+// slots, none of them failing, and every live replica's link is up.
+func (l *Local) clusterReadyOnce(ctx context.Context) error {
+	var first string
+	for _, n := range l.Nodes() {
+		if n.PID == 0 || n.Paused {
+			continue
+		}
+		inf, err := l.adm.info(ctx, n.Addr, "replication")
+		if err != nil {
+			return err
+		}
+		r, err := l.adm.do(ctx, n.Addr, "CLUSTER", "INFO")
+		if err != nil {
+			return err
+		}
+		s, _ := r.ToString()
+		ci := parseInfo(s)
+		if ci["cluster_state"] != "ok" || ci["cluster_slots_ok"] != strconv.Itoa(Slots) {
+			return fmt.Errorf("%s: cluster_state %s, slots ok %s of %d", n.Name, ci["cluster_state"], ci["cluster_slots_ok"], Slots)
+		}
+		view, err := l.clusterNodes(ctx, n.Addr)
+		if err != nil {
+			return err
+		}
+		var owners []string
+		for _, v := range view {
+			if v.Primary && len(v.Slots) > 0 {
+				if v.Failing {
+					return fmt.Errorf("%s flags primary %s %s", n.Name, v.Addr, v.Flags)
+				}
+				owners = append(owners, fmt.Sprintf("%s=%v", v.Addr, v.Slots))
+			}
+			if v.Myself && !v.Primary && inf["role"] != "slave" {
+				return fmt.Errorf("%s is a replica in the cluster's view but reports role %s", n.Name, inf["role"])
+			}
+		}
+		sort.Strings(owners)
+		sig := strings.Join(owners, " ")
+		if first == "" {
+			first = sig
+		} else if sig != first {
+			return fmt.Errorf("%s sees the slots served by %s, another node by %s", n.Name, sig, first)
+		}
+		if inf["role"] == "slave" && inf["master_link_status"] != "up" {
+			return fmt.Errorf("%s: master_link_status %s", n.Name, inf["master_link_status"])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// TopologyCluster is the Needs.Topology of the faults that act on Valkey
+// Cluster's shards: each targets the shard that owns the lock key's slot
+// (cluster.LockKey, the first lock key of a run).
+const TopologyCluster = cluster.TopologyCluster
+
+// The manual failovers CLUSTER FAILOVER can ask a replica for.
+const (
+	// graceful: the replica asks its primary to pause writes, waits until
+	// it has processed the primary's whole replication stream, then takes
+	// over. Nothing acknowledged is lost.
+	failoverGraceful = ""
+	// FORCE: no handshake with the primary, but a majority of primaries
+	// must vote; whatever the replica had not received is lost.
+	failoverForce = "FORCE"
+	// TAKEOVER: no handshake, no vote; the replica bumps the epoch itself.
+	failoverTakeover = "TAKEOVER"
+)
+
+func lockShard(ctx context.Context, c cluster.Runtime) (cluster.Shard, error) {
+	sc, ok := c.(cluster.Sharded)
+	if !ok {
+		return cluster.Shard{}, fmt.Errorf("this runtime has no shards: the cluster faults need --topology cluster")
+	}
+	sh, err := sc.Shard(ctx, cluster.LockKey)
+	if err != nil {
+		return sh, fmt.Errorf("the shard of %s: %w", cluster.LockKey, err)
+	}
+	var live []cluster.Node
+	for _, r := range sh.Replicas {
+		if n, ok := c.Node(r.Name); ok && n.PID != 0 {
+			live = append(live, n)
+		}
+	}
+	sh.Replicas = live
+	if len(live) == 0 {
+		return sh, fmt.Errorf("the shard of %s (primary %s) has no live replica to promote", cluster.LockKey, sh.Primary.Name)
+	}
+	return sh, nil
+}
+
+// cutShard pauses the shard's replicas and drops their replication links
+// (CLIENT KILL TYPE replica on the primary), then waits for a client to be
+// granted the lock on the primary alone: the same moment cut-replication
+// waits for on the Sentinel topology. It returns the heal (SIGCONT).
+func cutShard(ctx context.Context, env Env, sh cluster.Shard) (resume func() error, granted bool, err error) {
+	c := env.Cluster()
+	resume = func() error {
+		for _, r := range sh.Replicas {
+			if err := c.Resume(r.Name); err != nil {
+				return err
+			}
+		}
+		logf(env, "cluster-heal-replication", sh.Primary.Name, cluster.RolePrimary, "resumed %d replica(s) of %s", len(sh.Replicas), sh.Primary.Name)
+		return nil
+	}
+	for _, r := range sh.Replicas {
+		if err := c.Pause(r.Name); err != nil {
+			return nil, false, err
+		}
+	}
+	if _, err := c.Command(ctx, sh.Primary.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+		_ = resume()
+		return nil, false, err
+	}
+	logf(env, "cluster-cut-replication", sh.Primary.Name, cluster.RolePrimary,
+		"slot %d (%s) is served by %s; paused its %d replica(s) (%s) and dropped their links: %s acknowledges writes nobody copies",
+		sh.Slot, cluster.LockKey, sh.Primary.Name, len(sh.Replicas), nodeNames(sh.Replicas), sh.Primary.Name)
+	cut := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	got := env.AwaitAcquire(actx, cut)
+	cancel()
+	// Let the lucky holder settle into its job before the shard changes hands.
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		_ = resume()
+		return nil, false, err
+	}
+	return resume, got, nil
+}
+
+func nodeNames(ns []cluster.Node) string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// awaitShardFailover waits until a node other than old serves the lock
+// key's slot as primary, and logs the observation the checker and the
+// sweep count (history.NFailover).
+func awaitShardFailover(ctx context.Context, env Env, old cluster.Node, how string) (cluster.Node, error) {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	np, err := env.Cluster().WaitFailover(wctx, old.Name)
+	if err != nil {
+		return np, err
+	}
+	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s now serves slot %d; %s was its primary", how, np.Name, cluster.KeySlot(cluster.LockKey), old.Name)
+	return np, nil
+}
+
+// runClusterKillPrimary: SIGKILL the shard's primary; the cluster bus
+// promotes a replica once the other primaries flag it failed; the old
+// primary restarts with its nodes.conf and rejoins as a replica.
+func runClusterKillPrimary(ctx context.Context, env Env, _ Step) error {
+	sh, err := lockShard(ctx, env.Cluster())
+	if err != nil {
+		return err
+	}
+	return killShardPrimary(ctx, env, sh, "")
+}
+
+func killShardPrimary(ctx context.Context, env Env, sh cluster.Shard, why string) error {
+	c := env.Cluster()
+	p := sh.Primary
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d%s", p.Name, p.PID, sh.Slot, why)
+	if err := c.Kill(p.Name); err != nil {
+		return err
+	}
+	return rejoinAfter(ctx, env, p, "the cluster bus promoted a replica")
+}
+
+func rejoinAfter(ctx context.Context, env Env, p cluster.Node, how string) error {
+	np, err := awaitShardFailover(ctx, env, p, how)
+	if err != nil {
+		return err
+	}
+	// Restarted with its nodes.conf, the node learns that its slots moved to
+	// a newer epoch and turns itself into a replica of np.
+	if err := env.Cluster().Restart(ctx, p.Name, cluster.AsReplica); err != nil {
+		return err
+	}
+	logf(env, "restart", p.Name, cluster.RoleReplica, "%s restarted with its nodes.conf; it rejoins as a replica of %s", p.Name, np.Name)
+	return nil
+}
+
+// runClusterCutReplication is the failover race on Valkey Cluster: the
+// shard's replicas paused and their links dropped, a fresh grant awaited,
+// the primary SIGKILLed, the replicas resumed 50 ms later. The other
+// primaries flag it failed after cluster-node-timeout and elect a replica
+// that never saw the grant.
+func runClusterCutReplication(ctx context.Context, env Env, _ Step) error {
+	sh, err := lockShard(ctx, env.Cluster())
+	if err != nil {
+		return err
+	}
+	resume, got, err := cutShard(ctx, env, sh)
+	if err != nil {
+		return err
+	}
+	p := sh.Primary
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d, while its replicas are cut off; an acquire landed after the cut: %v", p.Name, p.PID, sh.Slot, got)
+	if err := env.Cluster().Kill(p.Name); err != nil {
+		_ = resume()
+		return err
+	}
+	_ = sleep(ctx, 50*time.Millisecond)
+	if err := resume(); err != nil {
+		return err
+	}
+	return rejoinAfter(ctx, env, p, "the cluster bus elected a replica")
+}
+
+// manualFailover returns the inject of CLUSTER FAILOVER [mode] on the
+// shard's first replica, after the same cut and fresh grant as the race:
+// only the failover differs. The graceful one waits for the replica to
+// catch up with the primary (it reconnects on its own after the resume), so
+// it loses nothing; FORCE and TAKEOVER take over at once, before the
+// replica has reconnected, and the grant made on the primary alone is lost
+// when the old primary turns replica and resyncs from the new one.
+func manualFailover(mode string) func(ctx context.Context, env Env, _ Step) error {
+	return func(ctx context.Context, env Env, _ Step) error {
+		c := env.Cluster()
+		sh, err := lockShard(ctx, c)
+		if err != nil {
+			return err
+		}
+		resume, got, err := cutShard(ctx, env, sh)
+		if err != nil {
+			return err
+		}
+		target := sh.Replicas[0]
+		if err := resume(); err != nil {
+			return err
+		}
+		args := []string{"CLUSTER", "FAILOVER"}
+		if mode != "" {
+			args = append(args, mode)
+		}
+		cmd := strings.Join(args, " ")
+		logf(env, "cluster-failover", sh.Primary.Name, cluster.RolePrimary, "%s on %s, replica of %s (slot %d); an acquire landed on %s alone after the cut: %v", cmd, target.Name, sh.Primary.Name, sh.Slot, sh.Primary.Name, got)
+		done := func() {
+			logf(env, "cluster-failover-done", sh.Primary.Name, cluster.RolePrimary, "%s over", cmd)
+		}
+		// A graceful failover is refused while the replica's bus link to
+		// its primary is down, which it can be for a moment after a pause.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err = c.Command(ctx, target.Name, args...)
+			if err == nil || mode != failoverGraceful || time.Now().After(deadline) || !strings.Contains(err.Error(), "Master is down") {
+				break
+			}
+			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+				done()
+				return err
+			}
+		}
+		if err != nil {
+			done()
+			return fmt.Errorf("%s on %s: %w", cmd, target.Name, err)
+		}
+		_, err = awaitShardFailover(ctx, env, sh.Primary, cmd)
+		done()
+		if err != nil {
+			return err
+		}
+		// The old primary runs on and turns itself into a replica; give it
+		// the time to resync before the next fault.
+		return sleep(ctx, time.Second)
+	}
+}
