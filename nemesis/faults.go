@@ -40,10 +40,11 @@ var catalog = []*Fault{
 		Name:     "resync-window",
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{"resync-window", "resync-done", CauseFailover}, {"kill", "restart", CauseFailover}},
-		Doc: "restart every replica so it full-syncs, then take a lock in the ~1s after the primary reports it " +
-			"online but before it streams to it, and SIGKILL the primary: the promoted replica never saw the lock",
-		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 8*time.Second },
+		Doc: "restart every replica so it full-syncs, until a lock is taken in the ~1s after the primary reports it " +
+			"online but before it streams to it; then SIGKILL the primary: the promoted replica never saw the lock",
+		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+		// Resyncs until an acquire lands in a window: typically a TTL.
+		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + p.TTL + 6*time.Second },
 		inject: runResyncWindow,
 	},
 	{
@@ -259,7 +260,26 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back before Sentinel noticed; replicas resync from it", p.Name)
-	return sleep(ctx, 2*time.Second)
+	// Polled, not slept: the fault is over once the replicas have resynced
+	// from the empty primary (the runner then waits for Sentinel's view).
+	_, err = awaitOnline(ctx, c, p.Name, len(replicasOf(c, p.Name)), 5*time.Second)
+	return err
+}
+
+// awaitOnline polls the primary's INFO until it lists n replicas online, or
+// the timeout passes (false, no error); an error only when ctx ends.
+func awaitOnline(ctx context.Context, c cluster.Runtime, primary string, n int, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		inf, err := c.Command(ctx, primary, "INFO", "replication")
+		if err == nil && strings.Count(inf, "state=online") >= n {
+			return true, nil
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 func runPausePrimary(ctx context.Context, env Env, s Step) error {
@@ -399,7 +419,13 @@ func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
 
 // runResyncWindow: after a full resync the primary reports the replica online
 // but holds the stream back until the replica's first REPLCONF ACK, up to ~1 s;
-// a lock taken then and followed by SIGKILL was lost 6 of 6 times here.
+// a lock taken then and followed by SIGKILL was lost 6 of 6 times here. A
+// grant comes only when a holder finishes its job, so one resync rarely has
+// one inside its window: like cut-replication waiting for a fresh grant on the
+// primary alone, this fault resyncs the replicas again and again until an
+// acquire lands inside a window (at most resyncTries times, or 2 TTLs + 2 s),
+// and only then kills the primary. Without a grant it kills anyway, as
+// cut-replication does, and says so in the kill event.
 func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
@@ -407,34 +433,42 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	replicas := replicasOf(c, p.Name)
-	logf(env, "resync-window", p.Name, cluster.RolePrimary, "restarting %d replicas empty so they full-sync from %s", len(replicas), p.Name)
-	for _, r := range replicas {
-		if err := c.Restart(ctx, r.Name, cluster.AsReplica); err != nil {
+	logf(env, "resync-window", p.Name, cluster.RolePrimary, "restarting %d replicas empty so they full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
+	giveUp := time.Now().Add(2*env.TTL() + 2*time.Second)
+	got, tries := false, 0
+	for !got && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
+		tries++
+		for _, r := range replicas {
+			if err := c.Restart(ctx, r.Name, cluster.AsReplica); err != nil {
+				return err
+			}
+		}
+		// The window opens when the primary lists every replica online again.
+		if _, err := awaitOnline(ctx, c, p.Name, len(replicas), 10*time.Second); err != nil {
 			return err
 		}
-	}
-	// Wait for the primary to list every replica online again.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		inf, err := c.Command(ctx, p.Name, "INFO", "replication")
-		if err == nil && strings.Count(inf, "state=online") >= len(replicas) {
-			break
-		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
-			return err
+		actx, cancel := context.WithTimeout(ctx, resyncWindow)
+		got = env.AwaitAcquire(actx, nowTrue())
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
-	online := nowTrue()
-	actx, cancel := context.WithTimeout(ctx, time.Second)
-	got := env.AwaitAcquire(actx, online)
-	cancel()
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v", p.Name, p.PID, got)
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v (resync %d)", p.Name, p.PID, got, tries)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
 	logf(env, "resync-done", p.Name, cluster.RolePrimary, "resync window over")
 	return failoverAndRejoin(ctx, env, p)
 }
+
+// The resync window lasts until the replica's first REPLCONF ACK, sent once a
+// second: an acquire later than resyncWindow after the primary lists the
+// replicas online may already be streamed, so the fault resyncs again.
+const (
+	resyncWindow = 700 * time.Millisecond
+	resyncTries  = 20
+)
 
 func runPauseReplicas(ctx context.Context, env Env, s Step) error {
 	c := env.Cluster()
