@@ -84,11 +84,141 @@ type Plan struct {
 	// MinFailovers, when set, keeps adding trials to a cell until it has seen
 	// that many opportunities (failovers, or faults for kinds without one),
 	// up to MaxTrials.
-	MinFailovers int      `json:"min_failovers,omitempty"`
-	MaxTrials    int      `json:"max_trials,omitempty"`
-	Parallel     int      `json:"parallel"`
-	Configs      []Config `json:"configs"`
-	Faults       []Fault  `json:"faults"`
+	MinFailovers int `json:"min_failovers,omitempty"`
+	// UntilCI, when set, keeps adding trials to a cell until the 95% Wilson
+	// interval of its P is narrower than UntilCI, or, for a cell with no
+	// hit, until the interval's upper bound is below Below (default:
+	// UntilCI); up to MaxTrials. With MinFailovers too, both must hold.
+	UntilCI   float64 `json:"until_ci,omitempty"`
+	Below     float64 `json:"below,omitempty"`
+	MaxTrials int     `json:"max_trials,omitempty"`
+	// BackToBack: each trial fires its faults one after the other, as soon
+	// as the previous one healed and the cluster is ready again
+	// (runner.Config.BackToBack), so a long trial holds many opportunities.
+	BackToBack bool     `json:"back_to_back,omitempty"`
+	Parallel   int      `json:"parallel"`
+	Configs    []Config `json:"configs"`
+	Faults     []Fault  `json:"faults"`
+	// Shard, when set, makes this folder one shard of a sweep: it runs the
+	// trials whose index in Jobs is ≡ Shard.Index mod Shard.Count.
+	// `lockjepsen sweep merge` joins shard folders whose plans are equal but
+	// for this field.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard is one of Count shards of a sweep.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Adaptive reports whether the plan adds trials beyond Trials.
+func (p Plan) Adaptive() bool { return p.MinFailovers > 0 || p.UntilCI > 0 }
+
+// below is the zero-hit bound of the --until-ci rule.
+func (p Plan) below() float64 {
+	if p.Below > 0 {
+		return p.Below
+	}
+	return p.UntilCI
+}
+
+// Enough reports whether a cell with these counts needs no more trials under
+// the plan's stopping rules (always true for a plan without one). A shard
+// judges its own counts scaled by the number of shards: the other shards run
+// the same number of trials of the cell on the same seeds' neighbours, so the
+// merged cell meets the rule about as well (merge reports the real widths).
+func (p Plan) Enough(hits, opps int) bool {
+	if p.Shard != nil && p.Shard.Count > 1 {
+		hits, opps = hits*p.Shard.Count, opps*p.Shard.Count
+	}
+	if p.MinFailovers > 0 && opps < p.MinFailovers {
+		return false
+	}
+	if p.UntilCI > 0 {
+		lo, hi := Wilson(hits, opps, Z95)
+		if opps == 0 {
+			return false
+		}
+		if hi-lo >= p.UntilCI && !(hits == 0 && hi < p.below()) {
+			return false
+		}
+	}
+	return true
+}
+
+// OpportunitiesFor is how many opportunities a cell needs under the --until-ci
+// rule when its hits are 0 (the Below bound) and at p = 1/2 (the widest
+// interval); 0 without the rule.
+func (p Plan) OpportunitiesFor() (zeroHits, half int) {
+	if p.UntilCI <= 0 {
+		return 0, 0
+	}
+	for n := 1; n < 1_000_000; n++ {
+		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && (hi < p.below() || hi < p.UntilCI) {
+			zeroHits = n
+		}
+		if lo, hi := Wilson(n/2, n, Z95); half == 0 && hi-lo < p.UntilCI {
+			half = n
+		}
+		if zeroHits > 0 && half > 0 {
+			break
+		}
+	}
+	return zeroHits, half
+}
+
+// Job is one trial of a plan: trial N of a cell.
+type Job struct {
+	Cell Cell
+	N    int
+}
+
+// Jobs lists every trial a plan may run, in its fixed order: trial 0 of every
+// cell, then trial 1 of every cell, ... up to MaxTrials for an adaptive plan
+// (Trials otherwise). A trial's index in this list decides its shard, so the
+// shards of a sweep share out every round of trials.
+func (p Plan) Jobs() []Job {
+	cells := p.Cells()
+	n := p.Trials
+	if p.Adaptive() {
+		n = max(n, p.MaxTrials)
+	}
+	out := make([]Job, 0, n*len(cells))
+	for t := 0; t < n; t++ {
+		for _, c := range cells {
+			out = append(out, Job{c, t})
+		}
+	}
+	return out
+}
+
+// Owns reports whether this plan's shard runs trial n of the cell with
+// index ci in Cells (every trial without a shard).
+func (p Plan) Owns(ci, n int) bool {
+	if p.Shard == nil || p.Shard.Count <= 1 {
+		return true
+	}
+	return (n*len(p.Configs)*len(p.Faults)+ci)%p.Shard.Count == p.Shard.Index
+}
+
+// Owned is how many of the cell's fixed trials (n < Trials) this plan's
+// shard runs.
+func (p Plan) Owned(ci int) int {
+	k := 0
+	for n := 0; n < p.Trials; n++ {
+		if p.Owns(ci, n) {
+			k++
+		}
+	}
+	return k
+}
+
+// Unsharded is the plan without its shard: what every shard of one sweep
+// shares, and the plan of a merged sweep.
+func (p Plan) Unsharded() Plan {
+	p.Shard = nil
+	return p
 }
 
 // Cell is one configuration under one fault.
@@ -342,7 +472,15 @@ func (p *Plan) Defaults() {
 	if p.MinFailovers > 0 && p.MaxTrials == 0 {
 		p.MaxTrials = 4 * max(p.Trials, p.MinFailovers)
 	}
+	if p.UntilCI > 0 && p.MaxTrials == 0 {
+		p.MaxTrials = DefaultMaxTrials
+	}
 }
+
+// DefaultMaxTrials caps the trials of a cell under --until-ci: at the
+// back-to-back pace a 2-minute trial holds 20-40 opportunities, so 10 trials
+// are 200 or more.
+const DefaultMaxTrials = 10
 
 // Validate checks the plan by building the run config of every cell, so a
 // bad knob is reported before the first trial rather than an hour in.
@@ -356,8 +494,17 @@ func (p Plan) Validate() error {
 	if p.Parallel < 1 || p.Parallel > 16 {
 		return fmt.Errorf("--parallel %d: want 1 to 16", p.Parallel)
 	}
-	if p.MinFailovers > 0 && p.MaxTrials < p.Trials {
+	if p.Adaptive() && p.MaxTrials < p.Trials {
 		return fmt.Errorf("--max-trials %d is below --trials %d", p.MaxTrials, p.Trials)
+	}
+	if p.UntilCI < 0 || p.UntilCI >= 1 || p.Below < 0 || p.Below >= 1 {
+		return fmt.Errorf("--until-ci %v / --below %v: want an interval width (and a rate) between 0 and 1, e.g. 0.2 and 0.04", p.UntilCI, p.Below)
+	}
+	if p.Below > 0 && p.UntilCI == 0 {
+		return fmt.Errorf("--below %v needs --until-ci", p.Below)
+	}
+	if s := p.Shard; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
+		return fmt.Errorf("--shard %d/%d: want I/N with 0 <= I < N", s.Index, s.Count)
 	}
 	seen := map[string]bool{}
 	for _, c := range p.Configs {
@@ -404,6 +551,7 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	if cell.Fault.Interval > 0 {
 		cfg.Interval = time.Duration(cell.Fault.Interval)
 	}
+	cfg.BackToBack = p.BackToBack
 	c := cell.Config
 	if cfg.Wait, err = knob.ParseWait(c.Wait); err != nil {
 		return cfg, err
@@ -440,31 +588,3 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 // RewritePlan replaces plan.json of a sweep being resumed (only --parallel
 // and the adaptive trial counts may change).
 func RewritePlan(dir string, p Plan) error { return writePlan(filepath.Join(dir, PlanFile), p) }
-
-// Estimation is a sweep's expected wall time.
-type Estimation struct {
-	PerTrial time.Duration
-	Trials   int
-	Total    time.Duration
-}
-
-// TrialOverhead is what a trial costs beyond its workload on the 2-core
-// machine: cluster up ~2-3 s, clients start, heal and settle ~2-4 s, the
-// check and its pictures ~2-5 s, and a WAIT configuration waits out its
-// clients' last acquires. Measured on 2 cores with 12 s workloads: 21-24 s a
-// trial without WAIT, 36 s with WAIT 1 100; so ~17 s on average.
-const TrialOverhead = 17 * time.Second
-
-// Estimate is the wall time of the fixed trials of a plan (the adaptive ones
-// of --min-failovers come on top).
-func Estimate(p Plan) Estimation {
-	limit := time.Duration(p.TimeLimit)
-	if limit == 0 {
-		if sc, err := scenario.Get(p.Scenario); err == nil {
-			limit = sc.TimeLimit
-		}
-	}
-	e := Estimation{PerTrial: limit + TrialOverhead, Trials: len(p.Cells()) * p.Trials}
-	e.Total = time.Duration(float64(e.PerTrial) * float64(e.Trials) / float64(max(1, p.Parallel)))
-	return e
-}
