@@ -86,9 +86,9 @@ type Plan struct {
 	// up to MaxTrials.
 	MinFailovers int `json:"min_failovers,omitempty"`
 	// UntilCI, when set, keeps adding trials to a cell until the 95% Wilson
-	// interval of its P is narrower than UntilCI, or, for a cell with no
-	// hit, until the interval's upper bound is below Below (default:
-	// UntilCI); up to MaxTrials. With MinFailovers too, both must hold.
+	// interval of its P is narrower than UntilCI; for a cell with no hit (its
+	// interval is [0, hi]) until hi is below Below (default: UntilCI, the
+	// same rule); up to MaxTrials. With MinFailovers too, both must hold.
 	UntilCI   float64 `json:"until_ci,omitempty"`
 	Below     float64 `json:"below,omitempty"`
 	MaxTrials int     `json:"max_trials,omitempty"`
@@ -140,7 +140,7 @@ func (p Plan) Enough(hits, opps int) bool {
 		if opps == 0 {
 			return false
 		}
-		if hi-lo >= p.UntilCI && !(hits == 0 && hi < p.below()) {
+		if hits == 0 && hi >= p.below() || hits > 0 && hi-lo >= p.UntilCI {
 			return false
 		}
 	}
@@ -155,7 +155,7 @@ func (p Plan) OpportunitiesFor() (zeroHits, half int) {
 		return 0, 0
 	}
 	for n := 1; n < 1_000_000; n++ {
-		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && (hi < p.below() || hi < p.UntilCI) {
+		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && hi < p.below() {
 			zeroHits = n
 		}
 		if lo, hi := Wilson(n/2, n, Z95); half == 0 && hi-lo < p.UntilCI {
@@ -176,8 +176,7 @@ type Job struct {
 
 // Jobs lists every trial a plan may run, in its fixed order: trial 0 of every
 // cell, then trial 1 of every cell, ... up to MaxTrials for an adaptive plan
-// (Trials otherwise). A trial's index in this list decides its shard, so the
-// shards of a sweep share out every round of trials.
+// (Trials otherwise).
 func (p Plan) Jobs() []Job {
 	cells := p.Cells()
 	n := p.Trials
@@ -193,13 +192,24 @@ func (p Plan) Jobs() []Job {
 	return out
 }
 
+// ShardIndex is the index that decides a trial's shard: trial n of the cell
+// at position ci of Cells has index ci + n, and shard I of N runs the trials
+// whose index is ≡ I mod N. Each cell's trials are so dealt round-robin to
+// the shards, starting one shard further for each cell: every shard runs
+// every cell (which the per-shard stopping rule needs), the shards' loads
+// differ by at most one trial per cell, and the owner of a trial does not
+// depend on --trials or --max-trials, which a resume may change. (A plain
+// position in Jobs would pin each cell to one shard whenever the shard count
+// divides the cell count.)
+func ShardIndex(ci, n int) int { return ci + n }
+
 // Owns reports whether this plan's shard runs trial n of the cell with
 // index ci in Cells (every trial without a shard).
 func (p Plan) Owns(ci, n int) bool {
 	if p.Shard == nil || p.Shard.Count <= 1 {
 		return true
 	}
-	return (n*len(p.Configs)*len(p.Faults)+ci)%p.Shard.Count == p.Shard.Index
+	return ShardIndex(ci, n)%p.Shard.Count == p.Shard.Index
 }
 
 // Owned is how many of the cell's fixed trials (n < Trials) this plan's

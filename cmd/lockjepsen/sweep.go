@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -72,6 +73,7 @@ func runSweep(args []string) int {
 	out := fs.String("out", "", "sweep folder (default results/<timestamp>-sweep)")
 	resume := fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
 	aggregate := fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")
+	cont := fs.Bool("continue", false, "when --out already holds this very plan (a Kubernetes pod started again), resume it instead of refusing")
 	dry := fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing (with --out: write its plan.json there, for --resume)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -179,7 +181,7 @@ func runSweep(args []string) int {
 			}
 			dir = runfolder.NewDir(runfolder.Root, time.Now(), name)
 		}
-		if err := sweep.Start(dir, plan); err != nil {
+		if err := startOrContinue(dir, plan, *cont); err != nil {
 			return fail("sweep: %v", err)
 		}
 	}
@@ -375,4 +377,22 @@ func runSweepMerge(args []string) int {
 		return exitUsage
 	}
 	return exitValid
+}
+
+// startOrContinue creates the sweep folder, or with --continue accepts one
+// that already holds the same plan (a pod restarted by its Job resumes its
+// shard; the remaining trials run and the finished ones are kept).
+func startOrContinue(dir string, plan sweep.Plan, cont bool) error {
+	if cont {
+		if old, err := sweep.ReadPlan(dir); err == nil {
+			a, _ := json.Marshal(old)
+			b, _ := json.Marshal(plan)
+			if string(a) != string(b) {
+				return fmt.Errorf("--continue: %s holds a different plan; resume it with --resume, or choose another --out", dir)
+			}
+			fmt.Printf("continuing the sweep in %s\n", dir)
+			return nil
+		}
+	}
+	return sweep.Start(dir, plan)
 }
