@@ -43,8 +43,8 @@ var catalog = []*Fault{
 		Doc: "restart every replica so it full-syncs, until a lock is taken in the ~1s after the primary reports it " +
 			"online but before it streams to it; then SIGKILL the primary: the promoted replica never saw the lock",
 		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
-		// Resyncs until an acquire lands in a window: typically a TTL.
-		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + p.TTL + 6*time.Second },
+		// Resyncs until an acquire lands in a window: ~10 resyncs of ~1.3 s.
+		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
 		inject: runResyncWindow,
 	},
 	{
@@ -79,6 +79,10 @@ var catalog = []*Fault{
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
 		inject: runFastRestart,
+		// Restarts less than ~2 s apart add up in Sentinel's ping clock (an
+		// unanswered ping survives the reconnect) and it fails over, which
+		// this fault must not cause: back to back, one every 4 s at most.
+		cooldown: 4 * time.Second,
 	},
 	{
 		Name:     "pause-primary",
@@ -417,15 +421,22 @@ func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
 	return out
 }
 
-// runResyncWindow: after a full resync the primary reports the replica online
-// but holds the stream back until the replica's first REPLCONF ACK, up to ~1 s;
-// a lock taken then and followed by SIGKILL was lost 6 of 6 times here. A
-// grant comes only when a holder finishes its job, so one resync rarely has
-// one inside its window: like cut-replication waiting for a fresh grant on the
-// primary alone, this fault resyncs the replicas again and again until an
-// acquire lands inside a window (at most resyncTries times, or 2 TTLs + 2 s),
-// and only then kills the primary. Without a grant it kills anyway, as
-// cut-replication does, and says so in the kill event.
+// runResyncWindow: after a full resync the primary lists a replica online as
+// soon as the RDB is sent, but holds the command stream back until the
+// replica's first REPLCONF ACK, which it sends only once it has loaded the RDB
+// (on Valkey 9 up to ~1 s later: the download finishes in a background thread
+// and the replica's once-a-second cron loads it). A lock granted while every
+// replica is in that state reaches none of them; SIGKILL the primary and the
+// promoted replica never saw it. Sentinel promotes the replica with the
+// highest offset, so all replicas must be in the window at once: they are
+// restarted together, and the window is read on the primary: it lists every
+// replica online with acknowledged offset 0. A grant
+// comes only when a holder finishes its job, so one resync rarely has one in
+// its window: like cut-replication waiting for a fresh grant on the primary
+// alone, the fault resyncs again until an acquire returns ok while every
+// replica is still in the window, checked again right before the kill (at
+// most resyncTries times, or resyncGiveUp; then it kills anyway and its kill
+// event says no acquire landed).
 func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
@@ -434,21 +445,39 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	}
 	replicas := replicasOf(c, p.Name)
 	logf(env, "resync-window", p.Name, cluster.RolePrimary, "restarting %d replicas empty so they full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
-	giveUp := time.Now().Add(2*env.TTL() + 2*time.Second)
+	giveUp := time.Now().Add(resyncGiveUp)
 	got, tries := false, 0
 	for !got && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
 		tries++
 		for _, r := range replicas {
-			if err := c.Restart(ctx, r.Name, cluster.AsReplica); err != nil {
+			if err := c.Kill(r.Name); err != nil {
 				return err
 			}
 		}
-		// The window opens when the primary lists every replica online again.
-		if _, err := awaitOnline(ctx, c, p.Name, len(replicas), 10*time.Second); err != nil {
+		errs := make(chan error, len(replicas))
+		for _, r := range replicas {
+			go func() { errs <- c.Restart(ctx, r.Name, cluster.AsReplica) }()
+		}
+		for range replicas {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		open, err := awaitWindow(ctx, c, p.Name, replicas)
+		if err != nil {
 			return err
 		}
+		if !open {
+			continue
+		}
+		// Only a grant at least resyncSettle into the window counts: the
+		// holder it replaces renews every TTL/3 and, with jobs that end just
+		// after a renewal, renewed ~0.15 s before releasing. Had that
+		// renewal made it into the RDB, the promoted replica would keep the
+		// old holder's key until about when the new holder's lease ends, and
+		// nobody could be granted the lock twice.
 		actx, cancel := context.WithTimeout(ctx, resyncWindow)
-		got = env.AwaitAcquire(actx, nowTrue())
+		got = env.AwaitAcquire(actx, nowTrue()+int64(resyncSettle)) && inWindow(ctx, c, p.Name, replicas)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -462,12 +491,64 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	return failoverAndRejoin(ctx, env, p)
 }
 
-// The resync window lasts until the replica's first REPLCONF ACK, sent once a
-// second: an acquire later than resyncWindow after the primary lists the
-// replicas online may already be streamed, so the fault resyncs again.
+// awaitWindow polls the primary until every replica is in the resync window
+// (true), or one of them left it or 10 s passed first (false: resync again).
+func awaitWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) (bool, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		inf, err := c.Command(ctx, primary, "INFO", "replication")
+		if err == nil {
+			if open, acked := windowState(inf); open >= len(replicas) {
+				return true, nil
+			} else if acked > 0 {
+				return false, nil
+			}
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// inWindow: the primary still lists every replica online with acknowledged
+// offset 0: none has sent its first REPLCONF ACK, so nothing was streamed.
+func inWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) bool {
+	inf, err := c.Command(ctx, primary, "INFO", "replication")
+	if err != nil {
+		return false
+	}
+	open, _ := windowState(inf)
+	return open >= len(replicas)
+}
+
+// windowState reads the primary's INFO replication: replicas online that have
+// not acknowledged anything yet (offset=0: in the window), and replicas online
+// that have (out of it).
+func windowState(info string) (open, acked int) {
+	for _, l := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(l, "slave") || !strings.Contains(l, "state=online") {
+			continue
+		}
+		if strings.Contains(l, ",offset=0,") {
+			open++
+		} else {
+			acked++
+		}
+	}
+	return open, acked
+}
+
+// An acquire must return between resyncSettle and resyncWindow after the
+// window opened (the window lasts ~0.6-1 s here); the window is checked again
+// after it, right before the kill. A grant lands in that part of a window
+// about one resync in ten: the fault gives up after resyncTries resyncs or
+// resyncGiveUp.
 const (
-	resyncWindow = 700 * time.Millisecond
-	resyncTries  = 20
+	resyncSettle = 250 * time.Millisecond
+	resyncWindow = 900 * time.Millisecond
+	resyncTries  = 40
+	resyncGiveUp = 45 * time.Second
 )
 
 func runPauseReplicas(ctx context.Context, env Env, s Step) error {

@@ -104,3 +104,41 @@ func TestMarksAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestBackToBackSchedule(t *testing.T) {
+	p := params(3, "cut-replication", "fast-restart")
+	p.BackToBack = true
+	steps, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Planned as if each fault took MinSpan: many more steps than spans allow.
+	if len(steps) < int((p.TimeLimit-p.Warmup-p.Settle)/(MinSpan+MaxGap)) {
+		t.Errorf("only %d steps in a back-to-back schedule of %v", len(steps), p.TimeLimit)
+	}
+	for i, s := range steps {
+		if s.Gap < 0 || s.Gap > MaxGap {
+			t.Errorf("step %d: gap %v outside [0, %v]", i, s.Gap, MaxGap)
+		}
+	}
+	again, _ := Plan(p)
+	if !reflect.DeepEqual(steps, again) {
+		t.Error("same seed, different back-to-back schedule")
+	}
+	if Cooldown("fast-restart") == 0 || Cooldown("cut-replication") != 0 {
+		t.Error("fast-restart needs its cooldown; cut-replication none")
+	}
+}
+
+func TestResyncWindowState(t *testing.T) {
+	info := "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
+		"slave0:ip=127.0.0.1,port=1,state=online,offset=0,lag=0,type=replica\r\n" +
+		"slave1:ip=127.0.0.1,port=2,state=wait_bgsave,offset=0,lag=0,type=replica\r\n"
+	if open, acked := windowState(info); open != 1 || acked != 0 {
+		t.Errorf("one replica online unacknowledged, one syncing: open %d acked %d", open, acked)
+	}
+	info = strings.Replace(info, "state=wait_bgsave,offset=0", "state=online,offset=750", 1)
+	if open, acked := windowState(info); open != 1 || acked != 1 {
+		t.Errorf("one in the window, one acknowledged: open %d acked %d", open, acked)
+	}
+}

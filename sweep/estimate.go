@@ -16,23 +16,30 @@ import (
 const BackToBackTimeLimit = 2 * time.Minute
 
 // TrialOverhead is what a trial costs beyond its workload on the 2-core
-// machine, from the phase lines of run.log: cluster up ~2 s, server check,
-// resource and clients ~0.3 s, heal ~0-1 s, stop 3-7 s (each client finishes
-// its job: up to 60 critical sections), check ~1-2 s, down ~0.2 s. A WAIT
-// configuration waits out its clients' last acquires on top.
+// machine, from the phase lines of run.log: cluster up ~2.3 s, server check,
+// resource and clients ~0.1 s, heal ~0-2 s, stop 0.5-7 s (each client
+// finishes its job: up to 60 critical sections), check ~0.7-1.5 s (2-minute
+// histories), down ~0.1 s: 4-8 s measured with `none`. A WAIT configuration
+// waits out its clients' last acquires on top.
 const TrialOverhead = 8 * time.Second
 
 // Cycle is how long one injection of a nemesis fault and its aftermath take
-// when faults fire back to back on the 2-core machine (fault returned and
-// cluster ready again, plus the mean gap), measured with `none`; a fault not
+// when faults fire back to back on the 2-core machine (from one injection to
+// the next: the fault, its heal, replication settled again, the mean gap),
+// measured with `none` in 1-2 minute trials (docs/sweep.md); a fault not
 // listed is estimated by its planned span.
 var Cycle = map[string]time.Duration{
-	"cut-replication": 3500 * time.Millisecond,
-	"resync-window":   8 * time.Second,
-	"fast-restart":    1500 * time.Millisecond,
-	"pause-primary":   6 * time.Second,
-	"pause-replicas":  3500 * time.Millisecond,
-	"kill-primary":    3 * time.Second,
+	// fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
+	// resync ~1.2 s (the replica loads the RDB at its next 1 s cron)
+	"cut-replication": 5 * time.Second,
+	// resyncs until a grant lands in a window, then as cut-replication
+	"resync-window": 10 * time.Second,
+	// held back to one every 4 s (nemesis cooldown)
+	"fast-restart": 4500 * time.Millisecond,
+	// paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary
+	"pause-primary":  15 * time.Second,
+	"pause-replicas": 3500 * time.Millisecond,
+	"kill-primary":   4 * time.Second,
 }
 
 // FaultEstimate is what one fault axis point is expected to yield.

@@ -115,8 +115,8 @@ type Shard struct {
 // Adaptive reports whether the plan adds trials beyond Trials.
 func (p Plan) Adaptive() bool { return p.MinFailovers > 0 || p.UntilCI > 0 }
 
-// below is the zero-hit bound of the --until-ci rule.
-func (p Plan) below() float64 {
+// ZeroHitBound is the --until-ci rule for a cell with no hit: its upper bound below this (Below, or UntilCI).
+func (p Plan) ZeroHitBound() float64 {
 	if p.Below > 0 {
 		return p.Below
 	}
@@ -140,7 +140,7 @@ func (p Plan) Enough(hits, opps int) bool {
 		if opps == 0 {
 			return false
 		}
-		if hits == 0 && hi >= p.below() || hits > 0 && hi-lo >= p.UntilCI {
+		if hits == 0 && hi >= p.ZeroHitBound() || hits > 0 && hi-lo >= p.UntilCI {
 			return false
 		}
 	}
@@ -155,7 +155,7 @@ func (p Plan) OpportunitiesFor() (zeroHits, half int) {
 		return 0, 0
 	}
 	for n := 1; n < 1_000_000; n++ {
-		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && hi < p.below() {
+		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && hi < p.ZeroHitBound() {
 			zeroHits = n
 		}
 		if lo, hi := Wilson(n/2, n, Z95); half == 0 && hi-lo < p.UntilCI {
@@ -267,12 +267,14 @@ var Catalog = []Config{
 	{Name: "fsync-always", AppendOnly: true, AppendFsync: "always", Note: "appendonly yes, appendfsync always (local durability only)"},
 }
 
-// FaultCatalog holds the named faults. Faults the nemesis does not have yet
-// (a forced full resync, replicas paused without a kill, a network
-// partition on the local runtime) are not listed: a sweep asks for them by
-// nemesis name once they exist.
+// FaultCatalog holds the named faults; any other nemesis fault is asked for
+// by its own name. replica-lag is the nemesis's pause-replicas under the
+// name the operator's question uses: replicas stopped (SIGSTOP) for 2-4 s,
+// nothing killed, so its opportunity is the injection.
 var FaultCatalog = []Fault{
 	{Name: "link-down", Faults: []string{"cut-replication"}, Note: "replication link cut, primary killed: the failover race"},
+	{Name: "resync-window", Faults: []string{"resync-window"}, Note: "replicas full-resync; a lock taken in the window before the primary streams to them; primary killed"},
+	{Name: "replica-lag", Faults: []string{"pause-replicas"}, Note: "replicas paused 2-4 s, no kill: they lag, the primary goes on granting"},
 	{Name: "fast-restart", Faults: []string{"fast-restart"}, Note: "primary restarted before Sentinel notices; without AOF it comes back empty"},
 	{Name: "split-brain", Faults: []string{"pause-primary"}, Note: "primary paused past down-after, a replica promoted, the old primary resumed"},
 	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
@@ -281,11 +283,11 @@ var FaultCatalog = []Fault{
 }
 
 // DefaultConfigs and DefaultFaults are the default matrix: every catalog
-// setting against the three server-side faults the knobs are meant for.
+// setting against the five server-side faults the knobs are meant for.
 var (
 	DefaultConfigs = []string{"none", "wait-1-10ms", "wait-1-100ms", "wait-2-100ms", "waitaof-1-1-100ms",
 		"min-replicas-1-lag-10", "min-replicas-1-lag-1", "fsync-always"}
-	DefaultFaults = []string{"link-down", "fast-restart", "split-brain"}
+	DefaultFaults = []string{"link-down", "resync-window", "fast-restart", "split-brain", "replica-lag"}
 )
 
 // DefaultTrials is the trial count per cell: with 24 cells at ~30 s a trial

@@ -316,7 +316,7 @@ func printPlan(p sweep.Plan) {
 	}
 	if p.UntilCI > 0 {
 		z, h := p.OpportunitiesFor()
-		fmt.Printf(", more until the 95%% interval is narrower than %.2f (or, with no hit, below %.2f: %d opportunities; %d at P = 1/2)", p.UntilCI, max(p.Below, 0), z, h)
+		fmt.Printf(", more until the 95%% interval is narrower than %.2f (or, with no hit, below %.2f: %d opportunities; %d at P = 1/2)", p.UntilCI, p.ZeroHitBound(), z, h)
 	}
 	if p.Adaptive() {
 		fmt.Printf(" (at most %d)", p.MaxTrials)
