@@ -429,8 +429,8 @@ func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
 // replica is in that state reaches none of them; SIGKILL the primary and the
 // promoted replica never saw it. Sentinel promotes the replica with the
 // highest offset, so all replicas must be in the window at once: they are
-// restarted together, and the window is read on the primary: it lists every
-// replica online with acknowledged offset 0. A grant
+// made to full-sync together (forceFullSync), and the window is read on both sides: the primary lists
+// every replica online while each still reports master_sync_in_progress:1. A grant
 // comes only when a holder finishes its job, so one resync rarely has one in
 // its window: like cut-replication waiting for a fresh grant on the primary
 // alone, the fault resyncs again until an acquire returns ok while every
@@ -444,19 +444,14 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	replicas := replicasOf(c, p.Name)
-	logf(env, "resync-window", p.Name, cluster.RolePrimary, "restarting %d replicas empty so they full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
+	logf(env, "resync-window", p.Name, cluster.RolePrimary, "making %d replicas full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
 	giveUp := time.Now().Add(resyncGiveUp)
 	got, tries := false, 0
 	for !got && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
 		tries++
-		for _, r := range replicas {
-			if err := c.Kill(r.Name); err != nil {
-				return err
-			}
-		}
 		errs := make(chan error, len(replicas))
 		for _, r := range replicas {
-			go func() { errs <- c.Restart(ctx, r.Name, cluster.AsReplica) }()
+			go func() { errs <- forceFullSync(ctx, c, r.Name, p.Addr) }()
 		}
 		for range replicas {
 			if err := <-errs; err != nil {
@@ -491,18 +486,33 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	return failoverAndRejoin(ctx, env, p)
 }
 
-// awaitWindow polls the primary until every replica is in the resync window
-// (true), or one of them left it or 10 s passed first (false: resync again).
+// forceFullSync makes a running replica full-sync from the primary: detached
+// (REPLICAOF NO ONE), one write of its own puts its offset past anything the
+// primary can continue from, and re-attached its PSYNC is refused. A
+// restarted replica would do too, but a fresh process on a tiny data set
+// often syncs and loads within ~40 ms: no window to speak of. A running
+// replica loads the received RDB only at its next once-a-second cron, so its
+// window lasts up to ~1 s.
+func forceFullSync(ctx context.Context, c cluster.Runtime, replica, primaryAddr string) error {
+	host, port, _ := strings.Cut(primaryAddr, ":")
+	for _, cmd := range [][]string{{"REPLICAOF", "NO", "ONE"}, {"SET", "lockjepsen:resync", "diverge"}, {"REPLICAOF", host, port}} {
+		if _, err := c.Command(ctx, replica, cmd...); err != nil {
+			return fmt.Errorf("force a full sync of %s: %w", replica, err)
+		}
+	}
+	return nil
+}
+
+// awaitWindow polls until every replica is in the resync window (true), or
+// one of them got out of it first, or 10 s passed (false: resync again).
 func awaitWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) (bool, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		inf, err := c.Command(ctx, primary, "INFO", "replication")
-		if err == nil {
-			if open, acked := windowState(inf); open >= len(replicas) {
-				return true, nil
-			} else if acked > 0 {
-				return false, nil
-			}
+		switch windowState(ctx, c, primary, replicas) {
+		case windowOpen:
+			return true, nil
+		case windowMissed:
+			return false, nil
 		}
 		if err := sleep(ctx, 5*time.Millisecond); err != nil {
 			return false, err
@@ -511,32 +521,49 @@ func awaitWindow(ctx context.Context, c cluster.Runtime, primary string, replica
 	return false, nil
 }
 
-// inWindow: the primary still lists every replica online with acknowledged
-// offset 0: none has sent its first REPLCONF ACK, so nothing was streamed.
-func inWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) bool {
+const (
+	windowNotYet = iota // some replica still connecting or receiving
+	windowOpen          // every replica has the RDB, none has loaded it
+	windowMissed        // some replica already loaded it: streaming began
+)
+
+// windowState reads the window on both sides: the primary lists every
+// replica online (the RDB sent), and every replica still reports
+// master_sync_in_progress:1 (not loaded, so not acknowledged, so the primary
+// has streamed it nothing since). The primary's acknowledged offset is no
+// guide: it stays 0 until the replica's next once-a-second ACK, well after
+// streaming began.
+func windowState(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) int {
 	inf, err := c.Command(ctx, primary, "INFO", "replication")
 	if err != nil {
-		return false
+		return windowNotYet
 	}
-	open, _ := windowState(inf)
-	return open >= len(replicas)
+	online := strings.Count(inf, "state=online") >= len(replicas)
+	for _, r := range replicas {
+		// A restarted node's cached admin connection fails once, then
+		// reconnects.
+		ri, err := c.Command(ctx, r.Name, "INFO", "replication")
+		if err != nil {
+			ri, err = c.Command(ctx, r.Name, "INFO", "replication")
+		}
+		switch {
+		case err != nil:
+			return windowNotYet
+		case strings.Contains(ri, "master_link_status:up"):
+			return windowMissed
+		case !strings.Contains(ri, "master_sync_in_progress:1"):
+			return windowNotYet
+		}
+	}
+	if !online {
+		return windowNotYet
+	}
+	return windowOpen
 }
 
-// windowState reads the primary's INFO replication: replicas online that have
-// not acknowledged anything yet (offset=0: in the window), and replicas online
-// that have (out of it).
-func windowState(info string) (open, acked int) {
-	for _, l := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(l, "slave") || !strings.Contains(l, "state=online") {
-			continue
-		}
-		if strings.Contains(l, ",offset=0,") {
-			open++
-		} else {
-			acked++
-		}
-	}
-	return open, acked
+// inWindow: every replica still in the window, right before the kill.
+func inWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) bool {
+	return windowState(ctx, c, primary, replicas) == windowOpen
 }
 
 // An acquire must return between resyncSettle and resyncWindow after the

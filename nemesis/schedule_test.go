@@ -129,16 +129,3 @@ func TestBackToBackSchedule(t *testing.T) {
 		t.Error("fast-restart needs its cooldown; cut-replication none")
 	}
 }
-
-func TestResyncWindowState(t *testing.T) {
-	info := "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
-		"slave0:ip=127.0.0.1,port=1,state=online,offset=0,lag=0,type=replica\r\n" +
-		"slave1:ip=127.0.0.1,port=2,state=wait_bgsave,offset=0,lag=0,type=replica\r\n"
-	if open, acked := windowState(info); open != 1 || acked != 0 {
-		t.Errorf("one replica online unacknowledged, one syncing: open %d acked %d", open, acked)
-	}
-	info = strings.Replace(info, "state=wait_bgsave,offset=0", "state=online,offset=750", 1)
-	if open, acked := windowState(info); open != 1 || acked != 1 {
-		t.Errorf("one in the window, one acknowledged: open %d acked %d", open, acked)
-	}
-}

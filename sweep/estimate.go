@@ -32,8 +32,9 @@ var Cycle = map[string]time.Duration{
 	// fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
 	// resync ~1.2 s (the replica loads the RDB at its next 1 s cron)
 	"cut-replication": 5 * time.Second,
-	// resyncs until a grant lands in a window, then as cut-replication
-	"resync-window": 10 * time.Second,
+	// full resyncs of ~1.3 s until a grant lands 250-900 ms into a window
+	// (one in ten to twenty), then as cut-replication
+	"resync-window": 22 * time.Second,
 	// held back to one every 4 s (nemesis cooldown)
 	"fast-restart": 4500 * time.Millisecond,
 	// paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary
