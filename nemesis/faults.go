@@ -40,8 +40,8 @@ var catalog = []*Fault{
 		Name:     "resync-window",
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{"resync-window", "resync-done", CauseFailover}, {"kill", "restart", CauseFailover}},
-		Doc: "restart every replica so it full-syncs, until a lock is taken in the ~1s after the primary reports it " +
-			"online but before it streams to it; then SIGKILL the primary: the promoted replica never saw the lock",
+		Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
+			"online but before it streams to them; then SIGKILL the primary: the promoted replica never saw the lock",
 		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
 		// Resyncs until an acquire lands in a window: ~10 resyncs of ~1.3 s.
 		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
