@@ -33,18 +33,6 @@ type Fault struct {
 	// span is how long the fault and its aftermath (failover, rejoin) occupy.
 	span   func(s Step, p PlanParams) time.Duration
 	inject func(ctx context.Context, env Env, s Step) error
-	// cooldown, in a back-to-back schedule, is the least time from one
-	// injection of this fault to the next fault (0: none beyond readiness).
-	cooldown time.Duration
-}
-
-// Cooldown is the least time from an injection of the named fault to the
-// next fault in a back-to-back schedule.
-func Cooldown(name string) time.Duration {
-	if f, err := Lookup(name); err == nil {
-		return f.cooldown
-	}
-	return 0
 }
 
 // Needs is what a run must have for a fault to be injected.

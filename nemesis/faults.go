@@ -79,10 +79,6 @@ var catalog = []*Fault{
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
 		inject: runFastRestart,
-		// Restarts less than ~2 s apart add up in Sentinel's ping clock (an
-		// unanswered ping survives the reconnect) and it fails over, which
-		// this fault must not cause: back to back, one every 4 s at most.
-		cooldown: 4 * time.Second,
 	},
 	{
 		Name:     "pause-primary",

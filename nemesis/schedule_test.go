@@ -125,7 +125,4 @@ func TestBackToBackSchedule(t *testing.T) {
 	if !reflect.DeepEqual(steps, again) {
 		t.Error("same seed, different back-to-back schedule")
 	}
-	if Cooldown("fast-restart") == 0 || Cooldown("cut-replication") != 0 {
-		t.Error("fast-restart needs its cooldown; cut-replication none")
-	}
 }

@@ -328,19 +328,14 @@ func (r *run) playBackToBack(ctx context.Context) error {
 		}
 		return nil
 	}
-	var coolUntil time.Time
 	for _, s := range r.cfg.Schedule {
 		at := last.Add(s.Gap)
-		if at.Before(coolUntil) {
-			at = coolUntil
-		}
 		if at.Add(nemesis.Span(s, params)).After(deadline.Add(-Settle)) {
 			break
 		}
 		if err := progress(at); err != nil {
 			return err
 		}
-		coolUntil = time.Now().Add(nemesis.Cooldown(s.Fault))
 		go func() { stepErr <- nemesis.Run(ctx, env{r}, s) }()
 		var err error
 		for done := false; !done; {
