@@ -40,10 +40,11 @@ var catalog = []*Fault{
 		Name:     "resync-window",
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{"resync-window", "resync-done", CauseFailover}, {"kill", "restart", CauseFailover}},
-		Doc: "restart every replica so it full-syncs, then take a lock in the ~1s after the primary reports it " +
-			"online but before it streams to it, and SIGKILL the primary: the promoted replica never saw the lock",
-		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 8*time.Second },
+		Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
+			"online but before it streams to them; then SIGKILL the primary: the promoted replica never saw the lock",
+		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+		// Resyncs until an acquire lands in a window: ~10 resyncs of ~1.3 s.
+		span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
 		inject: runResyncWindow,
 	},
 	{
@@ -470,7 +471,26 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back before Sentinel noticed; replicas resync from it", p.Name)
-	return sleep(ctx, 2*time.Second)
+	// Polled, not slept: the fault is over once the replicas have resynced
+	// from the empty primary (the runner then waits for Sentinel's view).
+	_, err = awaitOnline(ctx, c, p.Name, len(replicasOf(c, p.Name)), 5*time.Second)
+	return err
+}
+
+// awaitOnline polls the primary's INFO until it lists n replicas online, or
+// the timeout passes (false, no error); an error only when ctx ends.
+func awaitOnline(ctx context.Context, c cluster.Runtime, primary string, n int, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		inf, err := c.Command(ctx, primary, "INFO", "replication")
+		if err == nil && strings.Count(inf, "state=online") >= n {
+			return true, nil
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 func runPausePrimary(ctx context.Context, env Env, s Step) error {
@@ -608,9 +628,22 @@ func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
 	return out
 }
 
-// runResyncWindow: after a full resync the primary reports the replica online
-// but holds the stream back until the replica's first REPLCONF ACK, up to ~1 s;
-// a lock taken then and followed by SIGKILL was lost 6 of 6 times here.
+// runResyncWindow: after a full resync the primary lists a replica online as
+// soon as the RDB is sent, but holds the command stream back until the
+// replica's first REPLCONF ACK, which it sends only once it has loaded the RDB
+// (on Valkey 9 up to ~1 s later: the download finishes in a background thread
+// and the replica's once-a-second cron loads it). A lock granted while every
+// replica is in that state reaches none of them; SIGKILL the primary and the
+// promoted replica never saw it. Sentinel promotes the replica with the
+// highest offset, so all replicas must be in the window at once: they are
+// made to full-sync together (forceFullSync), and the window is read on both sides: the primary lists
+// every replica online while each still reports master_sync_in_progress:1. A grant
+// comes only when a holder finishes its job, so one resync rarely has one in
+// its window: like cut-replication waiting for a fresh grant on the primary
+// alone, the fault resyncs again until an acquire returns ok while every
+// replica is still in the window, checked again right before the kill (at
+// most resyncTries times, or resyncGiveUp; then it kills anyway and its kill
+// event says no acquire landed).
 func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
@@ -618,34 +651,139 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	replicas := replicasOf(c, p.Name)
-	logf(env, "resync-window", p.Name, cluster.RolePrimary, "restarting %d replicas empty so they full-sync from %s", len(replicas), p.Name)
-	for _, r := range replicas {
-		if err := c.Restart(ctx, r.Name, cluster.AsReplica); err != nil {
+	logf(env, "resync-window", p.Name, cluster.RolePrimary, "making %d replicas full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
+	giveUp := time.Now().Add(resyncGiveUp)
+	got, tries := false, 0
+	for !got && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
+		tries++
+		errs := make(chan error, len(replicas))
+		for _, r := range replicas {
+			go func() { errs <- forceFullSync(ctx, c, r.Name, p.Addr) }()
+		}
+		for range replicas {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		open, err := awaitWindow(ctx, c, p.Name, replicas)
+		if err != nil {
 			return err
 		}
-	}
-	// Wait for the primary to list every replica online again.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		inf, err := c.Command(ctx, p.Name, "INFO", "replication")
-		if err == nil && strings.Count(inf, "state=online") >= len(replicas) {
-			break
+		if !open {
+			continue
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
-			return err
+		// Only a grant at least resyncSettle into the window counts: the
+		// holder it replaces renews every TTL/3 and, with jobs that end just
+		// after a renewal, renewed ~0.15 s before releasing. Had that
+		// renewal made it into the RDB, the promoted replica would keep the
+		// old holder's key until about when the new holder's lease ends, and
+		// nobody could be granted the lock twice.
+		actx, cancel := context.WithTimeout(ctx, resyncWindow)
+		got = env.AwaitAcquire(actx, nowTrue()+int64(resyncSettle)) && inWindow(ctx, c, p.Name, replicas)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
-	online := nowTrue()
-	actx, cancel := context.WithTimeout(ctx, time.Second)
-	got := env.AwaitAcquire(actx, online)
-	cancel()
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v", p.Name, p.PID, got)
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v (resync %d)", p.Name, p.PID, got, tries)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
 	logf(env, "resync-done", p.Name, cluster.RolePrimary, "resync window over")
 	return failoverAndRejoin(ctx, env, p)
 }
+
+// forceFullSync makes a running replica full-sync from the primary: detached
+// (REPLICAOF NO ONE), one write of its own puts its offset past anything the
+// primary can continue from, and re-attached its PSYNC is refused. A
+// restarted replica would do too, but a fresh process on a tiny data set
+// often syncs and loads within ~40 ms: no window to speak of. A running
+// replica loads the received RDB only at its next once-a-second cron, so its
+// window lasts up to ~1 s.
+func forceFullSync(ctx context.Context, c cluster.Runtime, replica, primaryAddr string) error {
+	host, port, _ := strings.Cut(primaryAddr, ":")
+	for _, cmd := range [][]string{{"REPLICAOF", "NO", "ONE"}, {"SET", "lockjepsen:resync", "diverge"}, {"REPLICAOF", host, port}} {
+		if _, err := c.Command(ctx, replica, cmd...); err != nil {
+			return fmt.Errorf("force a full sync of %s: %w", replica, err)
+		}
+	}
+	return nil
+}
+
+// awaitWindow polls until every replica is in the resync window (true), or
+// one of them got out of it first, or 10 s passed (false: resync again).
+func awaitWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) (bool, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		switch windowState(ctx, c, primary, replicas) {
+		case windowOpen:
+			return true, nil
+		case windowMissed:
+			return false, nil
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+const (
+	windowNotYet = iota // some replica still connecting or receiving
+	windowOpen          // every replica has the RDB, none has loaded it
+	windowMissed        // some replica already loaded it: streaming began
+)
+
+// windowState reads the window on both sides: the primary lists every
+// replica online (the RDB sent), and every replica still reports
+// master_sync_in_progress:1 (not loaded, so not acknowledged, so the primary
+// has streamed it nothing since). The primary's acknowledged offset is no
+// guide: it stays 0 until the replica's next once-a-second ACK, well after
+// streaming began.
+func windowState(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) int {
+	inf, err := c.Command(ctx, primary, "INFO", "replication")
+	if err != nil {
+		return windowNotYet
+	}
+	online := strings.Count(inf, "state=online") >= len(replicas)
+	for _, r := range replicas {
+		// A restarted node's cached admin connection fails once, then
+		// reconnects.
+		ri, err := c.Command(ctx, r.Name, "INFO", "replication")
+		if err != nil {
+			ri, err = c.Command(ctx, r.Name, "INFO", "replication")
+		}
+		switch {
+		case err != nil:
+			return windowNotYet
+		case strings.Contains(ri, "master_link_status:up"):
+			return windowMissed
+		case !strings.Contains(ri, "master_sync_in_progress:1"):
+			return windowNotYet
+		}
+	}
+	if !online {
+		return windowNotYet
+	}
+	return windowOpen
+}
+
+// inWindow: every replica still in the window, right before the kill.
+func inWindow(ctx context.Context, c cluster.Runtime, primary string, replicas []cluster.Node) bool {
+	return windowState(ctx, c, primary, replicas) == windowOpen
+}
+
+// An acquire must return between resyncSettle and resyncWindow after the
+// window opened (the window lasts ~0.6-1 s here); the window is checked again
+// after it, right before the kill. A grant lands in that part of a window
+// about one resync in ten: the fault gives up after resyncTries resyncs or
+// resyncGiveUp.
+const (
+	resyncSettle = 250 * time.Millisecond
+	resyncWindow = 900 * time.Millisecond
+	resyncTries  = 40
+	resyncGiveUp = 45 * time.Second
+)
 
 func runPauseReplicas(ctx context.Context, env Env, s Step) error {
 	c := env.Cluster()

@@ -16,6 +16,10 @@ type Step struct {
 	Offset   string        `json:"offset,omitempty"`      // clock faults: libfaketime offset
 	Rate     float64       `json:"rate,omitempty"`        // client clock skew: rate of the skewed clock
 	Node     int           `json:"node,omitempty"`        // per-node faults: index of the node (or client) to start from
+	// Gap, in a back-to-back schedule, is how long after the previous fault
+	// healed and the cluster is ready again this one fires; At is then only
+	// the earliest it can (each fault counted as taking MinSpan).
+	Gap time.Duration `json:"gap_ns,omitempty"`
 }
 
 func (s Step) String() string {
@@ -43,6 +47,31 @@ type PlanParams struct {
 	Settle    time.Duration // fault-free tail before the time limit
 	TTL       time.Duration
 	DownAfter time.Duration
+	// BackToBack fires each fault as soon as the previous one healed and the
+	// cluster is ready again, after a random Gap of at most MaxGap, instead
+	// of at fixed times spaced by each fault's planned span and Interval.
+	// The runner polls readiness, so no fault waits out a span its
+	// predecessor did not need. Interval is not used.
+	BackToBack bool
+}
+
+// Back-to-back schedules: the gap after a heal is uniform in [0, MaxGap] (so
+// that faults do not lock onto the workload's rhythm), and a fault is planned
+// as if it took at least MinSpan, which bounds how many steps a schedule
+// lists.
+const (
+	MaxGap  = 500 * time.Millisecond
+	MinSpan = time.Second
+)
+
+// Span is how long a step and its aftermath are planned to occupy: a
+// scheduled fault fires only if its span ends before the settle tail.
+func Span(s Step, p PlanParams) time.Duration {
+	f, err := Lookup(s.Fault)
+	if err != nil {
+		return 0
+	}
+	return f.span(s, p)
 }
 
 // Plan draws a schedule from the seed: the same parameters and seed always give
@@ -69,6 +98,15 @@ func Plan(p PlanParams) ([]Step, error) {
 		s.Fault, s.At = kind, t
 		if s.At+byName[kind].span(s, p) > p.TimeLimit-p.Settle {
 			break
+		}
+		if p.BackToBack {
+			s.Gap = time.Duration(rng.Int64N(int64(MaxGap) + 1))
+			if len(steps) > 0 {
+				s.At += s.Gap
+			}
+			steps = append(steps, s)
+			t = s.At + MinSpan
+			continue
 		}
 		steps = append(steps, s)
 		gap := p.Interval/2 + time.Duration(rng.Int64N(int64(p.Interval)+1))

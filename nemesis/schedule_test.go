@@ -104,3 +104,25 @@ func TestMarksAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestBackToBackSchedule(t *testing.T) {
+	p := params(3, "cut-replication", "fast-restart")
+	p.BackToBack = true
+	steps, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Planned as if each fault took MinSpan: many more steps than spans allow.
+	if len(steps) < int((p.TimeLimit-p.Warmup-p.Settle)/(MinSpan+MaxGap)) {
+		t.Errorf("only %d steps in a back-to-back schedule of %v", len(steps), p.TimeLimit)
+	}
+	for i, s := range steps {
+		if s.Gap < 0 || s.Gap > MaxGap {
+			t.Errorf("step %d: gap %v outside [0, %v]", i, s.Gap, MaxGap)
+		}
+	}
+	again, _ := Plan(p)
+	if !reflect.DeepEqual(steps, again) {
+		t.Error("same seed, different back-to-back schedule")
+	}
+}

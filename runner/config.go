@@ -33,8 +33,12 @@ type Config struct {
 	Seed        int64         `json:"seed"`
 	Faults      []string      `json:"faults"`
 	Interval    time.Duration `json:"interval_ns"`
-	Job         scenario.Job  `json:"job"`
-	Epsilon     time.Duration `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
+	// BackToBack fires each fault as soon as the previous one healed and the
+	// cluster is ready again (nemesis.PlanParams.BackToBack); Interval is
+	// then unused.
+	BackToBack bool          `json:"back_to_back,omitempty"`
+	Job        scenario.Job  `json:"job"`
+	Epsilon    time.Duration `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
 
 	Wait    knob.Wait    `json:"wait"`
 	WaitAOF knob.WaitAOF `json:"waitaof"`
@@ -75,6 +79,13 @@ const (
 	Warmup = 3 * time.Second
 	Settle = 2 * time.Second
 )
+
+func (c *Config) planParams() nemesis.PlanParams {
+	return nemesis.PlanParams{
+		Faults: c.Faults, Seed: c.Seed, TimeLimit: c.TimeLimit, Interval: c.Interval,
+		Warmup: Warmup, Settle: Settle, TTL: c.TTL, DownAfter: c.Cluster.DownAfter, BackToBack: c.BackToBack,
+	}
+}
 
 // FromScenario fills a config from a preset.
 func FromScenario(s scenario.Scenario) Config {
@@ -147,7 +158,7 @@ func (c *Config) Validate() error {
 	if c.Epsilon < 0 || c.Epsilon >= c.TTL/2 {
 		return fmt.Errorf("--epsilon %v: want 0 to below half the TTL (%v); a wider tolerance cannot see a double grant", c.Epsilon, c.TTL/2)
 	}
-	if c.Interval < 0 || (c.Interval == 0 && len(c.Faults) > 0) {
+	if c.Interval < 0 || (c.Interval == 0 && len(c.Faults) > 0 && !c.BackToBack) {
 		return fmt.Errorf("--interval %v: want a mean gap between faults above 0, e.g. 5s", c.Interval)
 	}
 	if err := c.Cluster.Validate(); err != nil {
@@ -180,10 +191,7 @@ func (c *Config) Validate() error {
 			c.Cluster.FakeTime = true
 		}
 	}
-	sched, err := nemesis.Plan(nemesis.PlanParams{
-		Faults: c.Faults, Seed: c.Seed, TimeLimit: c.TimeLimit, Interval: c.Interval,
-		Warmup: Warmup, Settle: Settle, TTL: c.TTL, DownAfter: c.Cluster.DownAfter,
-	})
+	sched, err := nemesis.Plan(c.planParams())
 	if err != nil {
 		return err
 	}

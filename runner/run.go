@@ -186,7 +186,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		return o
 	}
 
-	phase := func(s string) { fmt.Fprintf(progress, "%-9s %s\n", "["+time.Now().Format("15:04:05")+"]", s) }
+	// Phase lines carry milliseconds: a sweep reads where a trial's wall
+	// time went from its run.log.
+	phase := func(s string) { fmt.Fprintf(progress, "%-14s %s\n", "["+time.Now().Format("15:04:05.000")+"]", s) }
 
 	if r.cluster, err = cluster.New(cfg.Cluster, bins); err != nil {
 		o.Err = err
@@ -347,6 +349,9 @@ func backendName(dsn string) string {
 // playSchedule runs the nemesis steps at their times, printing progress, until
 // the time limit.
 func (r *run) playSchedule(ctx context.Context) error {
+	if r.cfg.BackToBack {
+		return r.playBackToBack(ctx)
+	}
 	deadline := r.start.Add(r.cfg.TimeLimit)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -381,6 +386,132 @@ func (r *run) playSchedule(ctx context.Context) error {
 			r.printProgress()
 		}
 	}
+}
+
+// playBackToBack runs the steps one after the other: each fires once the
+// previous one returned (healed), the cluster is ready again (polled, not
+// slept), its Gap has passed and its planned span still ends before the
+// settle tail; then it waits out the time limit.
+func (r *run) playBackToBack(ctx context.Context) error {
+	deadline := r.start.Add(r.cfg.TimeLimit)
+	last := r.start.Add(Warmup)
+	params := r.cfg.planParams()
+	stepErr := make(chan error, 1)
+	var firstErr error
+	progress := func(until time.Time) error {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for time.Now().Before(until) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Until(until)):
+			case <-tick.C:
+				r.printProgress()
+			}
+		}
+		return nil
+	}
+	for _, s := range r.cfg.Schedule {
+		at := last.Add(s.Gap)
+		if at.Add(nemesis.Span(s, params)).After(deadline.Add(-Settle)) {
+			break
+		}
+		if err := progress(at); err != nil {
+			return err
+		}
+		go func() { stepErr <- nemesis.Run(ctx, env{r}, s) }()
+		var err error
+		for done := false; !done; {
+			select {
+			case err = <-stepErr:
+				done = true
+			case <-time.After(500 * time.Millisecond):
+				r.printProgress()
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+			fmt.Fprintf(r.out, "\nnemesis: %v\n", err)
+		}
+		// Ready again: a primary a majority of Sentinels names, answering as
+		// one, and every live replica linked to it. A cluster that does not
+		// settle ends the fault schedule.
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = r.awaitFaultReady(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("cluster not ready after %s: %w", s.Fault, err)
+			}
+			break
+		}
+		last = time.Now()
+	}
+	if err := progress(deadline); err != nil {
+		return err
+	}
+	return firstErr
+}
+
+// awaitFaultReady polls until the next fault can act on a settled
+// replication topology: a majority of Sentinels name a primary, it answers as
+// one, and every live Valkey node replicates it with its link up. It does not
+// wait, as WaitReady does, for every Sentinel to have re-pinged a rejoined
+// replica (up to Sentinel's 1 s ping period): no fault depends on it, and
+// Sentinel promotes among the replicas it sees healthy, of which the one not
+// restarted is always one. The end of a run still waits for WaitReady.
+func (r *run) awaitFaultReady(ctx context.Context) error {
+	var last error
+	for {
+		if last = r.faultReadyOnce(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (r *run) faultReadyOnce(ctx context.Context) error {
+	c := r.cluster
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	if p.PID == 0 || p.Paused {
+		return fmt.Errorf("Sentinels name %s, which is down or paused", p.Name)
+	}
+	inf, err := c.Command(ctx, p.Name, "INFO", "replication")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(inf, "role:master") {
+		return fmt.Errorf("%s is named primary but does not answer as one", p.Name)
+	}
+	host, port, _ := strings.Cut(p.Addr, ":")
+	for _, n := range c.Nodes() {
+		if n.Kind == cluster.RoleSentinel || n.Name == p.Name || n.PID == 0 || n.Paused {
+			continue
+		}
+		ri, err := c.Command(ctx, n.Name, "INFO", "replication")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(ri, "master_link_status:up") || !strings.Contains(ri, "master_port:"+port) ||
+			!strings.Contains(ri, "master_host:"+host) {
+			return fmt.Errorf("%s does not replicate %s with its link up yet", n.Name, p.Name)
+		}
+	}
+	return nil
 }
 
 func (r *run) printProgress() {
@@ -480,6 +611,7 @@ func (r *run) teardown() {
 		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 		_ = r.cluster.Down()
 	}
+	fmt.Fprintf(r.out, "%-14s %s\n", "["+time.Now().Format("15:04:05.000")+"]", "down: every process stopped")
 }
 
 // shellJoin quotes a command line so that it can be pasted into a shell.

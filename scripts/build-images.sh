@@ -6,15 +6,23 @@
 #   lockjepsen/valkey:<version> (and :9)  valkey-server, valkey-sentinel (a symlink),
 #                                        valkey-cli, libfaketime, exactly their libraries
 #   lockjepsen/lockjepsen:latest          the static lockjepsen binary
+#   lockjepsen/runner:latest              both: a sweep shard on the local runtime in one container
 #
-# Usage: scripts/build-images.sh [--quiet]     (make images)
+# Usage: scripts/build-images.sh [--quiet] [--runner-only]     (make images)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE="${LOCKJEPSEN_CACHE:-/var/cache/lockjepsen}"
 STAGE="${LOCKJEPSEN_STAGE:-$CACHE/docker-stage}"
 QUIET=0
-[[ "${1:-}" == "--quiet" ]] && QUIET=1
+RUNNER_ONLY=0
+for a in "$@"; do
+  case "$a" in
+    --quiet) QUIET=1 ;;
+    --runner-only) RUNNER_ONLY=1 ;;
+    *) echo "build-images: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
 
 die() { echo "build-images: $*" >&2; exit 2; }
 log() { ((QUIET)) || echo "build-images: $*" >&2; }
@@ -59,6 +67,7 @@ copy_libs() {
 }
 
 # --- lockjepsen/valkey -------------------------------------------------------
+build_valkey() {
 V="$STAGE/valkey"
 rm -rf "$V"; mkdir -p "$V/rootfs/usr/local/bin" "$V/rootfs/usr/lib/faketime" "$V/rootfs/etc/valkey" "$V/rootfs/data" "$V/rootfs/tmp"
 cp "$BIN/valkey-server" "$BIN/valkey-cli" "$V/rootfs/usr/local/bin/"
@@ -75,8 +84,10 @@ cp docker/valkey.Dockerfile "$V/Dockerfile"
 log "lockjepsen/valkey:$VERSION from $BIN ($(cd "$V/rootfs" && find . -type f | sed 's|^\.||' | sort | tr '\n' ' '))"
 dbuild -t "lockjepsen/valkey:$VERSION" -t "lockjepsen/valkey:${VERSION%%.*}" \
   --label "org.lockjepsen.valkey-version=$VERSION" "$V" || die "docker build of lockjepsen/valkey failed"
+}
 
 # --- lockjepsen/lockjepsen ---------------------------------------------------
+build_lockjepsen() {
 L="$STAGE/lockjepsen"
 rm -rf "$L"; mkdir -p "$L/rootfs/usr/local/bin" "$L/rootfs/data" "$L/rootfs/tmp"
 chmod 1777 "$L/rootfs/tmp"
@@ -85,5 +96,34 @@ CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$L/rootfs/
 cp docker/lockjepsen.Dockerfile "$L/Dockerfile"
 log "lockjepsen/lockjepsen:latest (static, CGO_ENABLED=0)"
 dbuild -t lockjepsen/lockjepsen:latest "$L" || die "docker build of lockjepsen/lockjepsen failed"
+}
+
+# --- lockjepsen/runner -------------------------------------------------------
+# A sweep shard in one container: the static lockjepsen binary starts the
+# Valkey nodes, Sentinels, clients and resource as processes (local runtime),
+# exactly as on the host. The Valkey binaries and libfaketime come with their
+# ldd-listed libraries; libfaketime sits where cluster.FindBinaries looks.
+build_runner() {
+R="$STAGE/runner"
+rm -rf "$R"; mkdir -p "$R/rootfs/usr/local/bin" "$R/rootfs/usr/lib/x86_64-linux-gnu/faketime" "$R/rootfs/results" "$R/rootfs/tmp"
+chmod 1777 "$R/rootfs/tmp" "$R/rootfs/results"
+cp "$BIN/valkey-server" "$BIN/valkey-cli" "$R/rootfs/usr/local/bin/"
+ln -s valkey-server "$R/rootfs/usr/local/bin/valkey-sentinel"
+cp -L "$FAKETIME" "$R/rootfs/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+for f in "$BIN/valkey-server" "$BIN/valkey-cli" "$FAKETIME"; do copy_libs "$f" "$R/rootfs"; done
+CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$R/rootfs/usr/local/bin/lockjepsen" ./cmd/lockjepsen \
+  || die "go build of the static lockjepsen binary failed"
+cp docker/runner.Dockerfile "$R/Dockerfile"
+log "lockjepsen/runner:latest (lockjepsen static + Valkey $VERSION + libfaketime)"
+dbuild -t lockjepsen/runner:latest --label "org.lockjepsen.valkey-version=$VERSION" "$R" || die "docker build of lockjepsen/runner failed"
+}
+
+if ((RUNNER_ONLY)); then
+  build_runner
+else
+  build_valkey
+  build_lockjepsen
+  build_runner
+fi
 
 log "done: $(docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^lockjepsen/' | tr '\n' ' ')"

@@ -127,7 +127,7 @@ func Aggregate(dir string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Lockjepsen: lockjepsenVersion(), Dir: dir, Aggregated: time.Now().UTC().Format(time.RFC3339), Plan: plan}
-	for _, cell := range plan.Cells() {
+	for ci, cell := range plan.Cells() {
 		dirs, err := TrialDirs(dir, cell)
 		if err != nil {
 			return nil, err
@@ -145,8 +145,8 @@ func Aggregate(dir string) (*Report, error) {
 		rep.Trials += cs.Trials
 		rep.Failed += cs.TrialsFailed
 		rep.TrialS += cs.WallS
-		if done := cs.Trials + cs.TrialsFailed; done < plan.Trials {
-			rep.Pending += plan.Trials - done
+		if done, want := cs.Trials+cs.TrialsFailed, plan.Owned(ci); done < want {
+			rep.Pending += want - done
 		}
 	}
 	if n := rep.Trials + rep.Failed; n > 0 {

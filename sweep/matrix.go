@@ -84,11 +84,151 @@ type Plan struct {
 	// MinFailovers, when set, keeps adding trials to a cell until it has seen
 	// that many opportunities (failovers, or faults for kinds without one),
 	// up to MaxTrials.
-	MinFailovers int      `json:"min_failovers,omitempty"`
-	MaxTrials    int      `json:"max_trials,omitempty"`
-	Parallel     int      `json:"parallel"`
-	Configs      []Config `json:"configs"`
-	Faults       []Fault  `json:"faults"`
+	MinFailovers int `json:"min_failovers,omitempty"`
+	// UntilCI, when set, keeps adding trials to a cell until the 95% Wilson
+	// interval of its P is narrower than UntilCI; for a cell with no hit (its
+	// interval is [0, hi]) until hi is below Below (default: UntilCI, the
+	// same rule); up to MaxTrials. With MinFailovers too, both must hold.
+	UntilCI   float64 `json:"until_ci,omitempty"`
+	Below     float64 `json:"below,omitempty"`
+	MaxTrials int     `json:"max_trials,omitempty"`
+	// BackToBack: each trial fires its faults one after the other, as soon
+	// as the previous one healed and the cluster is ready again
+	// (runner.Config.BackToBack), so a long trial holds many opportunities.
+	BackToBack bool     `json:"back_to_back,omitempty"`
+	Parallel   int      `json:"parallel"`
+	Configs    []Config `json:"configs"`
+	Faults     []Fault  `json:"faults"`
+	// Shard, when set, makes this folder one shard of a sweep: it runs the
+	// trials whose index in Jobs is ≡ Shard.Index mod Shard.Count.
+	// `lockjepsen sweep merge` joins shard folders whose plans are equal but
+	// for this field.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard is one of Count shards of a sweep.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Adaptive reports whether the plan adds trials beyond Trials.
+func (p Plan) Adaptive() bool { return p.MinFailovers > 0 || p.UntilCI > 0 }
+
+// ZeroHitBound is the --until-ci rule for a cell with no hit: its upper bound below this (Below, or UntilCI).
+func (p Plan) ZeroHitBound() float64 {
+	if p.Below > 0 {
+		return p.Below
+	}
+	return p.UntilCI
+}
+
+// Enough reports whether a cell with these counts needs no more trials under
+// the plan's stopping rules (always true for a plan without one). A shard
+// judges its own counts scaled by the number of shards: the other shards run
+// the same number of trials of the cell on the same seeds' neighbours, so the
+// merged cell meets the rule about as well (merge reports the real widths).
+func (p Plan) Enough(hits, opps int) bool {
+	if p.Shard != nil && p.Shard.Count > 1 {
+		hits, opps = hits*p.Shard.Count, opps*p.Shard.Count
+	}
+	if p.MinFailovers > 0 && opps < p.MinFailovers {
+		return false
+	}
+	if p.UntilCI > 0 {
+		lo, hi := Wilson(hits, opps, Z95)
+		if opps == 0 {
+			return false
+		}
+		if hits == 0 && hi >= p.ZeroHitBound() || hits > 0 && hi-lo >= p.UntilCI {
+			return false
+		}
+	}
+	return true
+}
+
+// OpportunitiesFor is how many opportunities a cell needs under the --until-ci
+// rule when its hits are 0 (the Below bound) and at p = 1/2 (the widest
+// interval); 0 without the rule.
+func (p Plan) OpportunitiesFor() (zeroHits, half int) {
+	if p.UntilCI <= 0 {
+		return 0, 0
+	}
+	for n := 1; n < 1_000_000; n++ {
+		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && hi < p.ZeroHitBound() {
+			zeroHits = n
+		}
+		if lo, hi := Wilson(n/2, n, Z95); half == 0 && hi-lo < p.UntilCI {
+			half = n
+		}
+		if zeroHits > 0 && half > 0 {
+			break
+		}
+	}
+	return zeroHits, half
+}
+
+// Job is one trial of a plan: trial N of a cell.
+type Job struct {
+	Cell Cell
+	N    int
+}
+
+// Jobs lists every trial a plan may run, in its fixed order: trial 0 of every
+// cell, then trial 1 of every cell, ... up to MaxTrials for an adaptive plan
+// (Trials otherwise).
+func (p Plan) Jobs() []Job {
+	cells := p.Cells()
+	n := p.Trials
+	if p.Adaptive() {
+		n = max(n, p.MaxTrials)
+	}
+	out := make([]Job, 0, n*len(cells))
+	for t := 0; t < n; t++ {
+		for _, c := range cells {
+			out = append(out, Job{c, t})
+		}
+	}
+	return out
+}
+
+// ShardIndex is the index that decides a trial's shard: trial n of the cell
+// at position ci of Cells has index ci + n, and shard I of N runs the trials
+// whose index is ≡ I mod N. Each cell's trials are so dealt round-robin to
+// the shards, starting one shard further for each cell: every shard runs
+// every cell (which the per-shard stopping rule needs), the shards' loads
+// differ by at most one trial per cell, and the owner of a trial does not
+// depend on --trials or --max-trials, which a resume may change. (A plain
+// position in Jobs would pin each cell to one shard whenever the shard count
+// divides the cell count.)
+func ShardIndex(ci, n int) int { return ci + n }
+
+// Owns reports whether this plan's shard runs trial n of the cell with
+// index ci in Cells (every trial without a shard).
+func (p Plan) Owns(ci, n int) bool {
+	if p.Shard == nil || p.Shard.Count <= 1 {
+		return true
+	}
+	return ShardIndex(ci, n)%p.Shard.Count == p.Shard.Index
+}
+
+// Owned is how many of the cell's fixed trials (n < Trials) this plan's
+// shard runs.
+func (p Plan) Owned(ci int) int {
+	k := 0
+	for n := 0; n < p.Trials; n++ {
+		if p.Owns(ci, n) {
+			k++
+		}
+	}
+	return k
+}
+
+// Unsharded is the plan without its shard: what every shard of one sweep
+// shares, and the plan of a merged sweep.
+func (p Plan) Unsharded() Plan {
+	p.Shard = nil
+	return p
 }
 
 // Cell is one configuration under one fault.
@@ -127,12 +267,14 @@ var Catalog = []Config{
 	{Name: "fsync-always", AppendOnly: true, AppendFsync: "always", Note: "appendonly yes, appendfsync always (local durability only)"},
 }
 
-// FaultCatalog holds the named faults. Faults the nemesis does not have yet
-// (a forced full resync, replicas paused without a kill, a network
-// partition on the local runtime) are not listed: a sweep asks for them by
-// nemesis name once they exist.
+// FaultCatalog holds the named faults; any other nemesis fault is asked for
+// by its own name. replica-lag is the nemesis's pause-replicas under the
+// name the operator's question uses: replicas stopped (SIGSTOP) for 2-4 s,
+// nothing killed, so its opportunity is the injection.
 var FaultCatalog = []Fault{
 	{Name: "link-down", Faults: []string{"cut-replication"}, Note: "replication link cut, primary killed: the failover race"},
+	{Name: "resync-window", Faults: []string{"resync-window"}, Note: "replicas full-resync; a lock taken in the window before the primary streams to them; primary killed"},
+	{Name: "replica-lag", Faults: []string{"pause-replicas"}, Note: "replicas paused 2-4 s, no kill: they lag, the primary goes on granting"},
 	{Name: "fast-restart", Faults: []string{"fast-restart"}, Note: "primary restarted before Sentinel notices; without AOF it comes back empty"},
 	{Name: "split-brain", Faults: []string{"pause-primary"}, Note: "primary paused past down-after, a replica promoted, the old primary resumed"},
 	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
@@ -146,11 +288,11 @@ var FaultCatalog = []Fault{
 }
 
 // DefaultConfigs and DefaultFaults are the default matrix: every catalog
-// setting against the three server-side faults the knobs are meant for.
+// setting against the five server-side faults the knobs are meant for.
 var (
 	DefaultConfigs = []string{"none", "wait-1-10ms", "wait-1-100ms", "wait-2-100ms", "waitaof-1-1-100ms",
 		"min-replicas-1-lag-10", "min-replicas-1-lag-1", "fsync-always"}
-	DefaultFaults = []string{"link-down", "fast-restart", "split-brain"}
+	DefaultFaults = []string{"link-down", "resync-window", "fast-restart", "split-brain", "replica-lag"}
 )
 
 // DefaultTrials is the trial count per cell: with 24 cells at ~30 s a trial
@@ -347,7 +489,15 @@ func (p *Plan) Defaults() {
 	if p.MinFailovers > 0 && p.MaxTrials == 0 {
 		p.MaxTrials = 4 * max(p.Trials, p.MinFailovers)
 	}
+	if p.UntilCI > 0 && p.MaxTrials == 0 {
+		p.MaxTrials = DefaultMaxTrials
+	}
 }
+
+// DefaultMaxTrials caps the trials of a cell under --until-ci: at the
+// back-to-back pace a 2-minute trial holds 20-40 opportunities, so 10 trials
+// are 200 or more.
+const DefaultMaxTrials = 10
 
 // Validate checks the plan by building the run config of every cell, so a
 // bad knob is reported before the first trial rather than an hour in.
@@ -361,8 +511,17 @@ func (p Plan) Validate() error {
 	if p.Parallel < 1 || p.Parallel > 16 {
 		return fmt.Errorf("--parallel %d: want 1 to 16", p.Parallel)
 	}
-	if p.MinFailovers > 0 && p.MaxTrials < p.Trials {
+	if p.Adaptive() && p.MaxTrials < p.Trials {
 		return fmt.Errorf("--max-trials %d is below --trials %d", p.MaxTrials, p.Trials)
+	}
+	if p.UntilCI < 0 || p.UntilCI >= 1 || p.Below < 0 || p.Below >= 1 {
+		return fmt.Errorf("--until-ci %v / --below %v: want an interval width (and a rate) between 0 and 1, e.g. 0.2 and 0.04", p.UntilCI, p.Below)
+	}
+	if p.Below > 0 && p.UntilCI == 0 {
+		return fmt.Errorf("--below %v needs --until-ci", p.Below)
+	}
+	if s := p.Shard; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
+		return fmt.Errorf("--shard %d/%d: want I/N with 0 <= I < N", s.Index, s.Count)
 	}
 	seen := map[string]bool{}
 	for _, c := range p.Configs {
@@ -409,6 +568,7 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	if cell.Fault.Interval > 0 {
 		cfg.Interval = time.Duration(cell.Fault.Interval)
 	}
+	cfg.BackToBack = p.BackToBack
 	c := cell.Config
 	if cfg.Wait, err = knob.ParseWait(c.Wait); err != nil {
 		return cfg, err
@@ -445,31 +605,3 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 // RewritePlan replaces plan.json of a sweep being resumed (only --parallel
 // and the adaptive trial counts may change).
 func RewritePlan(dir string, p Plan) error { return writePlan(filepath.Join(dir, PlanFile), p) }
-
-// Estimation is a sweep's expected wall time.
-type Estimation struct {
-	PerTrial time.Duration
-	Trials   int
-	Total    time.Duration
-}
-
-// TrialOverhead is what a trial costs beyond its workload on the 2-core
-// machine: cluster up ~2-3 s, clients start, heal and settle ~2-4 s, the
-// check and its pictures ~2-5 s, and a WAIT configuration waits out its
-// clients' last acquires. Measured on 2 cores with 12 s workloads: 21-24 s a
-// trial without WAIT, 36 s with WAIT 1 100; so ~17 s on average.
-const TrialOverhead = 17 * time.Second
-
-// Estimate is the wall time of the fixed trials of a plan (the adaptive ones
-// of --min-failovers come on top).
-func Estimate(p Plan) Estimation {
-	limit := time.Duration(p.TimeLimit)
-	if limit == 0 {
-		if sc, err := scenario.Get(p.Scenario); err == nil {
-			limit = sc.TimeLimit
-		}
-	}
-	e := Estimation{PerTrial: limit + TrialOverhead, Trials: len(p.Cells()) * p.Trials}
-	e.Total = time.Duration(float64(e.PerTrial) * float64(e.Trials) / float64(max(1, p.Parallel)))
-	return e
-}

@@ -41,7 +41,17 @@ type state struct {
 	next      int          // lowest trial number not yet started
 	inflight  int
 	opps      int // opportunities seen in finished trials
+	hits      int // of which led to a double grant
+	ci        int // index in plan.Cells(): with the trial number, the shard
 	scheduled int
+}
+
+// advance moves st.next past finished trials and, in a shard, past the
+// trials other shards own.
+func (st *state) advance(plan Plan) {
+	for st.done[st.next] || !plan.Owns(st.ci, st.next) {
+		st.next++
+	}
 }
 
 // Start creates a sweep folder: plan.json and trials/. It refuses a folder
@@ -71,13 +81,14 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 	}
 	var cells []*state
 	total := 0
-	for _, c := range plan.Cells() {
+	for ci, c := range plan.Cells() {
 		st, err := scanCell(dir, c)
 		if err != nil {
 			return nil, err
 		}
+		st.ci = ci
 		cells = append(cells, st)
-		total += max(plan.Trials, len(st.done))
+		total += max(plan.Owned(ci), len(st.done))
 	}
 	bar := newBar(opt.Progress, opt.TTY, total, plan.Parallel)
 	for _, st := range cells {
@@ -88,9 +99,10 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	// pick returns the next job, or false when nothing is left. Fixed trials
-	// come first, cell by cell; then, with --min-failovers, a cell short of
-	// opportunities gets one more trial at a time, only when none of its
-	// trials is in flight, so that the count it decides on is final.
+	// come first, cell by cell; then, with --min-failovers or --until-ci, a
+	// cell short of its stopping rule gets one more trial at a time, only
+	// when none of its trials is in flight, so that the counts it decides on
+	// are final. A shard skips the trials other shards own.
 	pick := func() (job, bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -99,9 +111,7 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 				return job{}, false
 			}
 			for _, st := range cells {
-				for st.done[st.next] {
-					st.next++
-				}
+				st.advance(plan)
 				if st.next < plan.Trials {
 					st.inflight++
 					j := job{st.cell, st.next}
@@ -111,12 +121,10 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 			}
 			waiting := false
 			for _, st := range cells {
-				if plan.MinFailovers == 0 || st.opps >= plan.MinFailovers {
+				if !plan.Adaptive() || plan.Enough(st.hits, st.opps) {
 					continue
 				}
-				for st.done[st.next] {
-					st.next++
-				}
+				st.advance(plan)
 				if st.next >= plan.MaxTrials {
 					continue
 				}
@@ -145,6 +153,7 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 				if t != nil && t.Record.Status != StatusInterrupted {
 					st.done[j.n] = true
 					st.opps += t.Opportunities
+					st.hits += t.Hit
 				}
 			}
 		}
@@ -229,6 +238,7 @@ func scanCell(dir string, c Cell) (*state, error) {
 			if rec.Counts() {
 				if t, err := LoadTrial(p, c.Fault); err == nil {
 					st.opps += t.Opportunities
+					st.hits += t.Hit
 				}
 			}
 			continue

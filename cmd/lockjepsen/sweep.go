@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -33,7 +34,9 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 func sweepUsage() string {
 	var b strings.Builder
 	b.WriteString("sweep [flags]                 a new sweep in results/<timestamp>-sweep\n" +
-		"       lockjepsen sweep --resume DIR [--aggregate]\n\nconfigurations (--configs; join with '+' to combine):\n")
+		"       lockjepsen sweep --resume DIR [--aggregate]\n" +
+		"       lockjepsen sweep --shard I/N [flags]   one shard of a sweep (I defaults to $JOB_COMPLETION_INDEX)\n" +
+		"       lockjepsen sweep merge [--out DIR] SHARD-DIR...   one sweep from shard folders\n\nconfigurations (--configs; join with '+' to combine):\n")
 	for _, c := range sweep.Catalog {
 		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
 	}
@@ -47,6 +50,9 @@ func sweepUsage() string {
 }
 
 func runSweep(args []string) int {
+	if len(args) > 0 && args[0] == "merge" {
+		return runSweepMerge(args[1:])
+	}
 	fs := newFlagSet("sweep", sweepUsage())
 	scen := fs.String("scenario", "failover-race", "scenario every trial runs (its clients, TTL and job); the fault axis replaces its faults")
 	configs := fs.String("configs", strings.Join(sweep.DefaultConfigs, ","), "comma-separated configurations (see above)")
@@ -58,14 +64,19 @@ func runSweep(args []string) int {
 	*trials, *parallel = sweep.DefaultTrials, 1
 	fs.Var(knob.Int{N: trials, Min: 1, Max: 100000}, "trials", "trials per configuration × fault")
 	fs.Var(knob.Int{N: minFail, Min: 0, Max: 100000}, "min-failovers", "keep adding trials to a cell until it saw this many failovers (faults, for kinds without one)")
-	fs.Var(knob.Int{N: maxTrials, Min: 0, Max: 100000}, "max-trials", "cap on trials per cell with --min-failovers (default 4x the larger of --trials and --min-failovers)")
-	fs.Var(knob.Duration{D: limit, Min: 0}, "time-limit", "workload length of each trial, a duration or seconds (default: the scenario's)")
+	fs.Var(knob.Int{N: maxTrials, Min: 0, Max: 100000}, "max-trials", "cap on trials per cell with --min-failovers or --until-ci (default 4x the larger of --trials and --min-failovers; 10 with --until-ci)")
+	untilCI := fs.Float64("until-ci", 0, "keep adding trials to a cell until its 95% Wilson interval is narrower than this width (e.g. 0.2), or, with no hit, its upper bound is below --below")
+	below := fs.Float64("below", 0, "with --until-ci: a cell with no hit is done once its upper bound is below this rate (default: the --until-ci width); 0.04 takes ~93 opportunities")
+	pace := fs.String("pace", "back-to-back", "back-to-back: each fault fires as soon as the previous one healed and the cluster is ready again; schedule: at the fault's planned span plus its interval (as lockjepsen run)")
+	shard := fs.String("shard", "", "run one shard, I/N: the trials whose index is I mod N (I/N or /N with I from $JOB_COMPLETION_INDEX); join shards with 'lockjepsen sweep merge'")
+	fs.Var(knob.Duration{D: limit, Min: 0}, "time-limit", "workload length of each trial, a duration or seconds (default: 2m back to back, the scenario's on a schedule)")
 	seed := fs.Int64("seed", 1, "trial n of every cell runs with seed+n")
 	fs.Var(knob.Int{N: parallel, Min: 1, Max: 16}, "parallel", "trials at once; each is a full cluster and 8+ client processes, so on 2 cores keep 1 (timings skew above that)")
 	out := fs.String("out", "", "sweep folder (default results/<timestamp>-sweep)")
 	resume := fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
 	aggregate := fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")
-	dry := fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing")
+	cont := fs.Bool("continue", false, "when --out already holds this very plan (a Kubernetes pod started again), resume it instead of refusing")
+	dry := fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing (with --out: write its plan.json there, for --resume)")
 	var mo metricsOpts
 	mo.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -86,9 +97,9 @@ func runSweep(args []string) int {
 
 	var dir string
 	if *resume != "" {
-		for _, f := range []string{"scenario", "configs", "config", "faults", "file", "trials", "time-limit", "seed", "out"} {
+		for _, f := range []string{"scenario", "configs", "config", "faults", "file", "trials", "time-limit", "seed", "out", "pace", "shard"} {
 			if set[f] {
-				return fail("sweep: --%s cannot change a sweep being resumed (its plan.json fixes the matrix); only --parallel, --min-failovers and --max-trials can", f)
+				return fail("sweep: --%s cannot change a sweep being resumed (its plan.json fixes the matrix); only --parallel, --min-failovers, --until-ci, --below and --max-trials can", f)
 			}
 		}
 		dir = *resume
@@ -96,7 +107,7 @@ func runSweep(args []string) int {
 		if err != nil {
 			return fail("sweep: %v", err)
 		}
-		if set["parallel"] || set["min-failovers"] || set["max-trials"] {
+		if set["parallel"] || set["min-failovers"] || set["max-trials"] || set["until-ci"] || set["below"] {
 			if set["parallel"] {
 				plan.Parallel = *parallel
 			}
@@ -105,6 +116,12 @@ func runSweep(args []string) int {
 			}
 			if set["max-trials"] {
 				plan.MaxTrials = *maxTrials
+			}
+			if set["until-ci"] {
+				plan.UntilCI = *untilCI
+			}
+			if set["below"] {
+				plan.Below = *below
 			}
 			plan.Defaults()
 			if err := plan.Validate(); err != nil {
@@ -125,15 +142,57 @@ func runSweep(args []string) int {
 		if !ok {
 			return code
 		}
+		if set["until-ci"] {
+			plan.UntilCI = *untilCI
+		}
+		if set["below"] {
+			plan.Below = *below
+		}
+		if *file == "" || set["pace"] {
+			switch *pace {
+			case "back-to-back":
+				plan.BackToBack = true
+			case "schedule":
+				plan.BackToBack = false
+			default:
+				return fail("--pace %q: want back-to-back or schedule", *pace)
+			}
+		}
+		if plan.BackToBack && plan.TimeLimit == 0 {
+			plan.TimeLimit = sweep.Duration(sweep.BackToBackTimeLimit)
+		}
+		if *shard != "" {
+			sh, err := sweep.ParseShard(*shard, os.Getenv("JOB_COMPLETION_INDEX"))
+			if err != nil {
+				return fail("--shard: %v", err)
+			}
+			plan.Shard = &sh
+		}
+		plan.Defaults()
+		if err := plan.Validate(); err != nil {
+			return fail("sweep: %v", err)
+		}
 		printPlan(plan)
 		if *dry {
+			// With --out, write the plan and run nothing: 'sweep --resume
+			// DIR' runs it later, and the plan is there to compare.
+			if *out != "" {
+				if err := sweep.Start(*out, plan); err != nil {
+					return fail("sweep: %v", err)
+				}
+				fmt.Printf("plan written to %s\n", filepath.Join(*out, sweep.PlanFile))
+			}
 			return exitValid
 		}
 		dir = *out
 		if dir == "" {
-			dir = runfolder.NewDir(runfolder.Root, time.Now(), "sweep")
+			name := "sweep"
+			if plan.Shard != nil {
+				name = fmt.Sprintf("sweep-shard-%d-of-%d", plan.Shard.Index, plan.Shard.Count)
+			}
+			dir = runfolder.NewDir(runfolder.Root, time.Now(), name)
 		}
-		if err := sweep.Start(dir, plan); err != nil {
+		if err := startOrContinue(dir, plan, *cont); err != nil {
 			return fail("sweep: %v", err)
 		}
 	}
@@ -274,16 +333,32 @@ func printPlan(p sweep.Plan) {
 	est := sweep.Estimate(p)
 	fmt.Printf("sweep: scenario %s, %d configuration(s) × %d fault(s) = %d cell(s), %d trial(s) each", p.Scenario, len(p.Configs), len(p.Faults), len(cells), p.Trials)
 	if p.MinFailovers > 0 {
-		fmt.Printf(", more until %d failovers (at most %d)", p.MinFailovers, p.MaxTrials)
+		fmt.Printf(", more until %d failovers", p.MinFailovers)
+	}
+	if p.UntilCI > 0 {
+		z, h := p.OpportunitiesFor()
+		fmt.Printf(", more until the 95%% interval is narrower than %.2f (or, with no hit, below %.2f: %d opportunities; %d at P = 1/2)", p.UntilCI, p.ZeroHitBound(), z, h)
+	}
+	if p.Adaptive() {
+		fmt.Printf(" (at most %d)", p.MaxTrials)
 	}
 	fmt.Printf(", %d at a time\n", p.Parallel)
+	pace := "on a schedule (span + interval)"
+	if p.BackToBack {
+		pace = "back to back (each fault once the previous one healed)"
+	}
+	fmt.Printf("faults fire %s; workload %v a trial\n", pace, est.TimeLimit)
+	if p.Shard != nil {
+		fmt.Printf("shard %d of %d: the trials whose index is %d mod %d\n", p.Shard.Index, p.Shard.Count, p.Shard.Index, p.Shard.Count)
+	}
 	for _, c := range p.Configs {
 		fmt.Printf("  config %-24s %s\n", c.Name, c.Note)
 	}
-	for _, f := range p.Faults {
-		fmt.Printf("  fault  %-24s %s\n", f.Name, strings.Join(f.Faults, ","))
+	for _, f := range est.Faults {
+		fmt.Printf("  fault  %-24s %-16s ~%4.1f %ss a trial, %4.1f a minute; ~%d trial(s) a cell\n", f.Name, strings.Join(f.Faults, ","),
+			f.PerTrial, f.Unit, f.PerMinute, f.TrialsPerCell)
 	}
-	fmt.Printf("estimated wall time: %v for the fixed trials (%v a trial on 2 cores)\n", est.Total.Round(time.Minute), est.PerTrial.Round(time.Second))
+	fmt.Printf("estimated wall time: %v for %d trial(s) (%v a trial on 2 cores)\n", est.Total.Round(time.Minute), est.Trials, est.PerTrial.Round(time.Second))
 }
 
 func printFindings(rep *sweep.Report) {
@@ -293,4 +368,52 @@ func printFindings(rep *sweep.Report) {
 			fmt.Printf("  %s\n", l)
 		}
 	}
+}
+
+// runSweepMerge is `lockjepsen sweep merge [--out DIR] SHARD-DIR...`.
+func runSweepMerge(args []string) int {
+	fs := newFlagSet("sweep merge", "sweep merge [--out DIR] SHARD-DIR...   one sweep (plan.json, sweep.json, csv, plots, index.html) from the\n"+
+		"       folders of 'lockjepsen sweep --shard I/N'; refuses folders of different plans, shards that overlap, and a trial twice\n")
+	out := fs.String("out", "", "the merged sweep folder (default results/<timestamp>-sweep)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return fail("sweep merge: give the shard folders (lockjepsen sweep merge [--out DIR] SHARD-DIR...)")
+	}
+	dir := *out
+	if dir == "" {
+		dir = runfolder.NewDir(runfolder.Root, time.Now(), "sweep")
+	}
+	rep, err := sweep.Merge(dir, fs.Args())
+	if rep != nil {
+		printFindings(rep)
+	}
+	if err != nil {
+		return fail("sweep %v", err)
+	}
+	fmt.Printf("\nmerged %d shard folder(s), %d trial(s) into %s; open %s\n", fs.NArg(), rep.Trials+rep.Failed, dir, filepath.Join(dir, runfolder.Index))
+	if rep.Pending > 0 {
+		fmt.Fprintf(os.Stderr, "lockjepsen: sweep merge: %d planned trial(s) are in none of the shards (a shard missing or unfinished)\n", rep.Pending)
+		return exitUsage
+	}
+	return exitValid
+}
+
+// startOrContinue creates the sweep folder, or with --continue accepts one
+// that already holds the same plan (a pod restarted by its Job resumes its
+// shard; the remaining trials run and the finished ones are kept).
+func startOrContinue(dir string, plan sweep.Plan, cont bool) error {
+	if cont {
+		if old, err := sweep.ReadPlan(dir); err == nil {
+			a, _ := json.Marshal(old)
+			b, _ := json.Marshal(plan)
+			if string(a) != string(b) {
+				return fmt.Errorf("--continue: %s holds a different plan; resume it with --resume, or choose another --out", dir)
+			}
+			fmt.Printf("continuing the sweep in %s\n", dir)
+			return nil
+		}
+	}
+	return sweep.Start(dir, plan)
 }

@@ -1,0 +1,134 @@
+package sweep
+
+import (
+	"math"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
+)
+
+// BackToBackTimeLimit is a back-to-back sweep's default workload per trial:
+// long enough that the fixed cost of a trial (cluster up, stop, check, down)
+// is a small share of it, short enough that a cell's stopping rule is checked
+// every couple of minutes.
+const BackToBackTimeLimit = 2 * time.Minute
+
+// TrialOverhead is what a trial costs beyond its workload on the 2-core
+// machine, from the phase lines of run.log: cluster up ~2.3 s, server check,
+// resource and clients ~0.1 s, heal ~0-2 s, stop 0.5-7 s (each client
+// finishes its job: up to 60 critical sections), check ~0.7-1.5 s (2-minute
+// histories), down ~0.1 s: 4-8 s measured with `none`. A WAIT configuration
+// waits out its clients' last acquires on top.
+const TrialOverhead = 8 * time.Second
+
+// Cycle is how long one injection of a nemesis fault and its aftermath take
+// when faults fire back to back on the 2-core machine (from one injection to
+// the next: the fault, its heal, replication settled again, the mean gap),
+// measured with `none` in 1-2 minute trials (docs/sweep.md); a fault not
+// listed is estimated by its planned span.
+var Cycle = map[string]time.Duration{
+	// fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
+	// resync ~1.2 s (the replica loads the RDB at its next 1 s cron)
+	"cut-replication": 5 * time.Second,
+	// full resyncs of ~1.3 s until a grant lands 250-900 ms into a window
+	// (one in ten to twenty), then as cut-replication
+	"resync-window": 22 * time.Second,
+	// ~1.5 s when Sentinel does not notice; but a restart loses the PING
+	// in flight on Sentinel's link, and with down-after 1 s a quorum
+	// sometimes marks the primary down and fails over anyway; the cluster is
+	// ready again only once Sentinel demotes the restarted old primary
+	// (~10 s): about one fault in three here
+	"fast-restart": 5 * time.Second,
+	// paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary
+	"pause-primary":  15 * time.Second,
+	"pause-replicas": 3500 * time.Millisecond,
+	"kill-primary":   4 * time.Second,
+}
+
+// FaultEstimate is what one fault axis point is expected to yield.
+type FaultEstimate struct {
+	Name          string
+	Faults        []string
+	Unit          string  // failover | fault
+	PerTrial      float64 // opportunities in one trial
+	PerMinute     float64 // opportunities per minute of trial wall time
+	TrialsPerCell int     // fixed trials, or those the stopping rule is expected to take
+}
+
+// Estimation is a sweep's expected wall time.
+type Estimation struct {
+	TimeLimit time.Duration
+	PerTrial  time.Duration
+	Trials    int
+	Total     time.Duration
+	Faults    []FaultEstimate
+}
+
+// Estimate is the expected wall time of a plan: the fixed trials, or with
+// --until-ci the trials each cell needs for the worst case of the rule
+// (P = 1/2) when the stopping rule asks more (at most --max-trials), or with
+// --min-failovers the trials to reach that many opportunities. A shard counts
+// its own trials.
+func Estimate(p Plan) Estimation {
+	limit := time.Duration(p.TimeLimit)
+	if limit == 0 {
+		if sc, err := scenario.Get(p.Scenario); err == nil {
+			limit = sc.TimeLimit
+		}
+	}
+	e := Estimation{TimeLimit: limit, PerTrial: limit + TrialOverhead}
+	need := p.MinFailovers
+	if z, h := p.OpportunitiesFor(); max(z, h) > need {
+		need = max(z, h)
+	}
+	perFault := map[string]int{}
+	for _, f := range p.Faults {
+		fe := FaultEstimate{Name: f.Name, Faults: f.Faults, Unit: f.Unit()}
+		fe.PerTrial = opportunitiesPerTrial(p, f, limit)
+		fe.PerMinute = fe.PerTrial / e.PerTrial.Minutes()
+		fe.TrialsPerCell = p.Trials
+		if p.Adaptive() && fe.PerTrial > 0 {
+			fe.TrialsPerCell = min(p.MaxTrials, max(p.Trials, int(math.Ceil(float64(need)/fe.PerTrial))))
+		}
+		perFault[f.Name] = fe.TrialsPerCell
+		e.Faults = append(e.Faults, fe)
+	}
+	for ci, c := range p.Cells() {
+		for n := 0; n < perFault[c.Fault.Name]; n++ {
+			if p.Owns(ci, n) {
+				e.Trials++
+			}
+		}
+	}
+	e.Total = time.Duration(float64(e.PerTrial) * float64(e.Trials) / float64(max(1, p.Parallel)))
+	return e
+}
+
+// opportunitiesPerTrial is how many injections of the fault fit in one
+// trial's workload, from the schedule the runner plans (on a schedule) or
+// the measured cycle (back to back).
+func opportunitiesPerTrial(p Plan, f Fault, limit time.Duration) float64 {
+	cfg, err := p.RunConfig(Cell{Config: Config{Name: "none"}, Fault: f}, 0, "/nonexistent")
+	if err != nil {
+		return 0
+	}
+	if !p.BackToBack {
+		return float64(len(cfg.Schedule))
+	}
+	var cycle time.Duration
+	for _, k := range f.Faults {
+		c, ok := Cycle[k]
+		if !ok {
+			c = nemesis.Span(nemesis.Step{Fault: k}, nemesis.PlanParams{TTL: cfg.TTL, DownAfter: cfg.Cluster.DownAfter})
+		}
+		cycle += c
+	}
+	cycle /= time.Duration(max(1, len(f.Faults)))
+	usable := limit - runner.Warmup - runner.Settle
+	if cycle <= 0 || usable <= 0 {
+		return 0
+	}
+	return usable.Seconds() / cycle.Seconds()
+}

@@ -1,0 +1,142 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// ParseShard reads --shard: "I/N", or "/N" (or "N") with I taken from env,
+// the JOB_COMPLETION_INDEX a Kubernetes Indexed Job gives each pod. An I/N
+// given in full wins over the environment.
+func ParseShard(s, env string) (Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	if !ok {
+		i, n = "", s
+	}
+	if i == "" {
+		if env == "" {
+			return Shard{}, fmt.Errorf("%q: no shard index (give I/N, or run where JOB_COMPLETION_INDEX is set)", s)
+		}
+		i = env
+	}
+	idx, err1 := strconv.Atoi(strings.TrimSpace(i))
+	cnt, err2 := strconv.Atoi(strings.TrimSpace(n))
+	if err1 != nil || err2 != nil || cnt < 1 || idx < 0 || idx >= cnt {
+		return Shard{}, fmt.Errorf("%q (index %q): want I/N with 0 <= I < N", s, i)
+	}
+	return Shard{Index: idx, Count: cnt}, nil
+}
+
+// Merge builds one sweep in out from shard folders: their plans must be equal
+// but for the shard (same matrix, seeds, trial counts and stopping rule), the
+// shards distinct and of the same count, and no trial may appear in two of
+// them. Trial folders are hard-linked (copied across file systems) into
+// out/trials; plan.json is the unsharded plan; then the sweep is aggregated
+// and published as usual. Missing shards are allowed (their trials count as
+// pending) so that a partial result can be looked at.
+func Merge(out string, dirs []string) (*Report, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("merge: no shard folders given")
+	}
+	var plan Plan
+	seen := map[int]string{}
+	for i, d := range dirs {
+		p, err := ReadPlan(d)
+		if err != nil {
+			return nil, err
+		}
+		if p.Shard == nil {
+			return nil, fmt.Errorf("merge: %s is not a shard (its plan.json has no shard): nothing to merge", d)
+		}
+		if i == 0 {
+			plan = p
+		} else if !reflect.DeepEqual(p.Unsharded(), plan.Unsharded()) {
+			return nil, fmt.Errorf("merge: %s and %s hold different plans (matrix, seeds, trial counts or stopping rule differ): they are not shards of one sweep", dirs[0], d)
+		}
+		if p.Shard.Count != plan.Shard.Count {
+			return nil, fmt.Errorf("merge: %s is shard %d/%d but %s is of %d shards", d, p.Shard.Index, p.Shard.Count, dirs[0], plan.Shard.Count)
+		}
+		if prev, dup := seen[p.Shard.Index]; dup {
+			return nil, fmt.Errorf("merge: %s and %s are both shard %d/%d: they overlap", prev, d, p.Shard.Index, p.Shard.Count)
+		}
+		seen[p.Shard.Index] = d
+	}
+	if _, err := os.Stat(filepath.Join(out, PlanFile)); err == nil {
+		return nil, fmt.Errorf("merge: %s already holds a sweep; choose another --out", out)
+	}
+	// Every trial once, and only from the shard that owns it.
+	from := map[string]string{}
+	for _, d := range dirs {
+		p, _ := ReadPlan(d)
+		for ci, c := range p.Cells() {
+			tds, err := TrialDirs(d, c)
+			if err != nil {
+				return nil, err
+			}
+			for _, td := range tds {
+				n, _ := strconv.Atoi(filepath.Base(td))
+				key := c.ID() + "/" + strconv.Itoa(n)
+				if prev, dup := from[key]; dup {
+					return nil, fmt.Errorf("merge: trial %s is in both %s and %s", key, prev, d)
+				}
+				if !p.Owns(ci, n) {
+					return nil, fmt.Errorf("merge: %s holds trial %s, which shard %d/%d does not own: not a shard folder of this sweep", d, key, p.Shard.Index, p.Shard.Count)
+				}
+				from[key] = td
+			}
+		}
+	}
+	if err := Start(out, plan.Unsharded()); err != nil {
+		return nil, err
+	}
+	for key, td := range from {
+		if err := copyTree(td, filepath.Join(out, Trials, key)); err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+	}
+	rep, err := Aggregate(out)
+	if err != nil {
+		return nil, err
+	}
+	return rep, Publish(out, rep)
+}
+
+// copyTree hard-links (or copies) every regular file of src into dst.
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		t := filepath.Join(dst, rel)
+		switch {
+		case fi.IsDir():
+			return os.MkdirAll(t, 0o755)
+		case !fi.Mode().IsRegular():
+			return nil // sockets, links: a run folder's are not results
+		}
+		if os.Link(p, t) == nil {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		o, err := os.OpenFile(t, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(o, in); err != nil {
+			o.Close()
+			return err
+		}
+		return o.Close()
+	})
+}
