@@ -175,8 +175,14 @@ var all = map[string]Scenario{
 	"rolling-upgrade": {
 		Teaches: "halfway through a rolling upgrade a failover promotes the replica still on Valkey 8.1: DELIFEQ is an " +
 			"unknown command there, releases fail and locks linger until their TTL",
+		// One failover, the one that promotes the 8.1 node. A second kill
+		// (of the 8.1 primary) was seen to make Sentinel flap: a Sentinel
+		// that lost the election re-ran the failover 2 s later and promoted
+		// the restarted 8.1 node again (replica-priority 1), beside the
+		// primary the first one chose, and locks granted on that one were
+		// lost (seed 1, 25 s). A lesson of its own, not this one's.
 		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: shortJob, OldReplica: true,
+		TimeLimit: 18 * time.Second, Interval: 5 * time.Second, Job: shortJob, OldReplica: true,
 		Expect: "lock valid; releases fail on the 8.1 primary (unknown command)",
 		expect: always(LockIs(checker.Valid), UnknownCommandFails("DELIFEQ", "release")),
 	},
