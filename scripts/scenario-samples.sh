@@ -44,6 +44,19 @@ run paused-client
 run paused-client --recipe unsafe --fence none
 run clock-jump
 run client-clock-skew --fence none
+run skewed-replica
+run skewed-replica-behind
+run rolling-upgrade
+run stuck-lock
+run stuck-lock --recipe extend-no-px
+run stuck-lock --recipe native
+run redlock-baseline
+run redlock-clock-jump
+run redlock-restart
+run redlock-restart --appendfsync always
+run redlock-paused-client
+run etcd-leader-failover
+run etcd-paused-client
 run sql-lease-restart
 run cluster-failover-race
 run cluster-failover-race --faults cluster-takeover

@@ -280,6 +280,8 @@ var FaultCatalog = []Fault{
 	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
 	{Name: "paused-client", Faults: []string{"pause-client"}, Note: "holder paused past its TTL (no knob helps: only the fence does)"},
 	{Name: "clock-jump", Faults: []string{"clock-bump"}, Note: "primary's wall clock moved forward past the TTL"},
+	{Name: "replica-clock-ahead", Faults: []string{"replica-clock-ahead"}, Note: "a replica whose clock runs ahead promoted: PXAT expiries judged by its clock"},
+	{Name: "replica-clock-behind", Faults: []string{"replica-clock-behind"}, Note: "the same with the replica's clock behind: locks outlive their TTL there"},
 	// Valkey Cluster (--scenario cluster-failover-race, or any scenario with
 	// --topology cluster): the faults act on the lock key's shard.
 	{Name: "cluster-link-down", Faults: []string{"cluster-cut-replication"}, Note: "(cluster) the shard's replication cut, its primary killed: the cluster bus elects the replica"},
