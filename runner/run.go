@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +67,10 @@ type run struct {
 	// purpose: their exit is the fault, not a broken client.
 	killedMu sync.Mutex
 	killed   map[int]bool
+	// stepping is set while a nemesis step runs: the failovers it causes
+	// are its to log; watchPrimary logs only the others.
+	stepping atomic.Bool
+	steps    atomic.Int64 // steps finished
 	cluster  cluster.Runtime
 	res      *resourceProc
 	resMu    sync.Mutex // res is replaced by a restart-db fault
@@ -274,7 +279,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	r.start = time.Now()
 	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
+	watchCtx, stopWatch := context.WithCancel(wctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); r.watchPrimary(watchCtx) }()
 	nemErr := r.playSchedule(wctx)
+	stopWatch()
+	<-watched
 	interrupted := ctx.Err() != nil
 	if term {
 		fmt.Fprintln(progress)
@@ -365,7 +375,7 @@ func (r *run) playSchedule(ctx context.Context) error {
 			s := r.cfg.Schedule[next]
 			next++
 			running = true
-			go func() { stepErr <- nemesis.Run(ctx, env{r}, s) }()
+			go func() { stepErr <- r.runStep(ctx, s) }()
 		}
 		if now.After(deadline) && !running {
 			return firstErr
@@ -420,7 +430,7 @@ func (r *run) playBackToBack(ctx context.Context) error {
 		if err := progress(at); err != nil {
 			return err
 		}
-		go func() { stepErr <- nemesis.Run(ctx, env{r}, s) }()
+		go func() { stepErr <- r.runStep(ctx, s) }()
 		var err error
 		for done := false; !done; {
 			select {
@@ -662,4 +672,55 @@ func (r *run) markKilled(i int) {
 		r.killed = map[int]bool{}
 	}
 	r.killed[i] = true
+}
+
+// runStep runs one nemesis step, marking it in progress.
+func (r *run) runStep(ctx context.Context, s nemesis.Step) error {
+	r.stepping.Store(true)
+	defer func() { r.steps.Add(1); r.stepping.Store(false) }()
+	return nemesis.Run(ctx, env{r}, s)
+}
+
+// watchPrimary logs a failover no fault step drove: Sentinel re-running a
+// failover it lost and promoting another replica seconds later (seen halfway
+// through a rolling upgrade), or a leader election nobody asked for. Without
+// it the checker blames a double grant there on no fault at all.
+func (r *run) watchPrimary(ctx context.Context) {
+	primary := func() string {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		p, err := r.cluster.Primary(pctx)
+		if err != nil {
+			return ""
+		}
+		return p.Name
+	}
+	last := primary()
+	if last == "" {
+		return // no single primary to watch (redlock), or none yet
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	seen := r.steps.Load()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p := primary()
+		// A step running now, or one that ended since the last look, logs
+		// its own failovers.
+		stepped := r.stepping.Load() || r.steps.Load() != seen
+		seen = r.steps.Load()
+		switch {
+		case p == "":
+		case stepped:
+			last = p
+		case p != last:
+			env{r}.Log(history.Event{F: history.NFailover, Node: p, Role: string(cluster.RolePrimary),
+				Detail: fmt.Sprintf("%s became primary with no fault step running (%s was): a failover the nemesis did not drive", p, last)})
+			last = p
+		}
+	}
 }
