@@ -127,11 +127,14 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err := runfolder.WriteFileAtomic(filepath.Join(dir, runfolder.Summary), []byte(sum), 0o644); err != nil {
 		return "", ExitCannot, fmt.Errorf("write summary: %w", err)
 	}
-	tl := report.BuildTimeline(events, res)
+	win, note := report.TimelineWindow(events, res, report.TimelineMaxEvents)
+	tl := report.BuildTimeline(win, res)
+	tl.Start = events[0].Time // seconds count from the run's first event, as the summary's do
 	title := "lockjepsen"
 	if hasCfg {
 		title = fmt.Sprintf("lockjepsen %s: recipe %s, fence %s, seed %d", cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed)
 	}
+	title += note
 	fig, err := tl.Plot(title)
 	if err != nil {
 		return "", ExitCannot, err
