@@ -32,15 +32,24 @@ func ReadFile(path string) ([]Event, error) {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	return Read(f, path)
+	// Size the slice once: growing it by append to a million events copied
+	// it over and over (1.2 GB allocated for 244 MB kept, and a peak RSS of
+	// 1.5 GiB for `check` on 1M events). Lines run 150-250 bytes.
+	capacity := 0
+	if st, err := f.Stat(); err == nil {
+		capacity = int(st.Size() / 150)
+	}
+	return read(f, path, capacity)
 }
 
 // Read parses JSON lines, validates every event and the rules that tie events
 // together (see Scan), and returns them sorted by time (ties by index). A
 // truncated last line, the mark of a crashed writer, is dropped; any other bad
 // line is an error that names it.
-func Read(r io.Reader, name string) ([]Event, error) {
-	var events []Event
+func Read(r io.Reader, name string) ([]Event, error) { return read(r, name, 0) }
+
+func read(r io.Reader, name string, capacity int) ([]Event, error) {
+	events := make([]Event, 0, capacity)
 	err := Scan(r, name, func(e *Event) error {
 		events = append(events, *e)
 		return nil
