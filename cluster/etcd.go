@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -92,8 +91,7 @@ type EtcdLocal struct {
 	version string
 	peers   []string // peer URL of each member, in node order
 
-	mu      sync.Mutex
-	nodes   []Node
+	nodeSet
 	procs   map[string]*proc
 	clients map[string]*clientv3.Client // one per member, its endpoint only
 }
@@ -159,30 +157,6 @@ func (e *EtcdLocal) SetClockOffset(string, string) error { return ErrEtcdClock }
 // Command is a Valkey notion; etcd members answer the client API only.
 func (e *EtcdLocal) Command(context.Context, string, ...string) (string, error) {
 	return "", fmt.Errorf("etcd members take no Valkey commands")
-}
-
-func (e *EtcdLocal) Nodes() []Node {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]Node(nil), e.nodes...)
-}
-
-func (e *EtcdLocal) Node(name string) (Node, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if i := e.index(name); i >= 0 {
-		return e.nodes[i], true
-	}
-	return Node{}, false
-}
-
-func (e *EtcdLocal) index(name string) int {
-	for i := range e.nodes {
-		if e.nodes[i].Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 func (e *EtcdLocal) initialCluster() string {

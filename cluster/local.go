@@ -22,10 +22,9 @@ type Local struct {
 	cfg  Config
 	bins Binaries
 
-	mu    sync.Mutex
-	nodes []Node // valkey-0..N then sentinel-0..M
-	procs map[string]*proc
-	adm   *admin
+	nodeSet // valkey-0..N then sentinel-0..M
+	procs   map[string]*proc
+	adm     *admin
 	// initialPrimary is the address Sentinels were told to monitor.
 	initialPrimary string
 }
@@ -110,26 +109,34 @@ func (l *Local) Config() Config { return l.cfg }
 // Version is the Valkey version in use.
 func (l *Local) Version() string { return l.bins.Version }
 
+// nodeSet is the guarded node list every local runtime keeps; mu also
+// guards the runtime's own process table.
+type nodeSet struct {
+	mu    sync.Mutex
+	nodes []Node
+}
+
 // Nodes returns a snapshot of every node.
-func (l *Local) Nodes() []Node {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]Node(nil), l.nodes...)
+func (s *nodeSet) Nodes() []Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Node(nil), s.nodes...)
 }
 
 // Node returns one node by name.
-func (l *Local) Node(name string) (Node, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i := l.index(name); i >= 0 {
-		return l.nodes[i], true
+func (s *nodeSet) Node(name string) (Node, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.index(name); i >= 0 {
+		return s.nodes[i], true
 	}
 	return Node{}, false
 }
 
-func (l *Local) index(name string) int {
-	for i := range l.nodes {
-		if l.nodes[i].Name == name {
+// index finds a node; the caller holds mu.
+func (s *nodeSet) index(name string) int {
+	for i := range s.nodes {
+		if s.nodes[i].Name == name {
 			return i
 		}
 	}
@@ -508,7 +515,7 @@ func LoadLocal(dir string, bins Binaries) (*Local, error) {
 		return nil, fmt.Errorf("%s/%s is corrupt: %w", dir, StateFile, err)
 	}
 	bins.Version = s.Version
-	l := &Local{cfg: s.Config, bins: bins, nodes: s.Nodes, procs: map[string]*proc{}, adm: newAdmin(), initialPrimary: s.Initial}
+	l := &Local{cfg: s.Config, bins: bins, nodeSet: nodeSet{nodes: s.Nodes}, procs: map[string]*proc{}, adm: newAdmin(), initialPrimary: s.Initial}
 	return l, nil
 }
 
