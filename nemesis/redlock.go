@@ -219,26 +219,33 @@ func names(nodes []cluster.Node, addrs []string) string {
 // is the clients' own (they send nothing to the far side's nodes), so no
 // message sits in a paused node's socket to be executed later.
 func runRedlockClockJump(ctx context.Context, env Env, s Step) error {
-	ce, err := clientEnv(env)
-	if err != nil {
-		return err
-	}
-	middle, heal, err := partialPartition(env, ce, "partial-partition")
+	middle, heal, err := splitAndAwaitGrant(ctx, env)
 	if heal != nil {
 		defer heal()
 	}
 	if err != nil {
 		return err
 	}
-	// A grant on one side (through the middle node), then the jump.
+	return bumpNode(ctx, env, middle, s)
+}
+
+// splitAndAwaitGrant sets the clients' partial partition and waits for a
+// grant on one side (through the middle node), the start both Redlock
+// scenarios share; heal, when not nil, undoes the partition.
+func splitAndAwaitGrant(ctx context.Context, env Env) (middle cluster.Node, heal func(), err error) {
+	ce, err := clientEnv(env)
+	if err != nil {
+		return middle, nil, err
+	}
+	middle, heal, err = partialPartition(env, ce, "partial-partition")
+	if err != nil {
+		return middle, heal, err
+	}
 	cut := nowTrue()
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	env.AwaitAcquire(actx, cut)
 	cancel()
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
-		return err
-	}
-	return bumpNode(ctx, env, middle, s)
+	return middle, heal, sleep(ctx, 100*time.Millisecond)
 }
 
 // runRedlockRestart is the distlock page's own example: a client holds A, B, C
@@ -246,22 +253,11 @@ func runRedlockClockJump(ctx context.Context, env Env, s Step) error {
 // persistence, forgets the lock, and the other side takes C, D, E. With AOF
 // appendfsync always, or --delayed-restart longer than the TTL, it does not.
 func runRedlockRestart(ctx context.Context, env Env, s Step) error {
-	ce, err := clientEnv(env)
-	if err != nil {
-		return err
-	}
-	middle, heal, err := partialPartition(env, ce, "partial-partition")
+	middle, heal, err := splitAndAwaitGrant(ctx, env)
 	if heal != nil {
 		defer heal()
 	}
 	if err != nil {
-		return err
-	}
-	cut := nowTrue()
-	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	env.AwaitAcquire(actx, cut)
-	cancel()
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
 	if err := killAndRestart(ctx, env, middle); err != nil {
