@@ -499,15 +499,7 @@ func runPausePrimary(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "pause-node", p.Name, cluster.RolePrimary, "SIGSTOP %s for %v", p.Name, s.Duration.Round(time.Millisecond))
-	if err := c.Pause(p.Name); err != nil {
-		return err
-	}
-	sleepErr := sleep(ctx, s.Duration)
-	if err := c.Resume(p.Name); err != nil {
-		return err
-	}
-	logf(env, "resume-node", p.Name, cluster.RolePrimary, "SIGCONT %s", p.Name)
+	sleepErr := holdPaused(ctx, env, p, "pause-node", "resume-node", s.Duration)
 	if sleepErr != nil {
 		return sleepErr
 	}
@@ -948,4 +940,22 @@ func zeroPriorities(reply string) int {
 		}
 	}
 	return n
+}
+
+// holdPaused SIGSTOPs a node for d and SIGCONTs it, logging the fault and its
+// heal under the given event names (the marks its fault declares). The
+// resume runs even when ctx ends, so no node is left stopped; the error is
+// the pause's or the interruption's.
+func holdPaused(ctx context.Context, env Env, n cluster.Node, pause, resume string, d time.Duration) error {
+	c := env.Cluster()
+	logf(env, pause, n.Name, cluster.RolePrimary, "SIGSTOP %s for %v", n.Name, d.Round(time.Millisecond))
+	if err := c.Pause(n.Name); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, d)
+	if err := c.Resume(n.Name); err != nil {
+		return err
+	}
+	logf(env, resume, n.Name, cluster.RolePrimary, "SIGCONT %s", n.Name)
+	return sleepErr
 }

@@ -127,16 +127,7 @@ func runPauseNode(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "pause-redlock-node", n.Name, cluster.RolePrimary, "SIGSTOP %s for %v", n.Name, s.Duration.Round(time.Millisecond))
-	if err := c.Pause(n.Name); err != nil {
-		return err
-	}
-	sleepErr := sleep(ctx, s.Duration)
-	if err := c.Resume(n.Name); err != nil {
-		return err
-	}
-	logf(env, "resume-redlock-node", n.Name, cluster.RolePrimary, "SIGCONT %s", n.Name)
-	return sleepErr
+	return holdPaused(ctx, env, n, "pause-redlock-node", "resume-redlock-node", s.Duration)
 }
 
 func runClockBumpNode(ctx context.Context, env Env, s Step) error {
