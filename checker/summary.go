@@ -173,17 +173,7 @@ func clientSet(set map[int]bool) string {
 		cs = append(cs, c)
 	}
 	sort.Ints(cs)
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = fmt.Sprint(c)
-	}
-	switch len(parts) {
-	case 0:
-		return "no client"
-	case 1:
-		return "client " + parts[0]
-	}
-	return "clients " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	return ClientList(cs)
 }
 
 // whoHeld is one sentence: how often the lock was granted, and how often to

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -83,3 +84,19 @@ const (
 	// fencing counter.
 	RedlockTitle = "Redis SET NX EX vs Redlock"
 )
+
+// ClientList names client slots in the order given: "client 3", "clients 7
+// and 4", "clients 0, 1 and 2"; "no client" for none.
+func ClientList(cs []int) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = strconv.Itoa(c)
+	}
+	switch len(parts) {
+	case 0:
+		return "no client"
+	case 1:
+		return "client " + parts[0]
+	}
+	return "clients " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}

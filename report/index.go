@@ -67,20 +67,6 @@ func humanConfig(cfg string) string {
 	return cfg
 }
 
-func clientsWord(cs []int) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = strconv.Itoa(c)
-	}
-	switch len(parts) {
-	case 0:
-		return "?"
-	case 1:
-		return "client " + parts[0]
-	}
-	return "clients " + strings.Join(parts, " & ")
-}
-
 func msWord(ms float64) string { return checker.HumanDuration(ms) }
 
 func (p *Page) digest() {
@@ -122,7 +108,7 @@ func verdictClass(v checker.Validity) string {
 	return "unk"
 }
 
-var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join, "clients": clientsWord, "ms": msWord,
+var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join, "clients": checker.ClientList, "ms": msWord,
 	"article": func() string { return checker.ArticleTitle }, "redlock": func() string { return checker.RedlockTitle }}
 
 var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!doctype html>
