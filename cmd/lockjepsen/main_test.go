@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -235,25 +238,45 @@ func TestHelpOfEveryCommandOnStdout(t *testing.T) {
 	}
 }
 
-// The defaults `run -h` shows are the chosen scenario's, not placeholders.
+// The defaults `run -h` shows are the chosen scenario's, not placeholders:
+// the values config.json of such a run starts from (runner.FromScenario).
 func TestRunHelpShowsTheScenarioDefaults(t *testing.T) {
-	for _, tt := range []struct {
-		scenario string
-		want     []string
-	}{
-		{"failover-race", []string{"lease TTL; clients renew every TTL/3 (default 6s)", "client processes (default 8)", "(a duration, or seconds) (default 25s)"}},
-		{"baseline", []string{"(default 2s)", "client processes (default 16)", "(default 30s)"}},
-	} {
-		out, err := exec.Command(bin, "run", "--scenario", tt.scenario, "-h").Output()
+	for _, name := range []string{"failover-race", "baseline", "paused-client", "redlock-clock-jump"} {
+		sc, err := scenario.Get(name)
 		if err != nil {
-			t.Fatalf("%s: %v", tt.scenario, err)
+			t.Fatal(err)
 		}
-		for _, w := range tt.want {
-			if !strings.Contains(string(out), w) {
-				t.Errorf("%s: help does not show %q:\n%s", tt.scenario, w, out)
+		cfg := runner.FromScenario(sc)
+		out, err := exec.Command(bin, "run", "--scenario", name, "-h").Output()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for flagName, want := range map[string]string{
+			"ttl": cfg.TTL.String(), "time-limit": cfg.TimeLimit.String(), "clients": fmt.Sprint(cfg.Clients),
+			"keys": fmt.Sprint(cfg.Keys), "recipe": cfg.Recipe, "fence": cfg.Fence, "steps": fmt.Sprint(cfg.Job.Steps),
+		} {
+			if got := helpDefault(string(out), flagName); got != want {
+				t.Errorf("%s: -%s shows default %q, config.json would hold %q", name, flagName, got, want)
 			}
 		}
 	}
+}
+
+// helpDefault reads "(default X)" of one flag from flag.PrintDefaults output.
+func helpDefault(help, name string) string {
+	lines := strings.Split(help, "\n")
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "-"+name {
+			continue
+		}
+		for j := i; j < len(lines) && j < i+3; j++ {
+			if k := strings.Index(lines[j], "(default "); k >= 0 {
+				return strings.Trim(strings.TrimSuffix(strings.TrimSpace(lines[j][k+len("(default "):]), ")"), `"`)
+			}
+		}
+	}
+	return ""
 }
 
 // Old spellings parse for one release, but help lists only the new names.
