@@ -395,7 +395,7 @@ func runSweepMerge(args []string) int {
 	fmt.Printf("\nmerged %d shard folder(s), %d trial(s) into %s; open %s\n", fs.NArg(), rep.Trials+rep.Failed, dir, filepath.Join(dir, runfolder.Index))
 	if rep.Pending > 0 {
 		fmt.Fprintf(os.Stderr, "lockjepsen: sweep merge: %d planned trial(s) are in none of the shards (a shard missing or unfinished)\n", rep.Pending)
-		return exitUsage
+		return exitCrashed
 	}
 	return exitValid
 }
