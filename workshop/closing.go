@@ -54,11 +54,14 @@ Which lock for which job (the decision table of "Distributed Locks on Valkey 9 W
   duplicate work (two workers rebuild the     a single-instance lock with replicas     lab 2: a failover granted the lock twice;
   same cache entry)                                                                    lab 3/4: WAIT and min-replicas narrow it
   wrong data (two invoice runs post the       the lock plus a fencing check at the     lab 5/6: without a fence, lost updates;
-  same batch)                                 resource, reads and writes               with the read-write fence, none
+  same batch)                                 resource, reads and writes; the number   with the read-write fence, none; lab 2:
+                                              from the database's own sequence         the database's number turns the STALE
+                                                                                       holder away, Valkey's the newer
   wrong data, and the resource cannot         a consensus lock service (etcd,          lab 3: a fast restart loses WAIT-acked
   check a fence                               ZooKeeper) or the database's own lock    locks; lab 7: clocks end leases early
 
-Redlock is in no row: a paused client (lab 5) still needs the fence, and with the fence one primary is usually enough.
+Redlock is in no row: lab 7 saw five primaries grant twice after one node's clock jumped, and Redlock has no
+counter to fence with, so a paused client (lab 5) cannot be stopped; with a fence, one primary is usually enough.
 `)
 	return b.String()
 }

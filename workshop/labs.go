@@ -43,18 +43,33 @@ func Labs() []Lab {
 			Question: "8 clients share one lock on a Sentinel-managed primary with 2 replicas. The nemesis pauses the " +
 				"replicas, cuts their links, waits until a client takes the lock on the primary alone, and SIGKILLs " +
 				"the primary. Will two clients hold the lock at once? The resource checks a fencing token on reads " +
-				"and writes: will the data be corrupted? If the fence turns one holder away, which one: the older or the newer?",
-			Steps: []Step{{
-				Name: "lab2", Kind: KindRun,
-				Args: []string{"--scenario", "failover-race", "--time-limit", "15s"},
-				Claims: []Claim{
-					lockIs(checker.Invalid, "the lock check is invalid: the lock was granted twice"),
-					doubleGrantBy("failover", "a double grant is blamed on the failover"),
-					resourceIs(checker.Valid, "the resource check is valid: the fence let only one holder write"),
-					newerTurnedAway("the fence turned the NEWER holder away: the failover set the fence counter back"),
+				"and writes: will the data be corrupted? If the fence turns one holder away, which one: the older or the newer? " +
+				"Then the same race with numbers the database issues from its own sequence after each grant " +
+				"(--fence-source resource): which holder is turned away now?",
+			Steps: []Step{
+				{
+					Name: "lab2", Kind: KindRun,
+					Args: []string{"--scenario", "failover-race", "--time-limit", "15s"},
+					Claims: []Claim{
+						lockIs(checker.Invalid, "the lock check is invalid: the lock was granted twice"),
+						doubleGrantBy("failover", "a double grant is blamed on the failover"),
+						resourceIs(checker.Valid, "the resource check is valid: the fence let only one holder write"),
+						newerTurnedAway("the fence turned the NEWER holder away: the failover set the fence counter back"),
+					},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG, lockPage, runfolder.Summary, runfolder.Results},
 				},
-				Open: []string{runfolder.Index, runfolder.TimelinePNG, lockPage, runfolder.Summary, runfolder.Results},
-			}},
+				{
+					Name: "lab2-db-fence", Kind: KindRun,
+					Args: []string{"--scenario", "failover-race", "--fence-source", "resource"},
+					Claims: []Claim{
+						lockIs(checker.Invalid, "the lock check is still invalid: where the number comes from does not change the lock"),
+						claim(scenario.StaleHolderTurnedAway(), "the fence turned the STALE holder away: the database's sequence does not go backwards"),
+						claim(scenario.NoFenceRegression(), "no fence number was handed out twice or set back"),
+						resourceIs(checker.Valid, "the resource check is valid"),
+					},
+					Open: []string{runfolder.Index, runfolder.Summary, runfolder.ResourceLog},
+				},
+			},
 		},
 		{
 			N: 3, Title: "WAIT detects but does not undo", Minutes: 12,
@@ -165,7 +180,8 @@ func Labs() []Lab {
 		{
 			N: 7, Title: "Clocks", Minutes: 8,
 			Question: "Valkey expires keys by its wall clock. What happens to a lease when the primary's clock jumps " +
-				"forward by more than the TTL? And when a holder's own clock runs slow, who notices: the lock or the data?",
+				"forward by more than the TTL? And when a holder's own clock runs slow, who notices: the lock or the data? " +
+				"Last, Redlock: five independent primaries, a majority needed. Can one node's clock jump hand the lock out twice?",
 			Steps: []Step{
 				{
 					Name: "lab7-server-clock", Kind: KindRun,
@@ -182,6 +198,15 @@ func Labs() []Lab {
 					Claims: []Claim{
 						lockIs(checker.Valid, "the lock check is valid: the server expired the lease on time"),
 						resourceIs(checker.Invalid, "the resource check is invalid: the slow client kept writing after its lease ended"),
+					},
+					Open: []string{runfolder.Index, runfolder.TimelinePNG},
+				},
+				{
+					Name: "lab7-redlock", Kind: KindRun,
+					Args: []string{"--scenario", "redlock-clock-jump"},
+					Claims: []Claim{
+						lockIs(checker.Invalid, "Redlock on five independent primaries granted the lock twice once one node's clock jumped (Kleppmann's scenario)"),
+						lockViolationBy("server-clock", "the violation is blamed on the node's clock"),
 					},
 					Open: []string{runfolder.Index, runfolder.TimelinePNG},
 				},
