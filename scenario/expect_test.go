@@ -60,3 +60,25 @@ func TestEveryScenarioHasAnExpectation(t *testing.T) {
 		}
 	}
 }
+
+// A lock violation is acceptable to rolling-upgrade only when it is blamed on
+// a failover; one blamed on nothing fails it.
+func TestLockValidOrBlamedOn(t *testing.T) {
+	p := LockValidOrBlamedOn("failover")
+	for _, tt := range []struct {
+		name string
+		r    *checker.Result
+		ok   bool
+	}{
+		{"valid", &checker.Result{Lock: checker.LockResult{Valid: checker.Valid}}, true},
+		{"blamed on the failover", &checker.Result{Lock: checker.LockResult{Valid: checker.Invalid},
+			Violations: []checker.Violation{{Affects: "lock", Cause: "failover"}, {Affects: "none", Cause: "none"}}}, true},
+		{"blamed on nothing", &checker.Result{Lock: checker.LockResult{Valid: checker.Invalid},
+			Violations: []checker.Violation{{Affects: "lock", Cause: "failover"}, {Affects: "lock", Cause: "none"}}}, false},
+		{"unknown", &checker.Result{Lock: checker.LockResult{Valid: checker.Unknown}}, false},
+	} {
+		if _, ok := p.Check(tt.r); ok != tt.ok {
+			t.Errorf("%s: holds %v, want %v", tt.name, ok, tt.ok)
+		}
+	}
+}

@@ -183,8 +183,13 @@ var all = map[string]Scenario{
 		// lost (seed 1, 25 s). A lesson of its own, not this one's.
 		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
 		TimeLimit: 18 * time.Second, Interval: 5 * time.Second, Job: shortJob, OldReplica: true,
-		Expect: "lock valid; releases fail on the 8.1 primary (unknown command)",
-		expect: always(LockIs(checker.Valid), UnknownCommandFails("DELIFEQ", "release")),
+		Expect: "releases fail on the 8.1 primary (unknown command); the lock stays valid unless a failover nobody drove loses grants",
+		// Not "lock valid": in about one run in four (seen in CI) a Sentinel
+		// re-ran the failover seconds after the first one and promoted a
+		// second replica beside the 8.1 primary; the grants that primary had
+		// acknowledged were lost. The runner logs that failover (nobody drove
+		// it), and the violations must be blamed on it.
+		expect: always(UnknownCommandFails("DELIFEQ", "release"), LockValidOrBlamedOn("failover")),
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
