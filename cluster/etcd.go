@@ -382,16 +382,7 @@ func (e *EtcdLocal) signal(name string, sig syscall.Signal, paused bool) error {
 	if err != nil {
 		return err
 	}
-	if n.PID == 0 {
-		return fmt.Errorf("%s is down", name)
-	}
-	if err := signalPID(n.PID, sig); err != nil {
-		return err
-	}
-	e.mu.Lock()
-	e.nodes[e.index(name)].Paused = paused
-	e.mu.Unlock()
-	return nil
+	return e.signalNode(n, sig, paused)
 }
 
 // Kill sends SIGKILL and waits until the member is gone.

@@ -133,6 +133,23 @@ func (s *nodeSet) Node(name string) (Node, bool) {
 	return Node{}, false
 }
 
+// signalNode sends SIGSTOP or SIGCONT to a node's process and records
+// whether it is now paused.
+func (s *nodeSet) signalNode(n Node, sig syscall.Signal, paused bool) error {
+	if n.PID == 0 {
+		return fmt.Errorf("%s is down", n.Name)
+	}
+	if err := signalPID(n.PID, sig); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if i := s.index(n.Name); i >= 0 {
+		s.nodes[i].Paused = paused
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // index finds a node; the caller holds mu.
 func (s *nodeSet) index(name string) int {
 	for i := range s.nodes {
@@ -412,16 +429,7 @@ func (l *Local) signalPaused(name string, sig syscall.Signal, paused bool) error
 	if err != nil {
 		return err
 	}
-	if n.PID == 0 {
-		return fmt.Errorf("%s is down", name)
-	}
-	if err := signalPID(n.PID, sig); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.nodes[l.index(name)].Paused = paused
-	l.mu.Unlock()
-	return nil
+	return l.signalNode(n, sig, paused)
 }
 
 // Restart starts a stopped or killed node again (killing it first if it runs).
