@@ -43,7 +43,8 @@ type browserBoxes struct {
 		Text       string
 		X, Y, W, H float64
 	}
-	Holds []struct {
+	FontLoaded bool // the SVG's embedded font, in which gonum measured the labels
+	Holds      []struct {
 		Client, Token, Double string
 		W, H                  float64
 	}
@@ -102,8 +103,15 @@ func checkReportInBrowser(t *testing.T, dir string) {
 	if i := strings.Index(body, "<svg"); i >= 0 {
 		body = body[i:]
 	}
+	// The script measures once the embedded font has loaded: a data-URL
+	// @font-face loads asynchronously, and a measure taken at parse time
+	// reads the fallback serif, about 22% wider than the font gonum laid the
+	// labels out with ("failover to valkey-2": 128 px before, 105.1 px after,
+	// gonum's 78.86 pt) — which made this test fail in about one CI run in
+	// four on labels that never touch on screen.
 	probe := `<!doctype html><html><body style="margin:0">` + body + `<pre id="out"></pre><script>
-const r = {Texts: [], Holds: []};
+document.fonts.ready.then(() => {
+const r = {Texts: [], Holds: [], FontLoaded: document.fonts.check('12px "Liberation Serif"')};
 for (const t of document.querySelectorAll('svg text')) {
   const b = t.getBoundingClientRect();
   if (t.textContent.trim() !== '') r.Texts.push({Text: t.textContent, X: b.x, Y: b.y, W: b.width, H: b.height});
@@ -113,6 +121,7 @@ for (const h of document.querySelectorAll('svg rect.hold')) {
   r.Holds.push({Client: h.dataset.client, Token: h.dataset.token, Double: h.dataset.double, W: b.width, H: b.height});
 }
 document.getElementById('out').textContent = 'BOXES' + JSON.stringify(r) + 'END';
+});
 </script></body></html>`
 	probePath := filepath.Join(dir, "timeline-probe.tmp.html")
 	if err := os.WriteFile(probePath, []byte(probe), 0o644); err != nil {
@@ -127,6 +136,9 @@ document.getElementById('out').textContent = 'BOXES' + JSON.stringify(r) + 'END'
 	var boxes browserBoxes
 	if err := json.Unmarshal([]byte(strings.ReplaceAll(m[1], "&quot;", `"`)), &boxes); err != nil {
 		t.Fatalf("probe output: %v\n%.2000s", err, m[1])
+	}
+	if !boxes.FontLoaded {
+		t.Fatalf("the timeline's embedded font did not load in the browser: its labels are laid out for a font the reader does not see")
 	}
 	if len(boxes.Texts) < 10 {
 		t.Fatalf("only %d texts in the timeline", len(boxes.Texts))
