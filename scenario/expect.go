@@ -170,6 +170,21 @@ func Unavailable() Predicate {
 	}}
 }
 
+// AcquiresSucceed: the lock service kept granting: at least one acquire in
+// ten returned ok (the rest are refusals while another client holds the key,
+// and the odd unknown). A partition that took the service down for its
+// duration would still leave grants before and after it; the end-to-end
+// tests also count the grants inside each partition (nemesis.jsonl).
+func AcquiresSucceed() Predicate {
+	return Predicate{Text: "acquires keep succeeding", Check: func(r *checker.Result) (string, bool) {
+		c := r.Ops["acquire"]
+		if c == nil {
+			return "no acquires", false
+		}
+		return fmt.Sprintf("acquire: %d ok / %d fail / %d info", c.OK, c.Fail, c.Info), c.OK > 0 && 10*c.OK >= c.OK+c.Fail+c.Info
+	}}
+}
+
 // SomeoneTurnedAway: the fence refused one holder of a double holding, the
 // stale one or the newer one.
 func SomeoneTurnedAway() Predicate {
