@@ -170,18 +170,22 @@ func Unavailable() Predicate {
 	}}
 }
 
-// AcquiresSucceed: the lock service kept granting: at least one acquire in
-// ten returned ok (the rest are refusals while another client holds the key,
-// and the odd unknown). A partition that took the service down for its
-// duration would still leave grants before and after it; the end-to-end
-// tests also count the grants inside each partition (nemesis.jsonl).
-func AcquiresSucceed() Predicate {
-	return Predicate{Text: "acquires keep succeeding", Check: func(r *checker.Result) (string, bool) {
-		c := r.Ops["acquire"]
-		if c == nil {
-			return "no acquires", false
+// GrantsDuring: the lock service kept granting while the fault was in
+// force: every interval the fault's event began (one per node it cut off)
+// saw at least one acquire return ok, and there was at least one.
+func GrantsDuring(event string) Predicate {
+	return Predicate{Text: "grants during every " + event, Check: func(r *checker.Result) (string, bool) {
+		var grants []int
+		for _, w := range r.FaultWindows {
+			if w.Fault == event {
+				grants = append(grants, w.Grants)
+			}
 		}
-		return fmt.Sprintf("acquire: %d ok / %d fail / %d info", c.OK, c.Fail, c.Info), c.OK > 0 && 10*c.OK >= c.OK+c.Fail+c.Info
+		ok := len(grants) > 0
+		for _, g := range grants {
+			ok = ok && g > 0
+		}
+		return fmt.Sprintf("grants in each %s window: %v", event, grants), ok
 	}}
 }
 
