@@ -125,19 +125,19 @@ type Result struct {
 	// Liveness: locks left taken forever (liveness.go).
 	Liveness LivenessResult `json:"liveness"`
 
-	DoubleHolders    int                  `json:"double_holders"`
-	DoubleHolderList []DoubleHolder       `json:"double_holder_list"`
-	ExposureMs       Exposure             `json:"exposure_ms"`
-	StaleWrites      StaleWrites          `json:"stale_writes"`
-	FenceTokens      FenceTokens          `json:"fence_tokens"`
-	Failovers        int                  `json:"failovers"`
+	DoubleHolders    int            `json:"double_holders"`
+	DoubleHolderList []DoubleHolder `json:"double_holder_list"`
+	ExposureMs       Exposure       `json:"exposure_ms"`
+	StaleWrites      StaleWrites    `json:"stale_writes"`
+	FenceTokens      FenceTokens    `json:"fence_tokens"`
+	Failovers        int            `json:"failovers"`
 	// FaultWindows are the faults' intervals with the grants made in each
 	// (availability under a fault: a minority partition should not stop them).
-	FaultWindows []FaultWindow `json:"fault_windows"`
-	Ops              map[string]*OpCounts `json:"ops"`
-	LatencyMs        Latency              `json:"latency_ms"`
-	Violations       []Violation          `json:"violations"`
-	Visualizations   []string             `json:"visualizations"`
+	FaultWindows   []FaultWindow        `json:"fault_windows"`
+	Ops            map[string]*OpCounts `json:"ops"`
+	LatencyMs      Latency              `json:"latency_ms"`
+	Violations     []Violation          `json:"violations"`
+	Visualizations []string             `json:"visualizations"`
 	// Pictures are the failed partitions to draw (Options.Pictures); not
 	// part of results.json: report.DrawPorcupine turns them into pages and
 	// fills Visualizations and each violation's Picture.
