@@ -64,7 +64,8 @@ clean:
 	rm -rf bin
 
 ## images: build the Docker images locally (lockjepsen/valkey FROM scratch with the Valkey 9 binaries, lockjepsen/lockjepsen static,
-## lockjepsen/runner: both, to run a sweep shard in one container); needs make setup
+## lockjepsen/runner: both, to run a sweep shard in one container; lockjepsen/etcd FROM scratch with Debian's etcd when
+## etcd-server is installed: make setup-etcd); needs make setup
 .PHONY: images
 images: setup
 	@bash scripts/build-images.sh

@@ -54,6 +54,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 			res.Failovers++
 		}
 	}
+	res.FaultWindows = faultWindows(fs, ops, t0)
 	var slack int64
 	minTTL := int64(never)
 	for i := range ops {

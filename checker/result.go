@@ -125,16 +125,19 @@ type Result struct {
 	// Liveness: locks left taken forever (liveness.go).
 	Liveness LivenessResult `json:"liveness"`
 
-	DoubleHolders    int                  `json:"double_holders"`
-	DoubleHolderList []DoubleHolder       `json:"double_holder_list"`
-	ExposureMs       Exposure             `json:"exposure_ms"`
-	StaleWrites      StaleWrites          `json:"stale_writes"`
-	FenceTokens      FenceTokens          `json:"fence_tokens"`
-	Failovers        int                  `json:"failovers"`
-	Ops              map[string]*OpCounts `json:"ops"`
-	LatencyMs        Latency              `json:"latency_ms"`
-	Violations       []Violation          `json:"violations"`
-	Visualizations   []string             `json:"visualizations"`
+	DoubleHolders    int            `json:"double_holders"`
+	DoubleHolderList []DoubleHolder `json:"double_holder_list"`
+	ExposureMs       Exposure       `json:"exposure_ms"`
+	StaleWrites      StaleWrites    `json:"stale_writes"`
+	FenceTokens      FenceTokens    `json:"fence_tokens"`
+	Failovers        int            `json:"failovers"`
+	// FaultWindows are the faults' intervals with the grants made in each
+	// (availability under a fault: a minority partition should not stop them).
+	FaultWindows   []FaultWindow        `json:"fault_windows"`
+	Ops            map[string]*OpCounts `json:"ops"`
+	LatencyMs      Latency              `json:"latency_ms"`
+	Violations     []Violation          `json:"violations"`
+	Visualizations []string             `json:"visualizations"`
 	// Pictures are the failed partitions to draw (Options.Pictures); not
 	// part of results.json: report.DrawPorcupine turns them into pages and
 	// fills Visualizations and each violation's Picture.
@@ -150,6 +153,16 @@ type Result struct {
 	// Warnings say when the verdict cannot be trusted as it stands, e.g. an
 	// epsilon so wide that no double grant can be seen.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FaultWindow is one fault's interval (from the event that began it to its
+// heal) and the acquires that returned ok inside it.
+type FaultWindow struct {
+	Fault  string  `json:"fault"` // the event that began it (isolate-node, partition, ...)
+	Node   string  `json:"node,omitempty"`
+	StartS float64 `json:"start_s"` // seconds since the first event
+	EndS   float64 `json:"end_s"`   // the heal; -1 when it was never healed
+	Grants int     `json:"grants"`  // acquires whose ok returned inside [start, end]
 }
 
 // LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).

@@ -49,3 +49,26 @@ func latency(ops []Op, f string) Percentiles {
 	ms := func(p float64) float64 { return float64(stats.Percentile(ds, p)) / 1e6 }
 	return Percentiles{Count: len(ds), P50: ms(0.50), P99: ms(0.99), Max: float64(ds[len(ds)-1]) / 1e6}
 }
+
+// faultWindows lists every fault interval (observed failovers, which are
+// points, left out) with the grants returned inside it.
+func faultWindows(fs []fault, ops []Op, t0 int64) []FaultWindow {
+	out := []FaultWindow{}
+	for _, f := range fs {
+		if f.f == history.NFailover {
+			continue
+		}
+		w := FaultWindow{Fault: f.f, Node: f.node, StartS: float64(f.start-t0) / 1e9, EndS: -1}
+		if f.end != never {
+			w.EndS = float64(f.end-t0) / 1e9
+		}
+		for i := range ops {
+			o := &ops[i]
+			if o.F == history.FAcquire && o.Outcome == history.OK && o.Return >= f.start && o.Return <= f.end {
+				w.Grants++
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}

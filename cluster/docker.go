@@ -69,11 +69,29 @@ type Docker struct {
 	runID string
 	api   *client.Client
 	topo  *Local // node records and the admin client; never starts a process
+	// etcd is the etcd topology's member records and clients (etcd_docker.go);
+	// nil on the Valkey topologies. It never starts a process either.
+	etcd *EtcdLocal
+	// set is the node list of whichever topology runs (topo's or etcd's), and
+	// q its queries (primary or leader, readiness, logs).
+	set *nodeSet
+	q   dockerQueries
 
 	mu          sync.Mutex
 	ids         map[string]string // node name -> container ID
 	homes       []dockerNet       // home network of node i (same order as nodes)
 	partitioned map[string]bool
+	isolated    map[string]bool // cut off from the clients too (Isolate)
+}
+
+// dockerQueries are the topology's own questions, asked over the network
+// (Valkey protocol or etcd's client API): the same code as on the local
+// runtime, run against container addresses.
+type dockerQueries interface {
+	Primary(ctx context.Context) (Node, error)
+	WaitFailover(ctx context.Context, from string) (Node, error)
+	WaitReady(ctx context.Context) error
+	CollectLogs(dst string) error
 }
 
 type dockerNet struct {
@@ -115,12 +133,24 @@ func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
 	}
 	d := &Docker{
 		cfg: cfg, bins: bins, image: DockerImage(bins), runID: "lj-" + hex.EncodeToString(b[:]),
-		ids: map[string]string{}, partitioned: map[string]bool{},
+		ids: map[string]string{}, partitioned: map[string]bool{}, isolated: map[string]bool{},
 	}
 	d.topo = &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
+	d.set, d.q = &d.topo.nodeSet, d.topo
+	if cfg.IsEtcd() {
+		d.layoutEtcd()
+		return d, nil
+	}
 	add := func(name string, kind Role) {
 		nd := filepath.Join(dir, name)
 		d.topo.nodes = append(d.topo.nodes, Node{Name: name, Kind: kind, Dir: nd, LogFile: filepath.Join(nd, name+".log")})
+	}
+	if cfg.IsRedlock() {
+		// Redlock's N independent primaries: no replication, no Sentinel.
+		for i := 0; i < cfg.Nodes; i++ {
+			add(fmt.Sprintf("valkey-%d", i), RolePrimary)
+		}
+		return d, nil
 	}
 	add("valkey-0", RolePrimary)
 	for r := 1; r <= cfg.Replicas; r++ {
@@ -132,6 +162,12 @@ func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
 	return d, nil
 }
 
+// meshed reports whether every node is attached to every other node's home
+// network. Redlock's primaries never talk to each other, so each sits on its
+// home network alone (the host reaches it there); Partition has nothing to
+// cut on that topology, Isolate cuts the node off from the clients.
+func (d *Docker) meshed() bool { return !d.cfg.IsRedlock() }
+
 // RunID is the prefix of every container and network name of this run, and the
 // value of their org.lockjepsen.run label.
 func (d *Docker) RunID() string { return d.runID }
@@ -139,31 +175,50 @@ func (d *Docker) RunID() string { return d.runID }
 // Config returns the validated config.
 func (d *Docker) Config() Config { return d.cfg }
 
-// Version is the Valkey version the image was built from.
-func (d *Docker) Version() string { return d.bins.Version }
+// Version is the Valkey version the image was built from (on the etcd
+// topology, the etcd version the image was labelled with).
+func (d *Docker) Version() string {
+	if d.etcd != nil {
+		return d.etcdVersion()
+	}
+	return d.bins.Version
+}
 
 // Nodes returns a snapshot of every node; Addr is the node's container address.
-func (d *Docker) Nodes() []Node { return d.topo.Nodes() }
+func (d *Docker) Nodes() []Node { return d.set.Nodes() }
 
 // Node returns one node by name.
-func (d *Docker) Node(name string) (Node, bool) { return d.topo.Node(name) }
+func (d *Docker) Node(name string) (Node, bool) { return d.set.Node(name) }
 
 // SentinelAddrs lists the Sentinels' container addresses.
-func (d *Docker) SentinelAddrs() []string { return d.topo.SentinelAddrs() }
+func (d *Docker) SentinelAddrs() []string {
+	var out []string
+	for _, n := range d.Nodes() {
+		if n.Kind == RoleSentinel {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
+}
 
-// Primary returns the node a majority of Sentinels names as primary.
-func (d *Docker) Primary(ctx context.Context) (Node, error) { return d.topo.Primary(ctx) }
+// Primary returns the node a majority of Sentinels names as primary (the
+// Raft leader on the etcd topology; none on the redlock topology).
+func (d *Docker) Primary(ctx context.Context) (Node, error) { return d.q.Primary(ctx) }
 
 // WaitFailover waits until a majority of Sentinels name a primary other than from.
 func (d *Docker) WaitFailover(ctx context.Context, from string) (Node, error) {
-	return d.topo.WaitFailover(ctx, from)
+	return d.q.WaitFailover(ctx, from)
 }
 
-// WaitReady waits for one primary, linked replicas and agreeing Sentinels.
-func (d *Docker) WaitReady(ctx context.Context) error { return d.topo.WaitReady(ctx) }
+// WaitReady waits for one primary, linked replicas and agreeing Sentinels
+// (every node answering PING on redlock, one leader on etcd).
+func (d *Docker) WaitReady(ctx context.Context) error { return d.q.WaitReady(ctx) }
 
 // Command runs one command on a node.
 func (d *Docker) Command(ctx context.Context, name string, args ...string) (string, error) {
+	if d.etcd != nil {
+		return d.etcd.Command(ctx, name, args...)
+	}
 	return d.topo.Command(ctx, name, args...)
 }
 
@@ -171,21 +226,21 @@ func (d *Docker) Command(ctx context.Context, name string, args ...string) (stri
 func (d *Docker) Status(ctx context.Context) []Status { return d.topo.Status(ctx) }
 
 func (d *Docker) index(name string) int {
-	d.topo.mu.Lock()
-	defer d.topo.mu.Unlock()
-	return d.topo.index(name)
+	d.set.mu.Lock()
+	defer d.set.mu.Unlock()
+	return d.set.index(name)
 }
 
 func (d *Docker) update(name string, f func(n *Node)) {
-	d.topo.mu.Lock()
-	defer d.topo.mu.Unlock()
-	if i := d.topo.index(name); i >= 0 {
-		f(&d.topo.nodes[i])
+	d.set.mu.Lock()
+	defer d.set.mu.Unlock()
+	if i := d.set.index(name); i >= 0 {
+		f(&d.set.nodes[i])
 	}
 }
 
 func (d *Docker) container(name string) (Node, string, error) {
-	n, ok := d.topo.Node(name)
+	n, ok := d.set.Node(name)
 	if !ok {
 		return n, "", fmt.Errorf("no node named %q", name)
 	}
@@ -234,6 +289,9 @@ func (d *Docker) Preflight(ctx context.Context) error {
 func (d *Docker) preflight(ctx context.Context) error {
 	if _, err := d.api.ImageInspect(ctx, d.image); err != nil {
 		if cerrdefs.IsNotFound(err) {
+			if d.etcd != nil {
+				return fmt.Errorf("image %s is not built: run 'make setup-etcd images' (scripts/build-images.sh builds it from Debian's etcd-server)", d.image)
+			}
 			return fmt.Errorf("image %s is not built: run 'make images' (scripts/build-images.sh)", d.image)
 		}
 		return fmt.Errorf("inspect image %s: %w", d.image, err)
@@ -299,8 +357,11 @@ func addrOn(h dockerNet, k int) netip.Addr {
 }
 
 func (d *Docker) port(n Node) int {
-	if n.Kind == RoleSentinel {
+	switch n.Kind {
+	case RoleSentinel:
 		return dockerSentinelPort
+	case RoleMember:
+		return dockerEtcdClientPort
 	}
 	return dockerValkeyPort
 }
@@ -331,6 +392,9 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 		addr := netip.AddrPortFrom(addrOn(d.homes[i], i), uint16(d.port(n))).String()
 		d.update(n.Name, func(x *Node) { x.Addr = addr })
 	}
+	if d.etcd != nil {
+		d.etcdPeers()
+	}
 	d.topo.initialPrimary = d.Nodes()[0].Addr
 	for _, n := range d.Nodes() {
 		if err := os.RemoveAll(n.Dir); err != nil {
@@ -339,8 +403,10 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", n.Dir, err)
 		}
-		if err := d.writeConfig(ctx, n, n.Kind == RoleReplica); err != nil {
-			return err
+		if d.etcd == nil {
+			if err := d.writeConfig(ctx, n, n.Kind == RoleReplica); err != nil {
+				return err
+			}
 		}
 		if err := d.createContainer(ctx, n); err != nil {
 			return err
@@ -474,11 +540,14 @@ func (d *Docker) createContainer(ctx context.Context, n Node) error {
 	i := d.index(n.Name)
 	conf := dockerData + "/node.conf"
 	cmd := []string{"/usr/local/bin/valkey-server", conf}
-	if n.Kind == RoleSentinel {
+	switch n.Kind {
+	case RoleSentinel:
 		cmd = []string{"/usr/local/bin/valkey-sentinel", conf}
+	case RoleMember:
+		cmd = d.etcdCommand(n)
 	}
 	var env []string
-	if d.cfg.FakeTime {
+	if d.cfg.FakeTime && d.etcd == nil {
 		// As on the local runtime: only the wall clock is faked.
 		env = []string{
 			"LD_PRELOAD=" + dockerFaketimeLib,
@@ -512,6 +581,9 @@ func (d *Docker) createContainer(ctx context.Context, n Node) error {
 	d.mu.Lock()
 	d.ids[n.Name] = r.ID
 	d.mu.Unlock()
+	if !d.meshed() {
+		return nil
+	}
 	// API 1.41 (Docker 20.10) takes one network at create; join the others now.
 	for j, h := range d.homes {
 		if j == i {
@@ -628,7 +700,7 @@ func (d *Docker) Kill(name string) error {
 	if err := d.waitStopped(ctx, id); err != nil {
 		return fmt.Errorf("SIGKILL %s: %w", name, err)
 	}
-	d.topo.adm.drop(n.Addr)
+	d.dropConn(n.Addr)
 	d.update(name, func(x *Node) { x.PID, x.Killed, x.Paused = 0, true, false })
 	return nil
 }
@@ -668,7 +740,7 @@ func (d *Docker) Stop(name string) error {
 	if _, err := d.api.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
 		return fmt.Errorf("stop %s: %w", name, err)
 	}
-	d.topo.adm.drop(n.Addr)
+	d.dropConn(n.Addr)
 	d.update(name, func(x *Node) { x.PID, x.Killed, x.Paused = 0, true, false })
 	return nil
 }
@@ -723,13 +795,21 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica {
+	// A redlock node comes back as the primary it was (its own config; the
+	// nemesis's kill-node says so); an etcd member with its data dir.
+	if n.Kind != RoleSentinel && n.Kind != RoleMember && mode == AsReplica && !d.cfg.IsRedlock() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
 		}
 	}
 	if err := d.start(ctx, name); err != nil {
 		return err
+	}
+	if d.etcd != nil {
+		if err := d.etcd.awaitAnswer(ctx, name); err != nil {
+			return d.withLog(n, err)
+		}
+		return nil
 	}
 	if err := d.topo.waitPing(ctx, n.Addr); err != nil {
 		return d.withLog(n, err)
@@ -741,6 +821,9 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 // the bind-mounted directory is replaced atomically (rename), and the process
 // in the container reads it on its next clock call.
 func (d *Docker) SetClockOffset(name, offset string) error {
+	if d.etcd != nil {
+		return ErrEtcdClock
+	}
 	n, ok := d.topo.Node(name)
 	if !ok {
 		return fmt.Errorf("no node named %q", name)
@@ -763,13 +846,23 @@ func (d *Docker) SetClockOffset(name, offset string) error {
 
 // CollectLogs copies every node's log (written into its bind-mounted
 // directory) into dst as <name>.log.
-func (d *Docker) CollectLogs(dst string) error { return d.topo.CollectLogs(dst) }
+func (d *Docker) CollectLogs(dst string) error { return d.q.CollectLogs(dst) }
+
+// dropConn forgets the admin connection to a node that went down.
+func (d *Docker) dropConn(addr string) {
+	if d.etcd == nil {
+		d.topo.adm.drop(addr)
+	}
+}
 
 // Down removes every container and network labelled with this run's id, found
 // through the API rather than from memory so that a half-finished Up is
 // cleaned too, then checks that none is left.
 func (d *Docker) Down() error {
 	d.topo.adm.close()
+	if d.etcd != nil {
+		d.etcd.closeClients()
+	}
 	if d.api == nil {
 		return nil
 	}
@@ -802,7 +895,7 @@ func (d *Docker) Down() error {
 		d.update(n.Name, func(x *Node) { x.PID, x.Killed, x.Paused = 0, true, false })
 	}
 	d.mu.Lock()
-	d.ids, d.homes, d.partitioned = map[string]string{}, nil, map[string]bool{}
+	d.ids, d.homes, d.partitioned, d.isolated = map[string]string{}, nil, map[string]bool{}, map[string]bool{}
 	d.mu.Unlock()
 	return errors.Join(errs...)
 }

@@ -20,7 +20,8 @@ import (
 )
 
 // TopologyEtcd is a Raft cluster of etcd members (Debian's etcd-server) as
-// processes on loopback: no Valkey at all. The lock is the official client's
+// processes on loopback, or in containers on the docker runtime
+// (etcd_docker.go): no Valkey at all. The lock is the official client's
 // concurrency.Mutex (recipe etcd-mutex).
 const TopologyEtcd = "etcd"
 
@@ -56,9 +57,6 @@ func (c *Config) validateEtcd() error {
 	}
 	if c.Members < 1 || c.Members > 7 {
 		return fmt.Errorf("--members %d: want 1 to 7 etcd members (3 is the usual)", c.Members)
-	}
-	if c.runtime() != "local" {
-		return fmt.Errorf("--topology etcd runs on --runtime local only in this version")
 	}
 	if c.FakeTime {
 		return ErrEtcdClock
@@ -435,6 +433,15 @@ func (e *EtcdLocal) Restart(ctx context.Context, name string, _ RestartMode) err
 	if err := e.start(name); err != nil {
 		return err
 	}
+	return e.awaitAnswer(ctx, name)
+}
+
+// awaitAnswer waits until a (re)started member answers Status.
+func (e *EtcdLocal) awaitAnswer(ctx context.Context, name string) error {
+	n, err := e.mustNode(name)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
@@ -449,14 +456,19 @@ func (e *EtcdLocal) Restart(ctx context.Context, name string, _ RestartMode) err
 	}
 }
 
-// Down SIGKILLs every member and closes the admin clients.
-func (e *EtcdLocal) Down() error {
+// closeClients closes the admin clients (one per member).
+func (e *EtcdLocal) closeClients() {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, c := range e.clients {
 		_ = c.Close()
 	}
 	e.clients = map[string]*clientv3.Client{}
-	e.mu.Unlock()
+}
+
+// Down SIGKILLs every member and closes the admin clients.
+func (e *EtcdLocal) Down() error {
+	e.closeClients()
 	for _, n := range e.Nodes() {
 		if n.PID == 0 {
 			continue

@@ -56,9 +56,6 @@ func (c *Config) validateTopology() error {
 	if c.Nodes < 1 || c.Nodes > 9 {
 		return fmt.Errorf("--nodes %d: want 1 to 9 independent primaries (5 is the distlock page's)", c.Nodes)
 	}
-	if c.runtime() != "local" {
-		return fmt.Errorf("--topology redlock runs on --runtime local only in this version (the docker runtime starts Sentinels)")
-	}
 	if c.MinReplicasToWrite > 0 {
 		return fmt.Errorf("--min-replicas is a replication knob: the redlock topology has no replicas")
 	}

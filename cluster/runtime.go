@@ -79,7 +79,7 @@ const (
 
 // New makes the runtime cfg.Runtime names.
 func New(cfg Config, bins Binaries) (Runtime, error) {
-	if cfg.TopologyName() == TopologyEtcd {
+	if cfg.TopologyName() == TopologyEtcd && cfg.runtime() == "local" {
 		e, err := newEtcdLocal(cfg)
 		if err != nil {
 			return nil, err

@@ -173,12 +173,27 @@ func (l *etcdMutex) Release(ctx context.Context, key, token string) Result {
 	delete(l.holds, token)
 	l.mu.Unlock()
 	defer l.revoke(h.s)
-	resp, err := l.cli.Delete(ctx, h.m.Key())
+	// One txn: who owns the lock (the key of lowest create revision under the
+	// prefix, as concurrency.Mutex decides), then delete our key. After an
+	// acquire whose outcome was lost (info), our key may exist as a waiter's,
+	// behind another client's: deleting it frees nothing, so that release
+	// must not report ok (the checker would read a release of the holder's
+	// lock; seen when a partition cut the Raft leader off mid-TryLock).
+	mine := h.m.Key()
+	pfx := key + "/"
+	resp, err := l.cli.Txn(ctx).Then(clientv3.OpGet(pfx, clientv3.WithFirstCreate()...), clientv3.OpDelete(mine)).Commit()
 	if err != nil {
-		return etcdResult("delete "+h.m.Key(), err)
+		return etcdResult("delete "+mine, err)
 	}
-	if resp.Deleted == 0 {
-		return fail(fmt.Errorf("delete %s: no such key, the lease had expired (%w)", h.m.Key(), ErrNotHeld))
+	owner := ""
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		owner = string(kvs[0].Key)
+	}
+	switch {
+	case resp.Responses[1].GetResponseDeleteRange().GetDeleted() == 0:
+		return fail(fmt.Errorf("delete %s: no such key, the lease had expired (%w)", mine, ErrNotHeld))
+	case owner != mine:
+		return fail(fmt.Errorf("delete %s: it was a waiter's key, %s owned the lock (%w)", mine, owner, ErrNotHeld))
 	}
 	return ok()
 }

@@ -82,6 +82,47 @@ func runEtcdPauseLeader(ctx context.Context, env Env, s Step) error {
 	return sleepErr
 }
 
+// runEtcdPartitionLeader cuts the Raft leader off from the other members
+// (cluster.Partitioner: the docker runtime disconnects it from their home
+// networks and them from its own) while the clients on the host still reach
+// it. The majority elects a new leader (logged as a failover); the old one
+// cannot commit anything without them, and with etcd's check-quorum steps
+// down. The heal runs even when the run is interrupted.
+func runEtcdPartitionLeader(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	pc, ok := c.(cluster.Partitioner)
+	if !ok {
+		return fmt.Errorf("this runtime cannot partition a member: run with --runtime docker")
+	}
+	l, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "partition", l.Name, "leader", "cut etcd leader %s off from the other members for %v (election timeout %v); the clients still reach it",
+		l.Name, s.Duration.Round(time.Millisecond), cluster.EtcdElectionTimeout)
+	if err := pc.Partition(l.Name); err != nil {
+		_ = pc.Heal(l.Name)
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	var elected string
+	if sleepErr == nil {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if nl, err := c.WaitFailover(wctx, l.Name); err == nil {
+			elected = nl.Name
+		}
+		cancel()
+	}
+	if err := pc.Heal(l.Name); err != nil {
+		return err
+	}
+	logf(env, "heal-partition", l.Name, "leader", "%s reconnected to the other members", l.Name)
+	if elected != "" {
+		logf(env, history.NFailover, elected, "leader", "etcd elected %s while %s was cut off", elected, l.Name)
+	}
+	return sleepErr
+}
+
 // runEtcdClockBump never gets this far: runner.Config.Validate refuses a
 // FakeTime fault on the etcd topology (cluster.ErrEtcdClock), because
 // libfaketime cannot move a Go program's clock. It is kept as a fault so

@@ -94,6 +94,7 @@ var causes = []Cause{
 	{CauseNodeRestart, 0, false, "It happened around a node restart%s: the node came back without the lock it had granted (no persistence), so another client found a majority free."},
 	{CausePartialPartition, 9, false, "It happened while the clients reached different majorities of the nodes%s."},
 	{CauseClientCrash, 10, true, "A client crashed%s in the middle of its lock's life."},
+	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
 }
 
 // LookupCause finds a cause by name; false for "none", "unknown" and names

@@ -194,6 +194,18 @@ var catalog = []*Fault{
 		inject: runRedlockRestart,
 	},
 	{
+		Name:  "partition-minority",
+		Needs: Needs{Topology: TopologyRedlock, Runtime: "docker"},
+		Marks: []Mark{{"isolate-node", "heal-isolate-node", CauseMinorityPartition}},
+		Doc: "(redlock, docker runtime) cut a minority of the nodes (2 of 5) off from every client for two to three " +
+			"TTLs, then heal: the majority still grants, extends and releases, so the lock stays valid",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Node: rng.IntN(64), Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1))}
+		},
+		span:   heldSpan,
+		inject: runPartitionMinority,
+	},
+	{
 		Name:     "cluster-kill-primary",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
 		Marks:  []Mark{{"kill", "restart", CauseFailover}},
@@ -317,6 +329,16 @@ var catalog = []*Fault{
 		plan:   planEtcdPause,
 		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
 		inject: runEtcdPauseLeader,
+	},
+	{
+		Name:     "etcd-partition-member",
+		Failover: true, Needs: Needs{Topology: TopologyEtcd, Runtime: "docker"},
+		Marks: []Mark{{"partition", "heal-partition", CauseSplitBrain}},
+		Doc: "(etcd, docker runtime) cut the Raft leader off from the other members for 2-3 election timeouts while the " +
+			"clients still reach it: the majority elects a new leader, the old one cannot commit; heal and it steps down",
+		plan:   planEtcdPause,
+		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+		inject: runEtcdPartitionLeader,
 	},
 	{
 		Name:  "etcd-clock-bump",

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -24,6 +25,9 @@ const (
 	CauseNodeRestart      = "node-restart"
 	CauseClientCrash      = "client-crash"
 	CausePartialPartition = "partial-partition"
+	// CauseMinorityPartition: some nodes cut off from every client (the
+	// docker runtime's partition-minority).
+	CauseMinorityPartition = "minority-partition"
 )
 
 // ClientEnv is the part of the runner's Env the redlock and stuck-lock faults
@@ -325,4 +329,59 @@ func pickRenewedHolder(ctx context.Context, env Env) (Holder, error) {
 			return Holder{}, fmt.Errorf("no holder renewed its lease: %w", err)
 		}
 	}
+}
+
+// minority picks a minority of the nodes, (N-1)/2 of them (2 of 5), from the
+// step's seed-drawn index onwards: consecutive in name order, wrapping.
+func minority(nodes []cluster.Node, s Step) []cluster.Node {
+	k := (len(nodes) - 1) / 2
+	var out []cluster.Node
+	for j := 0; j < k; j++ {
+		out = append(out, nodes[(s.Node+j)%len(nodes)])
+	}
+	return out
+}
+
+// runPartitionMinority cuts a minority of the Redlock nodes off from every
+// client (cluster.Isolator: the docker runtime disconnects their containers
+// from every network, so packets to them are dropped) for the step's
+// duration, then heals them. The majority left reachable still decides:
+// acquires, extends and releases go on succeeding there. The heal runs even
+// when the run is interrupted, since nothing else knows the nodes are cut off.
+func runPartitionMinority(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	iso, ok := c.(cluster.Isolator)
+	if !ok {
+		return fmt.Errorf("this runtime cannot cut a node off from the clients: run with --runtime docker")
+	}
+	nodes := dataNodes(c)
+	cut := minority(nodes, s)
+	if len(cut) == 0 {
+		return fmt.Errorf("%d node(s) have no minority to cut off: want --nodes 3 or more", len(nodes))
+	}
+	var done []cluster.Node
+	heal := func() error {
+		var errs []error
+		for _, n := range done {
+			if err := iso.Heal(n.Name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			logf(env, "heal-isolate-node", n.Name, cluster.RolePrimary, "%s reconnected: the clients reach it again", n.Name)
+		}
+		return errors.Join(errs...)
+	}
+	for _, n := range cut {
+		logf(env, "isolate-node", n.Name, cluster.RolePrimary, "cut %s off from every client for %v (%d of %d nodes cut off: a majority remains)",
+			n.Name, s.Duration.Round(time.Millisecond), len(cut), len(nodes))
+		done = append(done, n)
+		if err := iso.Isolate(n.Name); err != nil {
+			return errors.Join(err, heal())
+		}
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	if err := heal(); err != nil {
+		return err
+	}
+	return sleepErr
 }

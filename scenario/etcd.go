@@ -22,6 +22,17 @@ var etcdScenarios = map[string]Scenario{
 		Expect: "lock valid (consensus), resource valid, no fence regression",
 		expect: always(LockIs(checker.Valid), ResourceIs(checker.Valid), NoFenceRegression()),
 	},
+	"etcd-partition-member": {
+		Teaches: "a network partition cuts the Raft leader off from the other members while the clients still reach it: " +
+			"the majority elects a new leader, the old one can commit nothing alone, so no grant is lost or given twice " +
+			"(docker runtime only)",
+		Topology: "etcd", Recipe: "etcd-mutex", Fence: "read-write", Runtime: "docker",
+		Faults: []string{"etcd-partition-member"}, Clients: 8, Keys: 2, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 5 * time.Second,
+		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
+		Expect: "lock valid (consensus), resource valid, no fence regression",
+		expect: always(LockIs(checker.Valid), ResourceIs(checker.Valid), NoFenceRegression()),
+	},
 	"etcd-paused-client": {
 		Teaches: "a holder paused past its etcd lease loses the lock honestly (lock valid) and wakes up to write: the " +
 			"lock key's create revision, presented to the resource, turns the stale write away",

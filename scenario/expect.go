@@ -170,6 +170,25 @@ func Unavailable() Predicate {
 	}}
 }
 
+// GrantsDuring: the lock service kept granting while the fault was in
+// force: every interval the fault's event began (one per node it cut off)
+// saw at least one acquire return ok, and there was at least one.
+func GrantsDuring(event string) Predicate {
+	return Predicate{Text: "grants during every " + event, Check: func(r *checker.Result) (string, bool) {
+		var grants []int
+		for _, w := range r.FaultWindows {
+			if w.Fault == event {
+				grants = append(grants, w.Grants)
+			}
+		}
+		ok := len(grants) > 0
+		for _, g := range grants {
+			ok = ok && g > 0
+		}
+		return fmt.Sprintf("grants in each %s window: %v", event, grants), ok
+	}}
+}
+
 // SomeoneTurnedAway: the fence refused one holder of a double holding, the
 // stale one or the newer one.
 func SomeoneTurnedAway() Predicate {

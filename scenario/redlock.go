@@ -43,6 +43,17 @@ var redlockScenarios = map[string]Scenario{
 			return []Predicate{LockIs(checker.Invalid), LockViolationBy("node-restart")}
 		},
 	},
+	"redlock-partition-minority": {
+		Teaches: "a network partition that cuts a minority of the Redlock nodes (2 of 5) off from every client takes " +
+			"nothing away from safety or progress: the three left reachable are a majority, so grants, extends and " +
+			"releases go on there, and the cut-off nodes only cost a per-node timeout (docker runtime only)",
+		Topology: "redlock", Recipe: "redlock", Fence: "none", Runtime: "docker",
+		Faults: []string{"partition-minority"}, Clients: 8, Keys: 2, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 5 * time.Second,
+		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "valid; acquires keep succeeding on the majority",
+		expect: always(ValidIs(checker.Valid), GrantsDuring("isolate-node")),
+	},
 	"redlock-paused-client": {
 		Teaches: "a Redlock holder paused past its validity (a GC pause) wakes and writes: the lock check is valid, the " +
 			"data is not; Redlock has no counter to fence with, so only a number issued by the resource could stop it",

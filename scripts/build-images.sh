@@ -7,6 +7,8 @@
 #                                        valkey-cli, libfaketime, exactly their libraries
 #   lockjepsen/lockjepsen:latest          the static lockjepsen binary
 #   lockjepsen/runner:latest              both: a sweep shard on the local runtime in one container
+#   lockjepsen/etcd:<version> (and :latest) Debian's etcd binary and its libraries, if etcd-server is
+#                                        installed (make setup-etcd; setup-ci does it); skipped otherwise
 #
 # Usage: scripts/build-images.sh [--quiet] [--runner-only]     (make images)
 set -euo pipefail
@@ -59,7 +61,8 @@ command -v go >/dev/null || die "go is not on PATH (the lockjepsen image holds a
 # paths ldd names (dereferenced: the image holds files, not dangling links).
 copy_libs() {
   local f=$1 root=$2 lib
-  ldd "$f" | awk '/=>/ { print $3; next } /^[ \t]*\// { print $1 }' | while read -r lib; do
+  # (|| true: ldd fails on a static binary, which needs nothing copied)
+  { ldd "$f" 2>/dev/null || true; } | awk '/=>/ { print $3; next } /^[ \t]*\// { print $1 }' | while read -r lib; do
     [[ -n "$lib" && -f "$lib" ]] || continue
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"
@@ -118,12 +121,37 @@ log "lockjepsen/runner:latest (lockjepsen static + Valkey $VERSION + libfaketime
 dbuild -t lockjepsen/runner:latest --label "org.lockjepsen.valkey-version=$VERSION" "$R" || die "docker build of lockjepsen/runner failed"
 }
 
+# --- lockjepsen/etcd ---------------------------------------------------------
+# Debian's etcd-server binary (a Go program) and whatever ldd lists for it:
+# --runtime docker --topology etcd. Without etcd installed the image is
+# skipped with a note; the docker runtime then names the command that builds it.
+build_etcd() {
+local ETCD="${LOCKJEPSEN_ETCD_BIN:-$(command -v etcd || true)}"
+if [[ -z "$ETCD" || ! -x "$ETCD" ]]; then
+  log "lockjepsen/etcd skipped: etcd is not installed (make setup-etcd installs Debian's etcd-server)"
+  return 0
+fi
+local EV
+EV=$("$ETCD" --version | sed -n 's/^etcd Version: \([0-9.]*\).*/\1/p')
+[[ -n "$EV" ]] || die "$ETCD --version names no version"
+E="$STAGE/etcd"
+rm -rf "$E"; mkdir -p "$E/rootfs/usr/local/bin" "$E/rootfs/data" "$E/rootfs/tmp"
+chmod 1777 "$E/rootfs/tmp"
+cp -L "$ETCD" "$E/rootfs/usr/local/bin/etcd"
+copy_libs "$ETCD" "$E/rootfs"
+cp docker/etcd.Dockerfile "$E/Dockerfile"
+log "lockjepsen/etcd:$EV from $ETCD ($(cd "$E/rootfs" && find . -type f | sed 's|^\.||' | sort | tr '\n' ' '))"
+dbuild -t "lockjepsen/etcd:$EV" -t lockjepsen/etcd:latest --label "org.lockjepsen.etcd-version=$EV" "$E" \
+  || die "docker build of lockjepsen/etcd failed"
+}
+
 if ((RUNNER_ONLY)); then
   build_runner
 else
   build_valkey
   build_lockjepsen
   build_runner
+  build_etcd
 fi
 
 log "done: $(docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^lockjepsen/' | tr '\n' ' ')"
