@@ -21,21 +21,29 @@ import (
 // With opts.Pictures it also gathers what porcupine needs to draw each failed
 // partition (Result.Pictures); report draws them.
 func Check(events []history.Event, attempts []history.Attempt, opts Options) (*Result, error) {
+	b := NewBuilder()
+	for i := range events {
+		if err := b.Add(&events[i]); err != nil {
+			return nil, fmt.Errorf("malformed history: %w", err)
+		}
+	}
+	var idx *AttemptIndex
+	if len(attempts) > 0 {
+		idx = NewAttemptIndex()
+		for i := range attempts {
+			idx.Add(&attempts[i])
+		}
+	}
+	return CheckHistory(b.History(), idx, opts), nil
+}
+
+// CheckHistory judges a history a Builder gathered, with the resource's own
+// log (nil when absent); Check without the events.
+func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	began := time.Now()
 	opts = opts.Defaults()
-	ops, nem, err := splitHistory(events)
-	if err != nil {
-		return nil, fmt.Errorf("malformed history: %w", err)
-	}
-	var t0, tEnd int64
-	if len(events) > 0 {
-		t0, tEnd = events[0].Time, events[len(events)-1].Time
-	}
+	ops, nem, t0, tEnd := h.ops, h.nem, h.t0, h.tEnd
 	fs := faults(nem)
-	var idx attemptIndex
-	if len(attempts) > 0 {
-		idx = indexAttempts(attempts)
-	}
 	res := &Result{
 		Ops:                opCounts(ops),
 		UnknownCommands:    unknownCommands(ops, t0),
@@ -214,7 +222,7 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		res.Pictures = pictures(lockChecks, resChecks, fs, t0)
 	}
 	res.CheckMs = ms(time.Since(began))
-	return res, nil
+	return res
 }
 
 // epsilonWarnings states the ε policy: a negative ε narrows the lease bounds

@@ -111,7 +111,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 // doubleHolders finds every pair of tokens whose acting intervals overlap and
 // judges the stale holder's writes. grants holds the token pairs the direct
 // check proved were granted at once.
-func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]bool, slack int64) ([]DoubleHolder, StaleWrites, Exposure) {
+func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string]bool, slack int64) ([]DoubleHolder, StaleWrites, Exposure) {
 	var dhs []DoubleHolder
 	var sw StaleWrites
 	var exp Exposure

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"fmt"
 	"math"
 	"sort"
 
@@ -14,7 +13,6 @@ const never = math.MaxInt64
 
 // Op is one client operation: an invoke paired with its completion.
 type Op struct {
-	ID      int
 	F       string
 	Key     string
 	Token   string
@@ -41,95 +39,12 @@ type Op struct {
 
 	InvokeIndex int64
 	DoneIndex   int64 // -1 when the history ended with the op in flight
+
+	keyless bool // Builder: the invoke had no key
 }
 
 // Known reports whether the op's outcome is definite.
 func (o *Op) Known() bool { return o.Outcome != history.Info }
-
-// splitHistory pairs client invokes with their completions and separates the
-// nemesis events. Structural errors (a completion without an invoke, two ops in
-// flight on one process, a completion for another function) make the history
-// uncheckable and are returned naming the event.
-func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
-	ops := make([]Op, 0, len(events)/2+1)
-	var nem []history.Event
-	inflight := make(map[history.Process]int)
-	tokenKey := make(map[string]string)
-	for i := range events {
-		e := &events[i]
-		if !e.IsClient() {
-			nem = append(nem, *e)
-			continue
-		}
-		if e.Type == history.Invoke {
-			if j, busy := inflight[e.Process]; busy {
-				return nil, nil, fmt.Errorf("event %d: process %d invokes %s while its %s (event %d) has not completed; a process may have one operation in flight",
-					e.Index, e.Process, e.F, ops[j].F, ops[j].InvokeIndex)
-			}
-			key := e.Key
-			if key == "" {
-				key = tokenKey[e.Token]
-			} else if e.Token != "" {
-				tokenKey[e.Token] = key
-			}
-			inflight[e.Process] = len(ops)
-			ops = append(ops, Op{
-				ID: len(ops), F: e.F, Key: key, Token: e.Token, Client: e.Client, Process: e.Process,
-				TTL: e.TTLMs * 1e6, Call: e.Time, Return: never, Outcome: history.Info,
-				Fence: e.Fence, Value: e.Value, Node: e.Node, InvokeIndex: e.Index, DoneIndex: -1,
-			})
-			continue
-		}
-		j, busy := inflight[e.Process]
-		if !busy {
-			return nil, nil, fmt.Errorf("event %d: %s %s on process %d without a preceding invoke", e.Index, e.Type, e.F, e.Process)
-		}
-		o := &ops[j]
-		if o.F != e.F {
-			return nil, nil, fmt.Errorf("event %d: %s completes %q but process %d invoked %q (event %d)", e.Index, e.Type, e.F, e.Process, o.F, o.InvokeIndex)
-		}
-		if e.Token != "" && e.Token != o.Token {
-			return nil, nil, fmt.Errorf("event %d: completion's token %q differs from its invoke's %q (event %d)", e.Index, e.Token, o.Token, o.InvokeIndex)
-		}
-		if e.Time < o.Call {
-			return nil, nil, fmt.Errorf("event %d: completion stamped before its invoke (event %d)", e.Index, o.InvokeIndex)
-		}
-		delete(inflight, e.Process)
-		o.Outcome = e.Type
-		o.Done = e.Time
-		o.DoneIndex = e.Index
-		if e.Type != history.Info {
-			o.Return = e.Time
-		}
-		if e.ValidityMs > 0 && e.Type == history.OK {
-			o.Validity = e.ValidityMs * 1e6
-		}
-		if e.Fence != 0 && (o.F == history.FAcquire || o.F == history.FFence) {
-			o.Fence = e.Fence
-			o.FenceSource = e.FenceSource
-			if o.FenceSource == "" {
-				o.FenceSource = history.FenceValkey
-			}
-		}
-		if e.Value != nil && o.F == history.FRead {
-			o.Value = e.Value
-		}
-		if e.Type == history.Fail {
-			o.Err = e.Error
-		}
-		if e.Verdict != "" {
-			o.Verdict = e.Verdict
-			if e.Verdict == history.Rejected {
-				o.Reason = e.Error
-			}
-		}
-		if o.Key == "" && e.Key != "" {
-			o.Key = e.Key
-		}
-	}
-	// The runner may have died with operations in flight; they stay unknown.
-	return ops, nem, nil
-}
 
 // byKey groups ops by lock key, keeping each group in call order.
 func byKey(ops []Op, keep func(*Op) bool) (map[string][]*Op, []string) {
