@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -20,10 +21,11 @@ type History struct {
 	t0     int64           // time of the first event
 	tEnd   int64           // time of the last event
 	events int
+	done   []int32 // Replay: indexes of completed ops by completion time and index
 }
 
-// Events is the number of events the history had.
-func (h *History) Events() int { return h.events }
+// Len is the number of events the history had.
+func (h *History) Len() int { return h.events }
 
 // Start and End are the times of the first and the last event.
 func (h *History) Start() int64 { return h.t0 }
@@ -182,4 +184,104 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 	}
 	h := b.History()
 	return h.ops, h.nem, nil
+}
+
+// Before counts the events stamped before t.
+func (h *History) Before(t int64) int {
+	n := 0
+	for i := range h.ops {
+		o := &h.ops[i]
+		if o.Call < t {
+			n++
+		}
+		if o.Done != 0 && o.Done < t {
+			n++
+		}
+	}
+	for i := range h.nem {
+		if h.nem[i].Time < t {
+			n++
+		}
+	}
+	return n
+}
+
+// Replay calls fn for every event of the history in time order (ties by
+// index), rebuilt from the operations: the nemesis events as they were, and
+// for each operation its invoke (index, time, process, f, client, key,
+// token, ttl_ms, node, a write's value) and its completion (index, time,
+// type, the error of a fail or of a rejected read or write, verdict, the
+// fence and validity of a grant, a read's value). Fields the checker does
+// not keep (a completion's node, an info's error text) are empty. This is
+// how the runner replays a checked history through the metrics without
+// holding the events.
+func (h *History) Replay() iter.Seq[history.Event] {
+	return func(yield func(history.Event) bool) { h.replay(yield) }
+}
+
+func (h *History) replay(yield func(history.Event) bool) {
+	if h.done == nil {
+		h.done = make([]int32, 0, len(h.ops))
+		for i := range h.ops {
+			if h.ops[i].Done != 0 {
+				h.done = append(h.done, int32(i))
+			}
+		}
+		slices.SortStableFunc(h.done, func(a, b int32) int {
+			x, y := &h.ops[a], &h.ops[b]
+			return cmp.Or(cmp.Compare(x.Done, y.Done), cmp.Compare(x.DoneIndex, y.DoneIndex))
+		})
+	}
+	done := h.done
+	type key struct{ t, i int64 }
+	less := func(a, b key) bool { return a.t < b.t || a.t == b.t && a.i < b.i }
+	var e history.Event
+	i, j, k := 0, 0, 0
+	for i < len(h.ops) || j < len(done) || k < len(h.nem) {
+		best, which := key{never, never}, -1
+		if i < len(h.ops) {
+			best, which = key{h.ops[i].Call, h.ops[i].InvokeIndex}, 0
+		}
+		if j < len(done) {
+			o := &h.ops[done[j]]
+			if c := (key{o.Done, o.DoneIndex}); which < 0 || less(c, best) {
+				best, which = c, 1
+			}
+		}
+		if k < len(h.nem) {
+			if c := (key{h.nem[k].Time, h.nem[k].Index}); which < 0 || less(c, best) {
+				which = 2
+			}
+		}
+		switch which {
+		case 0:
+			o := &h.ops[i]
+			i++
+			e = history.Event{Index: o.InvokeIndex, Time: o.Call, Process: o.Process, Type: history.Invoke, F: o.F,
+				Client: o.Client, Key: o.Key, Token: o.Token, TTLMs: o.TTL / 1e6, Node: o.Node}
+			if o.F == history.FWrite {
+				e.Value = o.Value
+			}
+		case 1:
+			o := &h.ops[done[j]]
+			j++
+			e = history.Event{Index: o.DoneIndex, Time: o.Done, Process: o.Process, Type: o.Outcome, F: o.F,
+				Client: o.Client, Key: o.Key, Token: o.Token, Verdict: o.Verdict, Error: o.Err}
+			if o.Reason != "" {
+				e.Error = o.Reason
+			}
+			if o.F == history.FAcquire || o.F == history.FFence {
+				e.Fence, e.FenceSource, e.ValidityMs = o.Fence, o.FenceSource, o.Validity/1e6
+			}
+			if o.F == history.FRead {
+				e.Value = o.Value
+			}
+		default:
+			e = h.nem[k]
+			k++
+		}
+		if !yield(e) {
+			return
+		}
+	}
 }
