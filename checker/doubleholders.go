@@ -39,7 +39,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FAcquire && o.Outcome == history.OK {
 			a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
 			if o.Fence != 0 {
-				a.fenceSource = o.FenceSource
+				a.fenceSource = o.FenceSource()
 			}
 			k := tokKey{o.Key, o.Token}
 			grants[k] = append(grants[k], a)
@@ -74,7 +74,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			continue
 		}
 		if o.F == history.FFence && o.Outcome == history.OK && o.Fence != 0 {
-			a.fenceSource = o.FenceSource
+			a.fenceSource = o.FenceSource()
 		}
 		// A read or write may land at the resource until its reply; a failed
 		// one did not act.
@@ -88,7 +88,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FWrite {
 			a.writes = append(a.writes, o)
 		}
-		if o.Verdict == history.Rejected && a.turnedAway == nil {
+		if o.Verdict() == history.Rejected && a.turnedAway == nil {
 			a.turnedAway = o
 		}
 	}
@@ -173,7 +173,7 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				}
 				if t := b.turnedAway; t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F
-					d.NewTurnedAwayReason = t.Reason
+					d.NewTurnedAwayReason = t.Reason()
 				}
 				exp.Max = max(exp.Max, d.OverlapMs)
 				overlaps = append(overlaps, [2]int64{b.start, end})

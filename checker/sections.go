@@ -115,7 +115,7 @@ func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 		if o.F == history.FRead {
 			flush(o.Client)
 			// A rejected or unknown read observed nothing the model can use.
-			if o.Outcome == history.OK && o.Verdict != history.Rejected && o.Value != nil {
+			if o.Outcome == history.OK && o.Verdict() != history.Rejected && o.Value != nil {
 				pending[o.Client] = o
 			}
 			continue

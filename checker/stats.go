@@ -23,7 +23,7 @@ func opCounts(ops []Op) map[string]*OpCounts {
 			c.OK++
 		case history.Fail:
 			c.Fail++
-			if ops[i].Verdict == history.Rejected {
+			if ops[i].Verdict() == history.Rejected {
 				c.Refused++
 			}
 		default:

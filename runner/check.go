@@ -176,6 +176,10 @@ func readHistory(path string) (*checker.History, error) {
 	}
 	defer f.Close()
 	b := checker.NewBuilder()
+	if st, err := f.Stat(); err == nil {
+		// An operation is two lines of 150-250 bytes.
+		b.Grow(int(st.Size() / 350))
+	}
 	if err := history.Scan(f, path, b.Add); err != nil {
 		return nil, err
 	}
