@@ -22,7 +22,15 @@ type History struct {
 	tEnd   int64           // time of the last event
 	events int
 	done   []int32 // Replay: indexes of completed ops by completion time and index
+	// unsorted: the events did not come in time order (ties by index), as a
+	// crashed run's file does not.
+	unsorted bool
+	lastKey  [2]int64
 }
+
+// Sorted reports whether the events came in time order, ties by index: then
+// a second pass over the file can stop after the last event it needs.
+func (h *History) Sorted() bool { return !h.unsorted }
 
 // Len is the number of events the history had.
 func (h *History) Len() int { return h.events }
@@ -87,6 +95,11 @@ func (b *Builder) Add(e *history.Event) error {
 	}
 	if h.events == 0 || e.Time > h.tEnd {
 		h.tEnd = e.Time
+	}
+	if k := [2]int64{e.Time, e.Index}; h.events > 0 && (k[0] < h.lastKey[0] || k[0] == h.lastKey[0] && k[1] < h.lastKey[1]) {
+		h.unsorted = true
+	} else {
+		h.lastKey = k
 	}
 	h.events++
 	if !e.IsClient() {
