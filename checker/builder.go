@@ -9,28 +9,47 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-// History is what the checker keeps of a history: the client operations
-// (each an invoke paired with its completion) and the nemesis events, not
-// the events themselves. A Builder fills it one event at a time, so that
-// `lockjepsen check` streams history.jsonl (history.Scan) instead of holding
-// every history.Event: on 1M events the events were 288 MB of a 700 MB live
-// heap, and an Op keeps one operation's two events in one record.
+// History is what the checker keeps of a history: one compact record per
+// client operation (its invoke paired with its completion) and the nemesis
+// events, not the events themselves. A Builder fills it one event at a time,
+// so that `lockjepsen check` streams history.jsonl (history.Scan) instead of
+// holding every history.Event; the check then expands one group of keys at a
+// time into Ops (CheckHistory). On 1M events the events were 288 MB of a
+// 700 MB live heap; a record is 104 bytes with no pointers, so the collector
+// never scans the records (an Op is 184 bytes, four of them strings).
 type History struct {
-	ops    []Op            // in call order (ties by invoke index)
+	recs   []rec           // in call order (ties by invoke index)
 	nem    []history.Event // by time, ties by index
+	strs   []string        // operation names, keys, tokens, outcomes, errors
+	notes  []opNotes       // the rare strings, one copy of each combination
 	t0     int64           // time of the first event
 	tEnd   int64           // time of the last event
 	events int
-	done   []int32 // Replay: indexes of completed ops by completion time and index
+	done   []int32 // Replay: indexes of completed records by completion time and index
 	// unsorted: the events did not come in time order (ties by index), as a
 	// crashed run's file does not.
 	unsorted bool
 	lastKey  [2]int64
+	// group[k]: the group of key k (an index into strs). Keys that share a
+	// token are one group: a token's grants and critical sections are then
+	// judged together, as they were when one check held every op.
+	group map[uint32]uint32
 }
 
-// Sorted reports whether the events came in time order, ties by index: then
-// a second pass over the file can stop after the last event it needs.
-func (h *History) Sorted() bool { return !h.unsorted }
+// rec is one operation as the History keeps it; Op is the same, expanded.
+type rec struct {
+	call, done         int64
+	invokeIndex        int64
+	doneIndex          int64 // -1 while in flight
+	ttl, validity      int64 // ns
+	fence, value       int64
+	process            history.Process
+	client             int
+	f, key, token, err uint32 // indexes into History.strs
+	outcome, notes     uint32 // strs; notes: History.notes, 0 = none
+	hasValue, keyless  bool
+	_                  [6]byte
+}
 
 // Len is the number of events the history had.
 func (h *History) Len() int { return h.events }
@@ -38,6 +57,10 @@ func (h *History) Len() int { return h.events }
 // Start and End are the times of the first and the last event.
 func (h *History) Start() int64 { return h.t0 }
 func (h *History) End() int64   { return h.tEnd }
+
+// Sorted reports whether the events came in time order, ties by index: then
+// a second pass over the file can stop after the last event it needs.
+func (h *History) Sorted() bool { return !h.unsorted }
 
 // Builder pairs invokes with their completions as events arrive. Events of
 // one process must come in time order (ties by index), as history.Scan
@@ -47,11 +70,14 @@ func (h *History) End() int64   { return h.tEnd }
 // operations in the same order as a stream of the file.
 type Builder struct {
 	h        History
-	inflight map[history.Process]int      // process → index in h.ops of its op in flight
+	inflight map[history.Process]int      // process → index in h.recs of its op in flight
 	last     map[history.Process][2]int64 // process → time and index of its latest event
-	notes    map[opNotes]*opNotes         // one copy of each combination
+	ids      map[string]uint32            // h.strs's index
+	noteIDs  map[opNotes]uint32           // h.notes's index
 	doneKey  map[opID]string              // keyless invokes: their completion's key
 	keyless  bool                         // some invoke had no key: resolved at the end
+	tokenKey []uint32                     // token → key of its first op, +1 (0: none yet)
+	links    [][2]uint32                  // pairs of keys that share a token
 }
 
 // opID names an op while the builder sorts them.
@@ -60,30 +86,43 @@ type opID struct {
 	call, index int64
 }
 
-// note sets one of o's rare strings, sharing the combination.
-func (b *Builder) note(o *Op, set func(*opNotes)) {
-	var n opNotes
-	if o.notes != nil {
-		n = *o.notes
-	}
-	set(&n)
-	p, ok := b.notes[n]
-	if !ok {
-		p = &n
-		b.notes[n] = p
-	}
-	o.notes = p
-}
-
 // NewBuilder starts an empty history.
 func NewBuilder() *Builder {
-	return &Builder{inflight: make(map[history.Process]int), last: make(map[history.Process][2]int64),
-		notes: make(map[opNotes]*opNotes)}
+	b := &Builder{inflight: make(map[history.Process]int), last: make(map[history.Process][2]int64),
+		ids: make(map[string]uint32), noteIDs: make(map[opNotes]uint32)}
+	b.h.notes = []opNotes{{}}
+	b.noteIDs[opNotes{}] = 0
+	b.id("")
+	return b
+}
+
+// id interns s into the history's string table.
+func (b *Builder) id(s string) uint32 {
+	if i, ok := b.ids[s]; ok {
+		return i
+	}
+	i := uint32(len(b.h.strs))
+	b.h.strs = append(b.h.strs, s)
+	b.ids[s] = i
+	return i
+}
+
+// note sets one of r's rare strings, sharing the combination.
+func (b *Builder) note(r *rec, set func(*opNotes)) {
+	n := b.h.notes[r.notes]
+	set(&n)
+	i, ok := b.noteIDs[n]
+	if !ok {
+		i = uint32(len(b.h.notes))
+		b.h.notes = append(b.h.notes, n)
+		b.noteIDs[n] = i
+	}
+	r.notes = i
 }
 
 // Grow makes room for n more operations: appending a million ops one by one
 // allocated five times their size (652 MB for 120 MB kept on 1M events).
-func (b *Builder) Grow(n int) { b.h.ops = slices.Grow(b.h.ops, n) }
+func (b *Builder) Grow(n int) { b.h.recs = slices.Grow(b.h.recs, n) }
 
 // Add takes one event. Structural errors (a completion without an invoke,
 // two ops in flight on one process, a completion for another function) make
@@ -113,114 +152,223 @@ func (b *Builder) Add(e *history.Event) error {
 		return fmt.Errorf("event %d: process %d's events stamped at the same time are out of index order (after event %d)", e.Index, e.Process, l[1])
 	}
 	b.last[e.Process] = [2]int64{e.Time, e.Index}
-	ops := h.ops
+	recs := h.recs
 	if e.Type == history.Invoke {
 		if j, busy := b.inflight[e.Process]; busy {
 			return fmt.Errorf("event %d: process %d invokes %s while its %s (event %d) has not completed; a process may have one operation in flight",
-				e.Index, e.Process, e.F, ops[j].F, ops[j].InvokeIndex)
+				e.Index, e.Process, e.F, h.strs[recs[j].f], recs[j].invokeIndex)
 		}
-		b.inflight[e.Process] = len(ops)
-		o := Op{
-			F: e.F, Key: e.Key, Token: e.Token, Client: e.Client, Process: e.Process,
-			TTL: e.TTLMs * 1e6, Call: e.Time, Return: never, Outcome: history.Info,
-			Fence: e.Fence, Value: e.Value, InvokeIndex: e.Index, DoneIndex: -1,
+		b.inflight[e.Process] = len(recs)
+		r := rec{
+			f: b.id(e.F), key: b.id(e.Key), token: b.id(e.Token), client: e.Client, process: e.Process,
+			ttl: e.TTLMs * 1e6, call: e.Time, outcome: b.id(string(history.Info)),
+			fence: e.Fence, invokeIndex: e.Index, doneIndex: -1,
+		}
+		if e.Value != nil {
+			r.value, r.hasValue = *e.Value, true
 		}
 		if e.Node != "" {
-			b.note(&o, func(n *opNotes) { n.node = e.Node })
+			b.note(&r, func(n *opNotes) { n.node = e.Node })
 		}
 		if e.Key == "" {
-			b.keyless = true
+			r.keyless, b.keyless = true, true
+		} else {
+			b.link(r.token, r.key)
 		}
-		h.ops = append(ops, o)
+		h.recs = append(recs, r)
 		return nil
 	}
 	j, busy := b.inflight[e.Process]
 	if !busy {
 		return fmt.Errorf("event %d: %s %s on process %d without a preceding invoke", e.Index, e.Type, e.F, e.Process)
 	}
-	o := &ops[j]
-	if o.F != e.F {
-		return fmt.Errorf("event %d: %s completes %q but process %d invoked %q (event %d)", e.Index, e.Type, e.F, e.Process, o.F, o.InvokeIndex)
+	r := &recs[j]
+	if f := h.strs[r.f]; f != e.F {
+		return fmt.Errorf("event %d: %s completes %q but process %d invoked %q (event %d)", e.Index, e.Type, e.F, e.Process, f, r.invokeIndex)
 	}
-	if e.Token != "" && e.Token != o.Token {
-		return fmt.Errorf("event %d: completion's token %q differs from its invoke's %q (event %d)", e.Index, e.Token, o.Token, o.InvokeIndex)
+	if tok := h.strs[r.token]; e.Token != "" && e.Token != tok {
+		return fmt.Errorf("event %d: completion's token %q differs from its invoke's %q (event %d)", e.Index, e.Token, tok, r.invokeIndex)
 	}
-	if e.Time < o.Call {
-		return fmt.Errorf("event %d: completion stamped before its invoke (event %d)", e.Index, o.InvokeIndex)
+	if e.Time < r.call {
+		return fmt.Errorf("event %d: completion stamped before its invoke (event %d)", e.Index, r.invokeIndex)
 	}
 	delete(b.inflight, e.Process)
-	o.Outcome = e.Type
-	o.Done = e.Time
-	o.DoneIndex = e.Index
-	if e.Type != history.Info {
-		o.Return = e.Time
-	}
+	r.outcome = b.id(string(e.Type))
+	r.done = e.Time
+	r.doneIndex = e.Index
 	if e.ValidityMs > 0 && e.Type == history.OK {
-		o.Validity = e.ValidityMs * 1e6
+		r.validity = e.ValidityMs * 1e6
 	}
-	if e.Fence != 0 && (o.F == history.FAcquire || o.F == history.FFence) {
-		o.Fence = e.Fence
+	f := h.strs[r.f]
+	if e.Fence != 0 && (f == history.FAcquire || f == history.FFence) {
+		r.fence = e.Fence
 		src := e.FenceSource
 		if src == "" {
 			src = history.FenceValkey
 		}
-		b.note(o, func(n *opNotes) { n.fenceSource = src })
+		b.note(r, func(n *opNotes) { n.fenceSource = src })
 	}
-	if e.Value != nil && o.F == history.FRead {
-		o.Value = e.Value
+	if e.Value != nil && f == history.FRead {
+		r.value, r.hasValue = *e.Value, true
 	}
 	if e.Type == history.Fail {
-		o.Err = e.Error
+		r.err = b.id(e.Error)
 	}
 	if e.Verdict != "" {
-		b.note(o, func(n *opNotes) {
+		b.note(r, func(n *opNotes) {
 			n.verdict = e.Verdict
 			if e.Verdict == history.Rejected {
 				n.reason = e.Error
 			}
 		})
 	}
-	if o.Key == "" && e.Key != "" {
+	if r.keyless && e.Key != "" {
 		if b.doneKey == nil {
 			b.doneKey = make(map[opID]string)
 		}
-		b.doneKey[opID{o.Process, o.Call, o.InvokeIndex}] = e.Key
+		if _, seen := b.doneKey[opID{r.process, r.call, r.invokeIndex}]; !seen {
+			b.doneKey[opID{r.process, r.call, r.invokeIndex}] = e.Key
+		}
 	}
 	return nil
 }
 
+// link notes that token is used on key; a token on two keys joins them.
+func (b *Builder) link(token, key uint32) {
+	for int(token) >= len(b.tokenKey) {
+		b.tokenKey = append(b.tokenKey, make([]uint32, max(1024, len(b.tokenKey)))...)
+	}
+	switch k := b.tokenKey[token]; {
+	case k == 0:
+		b.tokenKey[token] = key + 1
+	case k != key+1:
+		b.links = append(b.links, [2]uint32{k - 1, key})
+	}
+}
+
 // History finishes the history: operations in call order (the order of
-// their invokes in a sorted history), nemesis events in time order. The
-// runner may have died with operations in flight; they stay unknown.
+// their invokes in a sorted history), nemesis events in time order, keys
+// in groups. The runner may have died with operations in flight; they stay
+// unknown.
 func (b *Builder) History() *History {
 	h := &b.h
-	byCall := func(a, b Op) int {
-		return cmp.Or(cmp.Compare(a.Call, b.Call), cmp.Compare(a.InvokeIndex, b.InvokeIndex))
+	byCall := func(x, y rec) int {
+		return cmp.Or(cmp.Compare(x.call, y.call), cmp.Compare(x.invokeIndex, y.invokeIndex))
 	}
-	if !slices.IsSortedFunc(h.ops, byCall) { // a sorted file's are already
-		slices.SortStableFunc(h.ops, byCall)
+	if !slices.IsSortedFunc(h.recs, byCall) { // a sorted file's are already
+		slices.SortStableFunc(h.recs, byCall)
 	}
 	if b.keyless {
 		// An invoke without a key belongs to the key of its token's latest
 		// invoke before it (else its completion's key).
-		tokenKey := make(map[string]string)
-		for i := range h.ops {
-			o := &h.ops[i]
-			if o.Key != "" {
-				if o.Token != "" {
-					tokenKey[o.Token] = o.Key
+		tokenKey := make(map[uint32]uint32)
+		for i := range h.recs {
+			r := &h.recs[i]
+			if !r.keyless {
+				if h.strs[r.token] != "" {
+					tokenKey[r.token] = r.key
 				}
 				continue
 			}
-			o.Key = tokenKey[o.Token]
-			if o.Key == "" {
-				o.Key = b.doneKey[opID{o.Process, o.Call, o.InvokeIndex}]
+			k, ok := tokenKey[r.token]
+			if !ok || h.strs[k] == "" {
+				k = b.id(b.doneKey[opID{r.process, r.call, r.invokeIndex}])
 			}
+			r.key, r.keyless = k, false
+			b.link(r.token, r.key)
+		}
+	}
+	// Keys that share a token form one group (union-find over the links).
+	parent := make(map[uint32]uint32)
+	var find func(k uint32) uint32
+	find = func(k uint32) uint32 {
+		p, ok := parent[k]
+		if !ok || p == k {
+			return k
+		}
+		root := find(p)
+		parent[k] = root
+		return root
+	}
+	for _, l := range b.links {
+		if a, c := find(l[0]), find(l[1]); a != c {
+			parent[max(a, c)] = min(a, c)
+		}
+	}
+	h.group = make(map[uint32]uint32)
+	for i := range h.recs {
+		if k := h.recs[i].key; h.group[k] == 0 {
+			h.group[k] = find(k) + 1
 		}
 	}
 	history.Sort(h.nem)
-	b.inflight, b.last, b.notes, b.doneKey = nil, nil, nil, nil
+	b.inflight, b.last, b.ids, b.noteIDs, b.doneKey, b.tokenKey, b.links = nil, nil, nil, nil, nil, nil, nil
 	return h
+}
+
+// groups lists the key groups, each in the order of the keys' first ops.
+func (h *History) groups() [][]uint32 {
+	at := make(map[uint32]int)
+	var out [][]uint32
+	seen := make(map[uint32]bool)
+	for i := range h.recs {
+		k := h.recs[i].key
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		g := h.group[k]
+		j, ok := at[g]
+		if !ok {
+			j = len(out)
+			at[g] = j
+			out = append(out, nil)
+		}
+		out[j] = append(out[j], k)
+	}
+	return out
+}
+
+// ops expands the records of the given keys (all of them when keys is nil)
+// into Ops, in call order.
+func (h *History) ops(keys []uint32) []Op {
+	in := make(map[uint32]bool, len(keys))
+	for _, k := range keys {
+		in[k] = true
+	}
+	n := 0
+	for i := range h.recs {
+		if keys == nil || in[h.recs[i].key] {
+			n++
+		}
+	}
+	ops := make([]Op, 0, n)
+	values := make([]int64, 0, n/4)
+	for i := range h.recs {
+		r := &h.recs[i]
+		if keys != nil && !in[r.key] {
+			continue
+		}
+		o := Op{F: h.strs[r.f], Key: h.strs[r.key], Token: h.strs[r.token], Client: r.client, Process: r.process,
+			TTL: r.ttl, Validity: r.validity, Call: r.call, Return: never, Done: r.done,
+			Outcome: history.Type(h.strs[r.outcome]), Fence: r.fence, Err: h.strs[r.err],
+			InvokeIndex: r.invokeIndex, DoneIndex: r.doneIndex}
+		if r.notes != 0 {
+			o.notes = &h.notes[r.notes]
+		}
+		if o.Outcome != history.Info {
+			o.Return = r.done
+		}
+		if r.hasValue {
+			if len(values) == cap(values) {
+				values = make([]int64, 0, max(64, n/4))
+			}
+			values = append(values, r.value)
+			o.Value = &values[len(values)-1]
+		}
+		ops = append(ops, o)
+	}
+	return ops
 }
 
 // splitHistory pairs client invokes with their completions and separates the
@@ -233,18 +381,18 @@ func splitHistory(events []history.Event) ([]Op, []history.Event, error) {
 		}
 	}
 	h := b.History()
-	return h.ops, h.nem, nil
+	return h.ops(nil), h.nem, nil
 }
 
 // Before counts the events stamped before t.
 func (h *History) Before(t int64) int {
 	n := 0
-	for i := range h.ops {
-		o := &h.ops[i]
-		if o.Call < t {
+	for i := range h.recs {
+		r := &h.recs[i]
+		if r.call < t {
 			n++
 		}
-		if o.Done != 0 && o.Done < t {
+		if r.done != 0 && r.done < t {
 			n++
 		}
 	}
@@ -256,30 +404,30 @@ func (h *History) Before(t int64) int {
 	return n
 }
 
-// Replay calls fn for every event of the history in time order (ties by
-// index), rebuilt from the operations: the nemesis events as they were, and
-// for each operation its invoke (index, time, process, f, client, key,
-// token, ttl_ms, node, a write's value) and its completion (index, time,
-// type, the error of a fail or of a rejected read or write, verdict, the
-// fence and validity of a grant, a read's value). Fields the checker does
-// not keep (a completion's node, an info's error text) are empty. This is
-// how the runner replays a checked history through the metrics without
-// holding the events.
+// Replay yields every event of the history in time order (ties by index),
+// rebuilt from the records: the nemesis events as they were, and for each
+// operation its invoke (index, time, process, f, client, key, token, ttl_ms,
+// node, a write's value) and its completion (index, time, type, the error of
+// a fail or of a rejected read or write, verdict, the fence and validity of
+// a grant, a read's value). Fields the checker does not keep (a
+// completion's node, an info's error text) are empty. This is how the
+// runner replays a checked history through the metrics without holding the
+// events.
 func (h *History) Replay() iter.Seq[history.Event] {
 	return func(yield func(history.Event) bool) { h.replay(yield) }
 }
 
 func (h *History) replay(yield func(history.Event) bool) {
 	if h.done == nil {
-		h.done = make([]int32, 0, len(h.ops))
-		for i := range h.ops {
-			if h.ops[i].Done != 0 {
+		h.done = make([]int32, 0, len(h.recs))
+		for i := range h.recs {
+			if h.recs[i].done != 0 {
 				h.done = append(h.done, int32(i))
 			}
 		}
 		slices.SortStableFunc(h.done, func(a, b int32) int {
-			x, y := &h.ops[a], &h.ops[b]
-			return cmp.Or(cmp.Compare(x.Done, y.Done), cmp.Compare(x.DoneIndex, y.DoneIndex))
+			x, y := &h.recs[a], &h.recs[b]
+			return cmp.Or(cmp.Compare(x.done, y.done), cmp.Compare(x.doneIndex, y.doneIndex))
 		})
 	}
 	done := h.done
@@ -287,14 +435,14 @@ func (h *History) replay(yield func(history.Event) bool) {
 	less := func(a, b key) bool { return a.t < b.t || a.t == b.t && a.i < b.i }
 	var e history.Event
 	i, j, k := 0, 0, 0
-	for i < len(h.ops) || j < len(done) || k < len(h.nem) {
-		best, which := key{never, never}, -1
-		if i < len(h.ops) {
-			best, which = key{h.ops[i].Call, h.ops[i].InvokeIndex}, 0
+	for i < len(h.recs) || j < len(done) || k < len(h.nem) {
+		best, which := key{}, -1
+		if i < len(h.recs) {
+			best, which = key{h.recs[i].call, h.recs[i].invokeIndex}, 0
 		}
 		if j < len(done) {
-			o := &h.ops[done[j]]
-			if c := (key{o.Done, o.DoneIndex}); which < 0 || less(c, best) {
+			r := &h.recs[done[j]]
+			if c := (key{r.done, r.doneIndex}); which < 0 || less(c, best) {
 				best, which = c, 1
 			}
 		}
@@ -305,26 +453,28 @@ func (h *History) replay(yield func(history.Event) bool) {
 		}
 		switch which {
 		case 0:
-			o := &h.ops[i]
+			r := &h.recs[i]
 			i++
-			e = history.Event{Index: o.InvokeIndex, Time: o.Call, Process: o.Process, Type: history.Invoke, F: o.F,
-				Client: o.Client, Key: o.Key, Token: o.Token, TTLMs: o.TTL / 1e6, Node: o.Node()}
-			if o.F == history.FWrite {
-				e.Value = o.Value
+			e = history.Event{Index: r.invokeIndex, Time: r.call, Process: r.process, Type: history.Invoke, F: h.strs[r.f],
+				Client: r.client, Key: h.strs[r.key], Token: h.strs[r.token], TTLMs: r.ttl / 1e6, Node: h.notes[r.notes].node}
+			if e.F == history.FWrite && r.hasValue {
+				e.Value = history.Int64(r.value)
 			}
 		case 1:
-			o := &h.ops[done[j]]
+			r := &h.recs[done[j]]
 			j++
-			e = history.Event{Index: o.DoneIndex, Time: o.Done, Process: o.Process, Type: o.Outcome, F: o.F,
-				Client: o.Client, Key: o.Key, Token: o.Token, Verdict: o.Verdict(), Error: o.Err}
-			if r := o.Reason(); r != "" {
-				e.Error = r
+			n := &h.notes[r.notes]
+			e = history.Event{Index: r.doneIndex, Time: r.done, Process: r.process, Type: history.Type(h.strs[r.outcome]),
+				F: h.strs[r.f], Client: r.client, Key: h.strs[r.key], Token: h.strs[r.token], Verdict: n.verdict,
+				Error: h.strs[r.err]}
+			if n.reason != "" {
+				e.Error = n.reason
 			}
-			if o.F == history.FAcquire || o.F == history.FFence {
-				e.Fence, e.FenceSource, e.ValidityMs = o.Fence, o.FenceSource(), o.Validity/1e6
+			if e.F == history.FAcquire || e.F == history.FFence {
+				e.Fence, e.FenceSource, e.ValidityMs = r.fence, n.fenceSource, r.validity/1e6
 			}
-			if o.F == history.FRead {
-				e.Value = o.Value
+			if e.F == history.FRead && r.hasValue {
+				e.Value = history.Int64(r.value)
 			}
 		default:
 			e = h.nem[k]
