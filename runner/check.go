@@ -126,31 +126,43 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if err := report.DrawPorcupine(dir, res); err != nil {
 		return "", ExitCannot, err
 	}
-	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, h, cfg.TTL)); err != nil {
-		return "", ExitCannot, err
-	}
-	sum := summarize(dir, res, cfg, hasCfg)
-	if err := runfolder.WriteFileAtomic(filepath.Join(dir, runfolder.Summary), []byte(sum), 0o644); err != nil {
-		return "", ExitCannot, fmt.Errorf("write summary: %w", err)
-	}
-	win, note, err := timelineEvents(hpath, h, res, report.TimelineMaxEvents)
-	if err != nil {
-		return "", ExitCannot, fmt.Errorf("cannot check %s: %w", dir, err)
-	}
-	tl := report.BuildTimeline(win, res)
-	tl.Start = h.Start() // seconds count from the run's first event, as the summary's do
 	title := "lockjepsen"
 	if hasCfg {
 		title = fmt.Sprintf("lockjepsen %s: recipe %s, fence %s, seed %d", cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed)
 	}
+	// The timeline (a second pass over the file, then the plot) is drawn on
+	// the other core while the metrics replay and the summary are written:
+	// 1.1 s and 0.7 s of a 1M-event check.
+	drawn := make(chan error, 1)
+	var note string
+	go func() {
+		win, n, err := timelineEvents(hpath, h, res, report.TimelineMaxEvents)
+		if err != nil {
+			drawn <- fmt.Errorf("cannot check %s: %w", dir, err)
+			return
+		}
+		note = n
+		tl := report.BuildTimeline(win, res)
+		tl.Start = h.Start() // seconds count from the run's first event, as the summary's do
+		fig, err := tl.Plot(title + note)
+		if err == nil {
+			err = fig.Save(filepath.Join(dir, runfolder.Timeline))
+		}
+		drawn <- err
+	}()
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, h, cfg.TTL)); err != nil {
+		<-drawn
+		return "", ExitCannot, err
+	}
+	sum := summarize(dir, res, cfg, hasCfg)
+	if err := runfolder.WriteFileAtomic(filepath.Join(dir, runfolder.Summary), []byte(sum), 0o644); err != nil {
+		<-drawn
+		return "", ExitCannot, fmt.Errorf("write summary: %w", err)
+	}
+	if err := <-drawn; err != nil {
+		return "", ExitCannot, err
+	}
 	title += note
-	fig, err := tl.Plot(title)
-	if err != nil {
-		return "", ExitCannot, err
-	}
-	if err := fig.Save(filepath.Join(dir, runfolder.Timeline)); err != nil {
-		return "", ExitCannot, err
-	}
 	page := report.Page{Title: title, Scenario: cfg.Scenario, Summary: sum, Result: res}
 	if sc, err := scenario.Get(cfg.Scenario); err == nil {
 		page.Teaches = sc.Teaches
