@@ -15,8 +15,8 @@ import (
 // so that `lockjepsen check` streams history.jsonl (history.Scan) instead of
 // holding every history.Event; the check then expands one group of keys at a
 // time into Ops (CheckHistory). On 1M events the events were 288 MB of a
-// 700 MB live heap; a record is 104 bytes with no pointers, so the collector
-// never scans the records (an Op is 184 bytes, four of them strings).
+// 700 MB live heap; a record is 96 bytes with no pointers, so the collector
+// never scans the records (an Op is 176 bytes, most of them strings).
 type History struct {
 	recs   []rec           // in call order (ties by invoke index)
 	nem    []history.Event // by time, ties by index
@@ -41,13 +41,12 @@ type rec struct {
 	call, done         int64
 	invokeIndex        int64
 	doneIndex          int64 // -1 while in flight
-	ttl, validity      int64 // ns
+	ttl                int64 // ns
 	fence, value       int64
 	process            history.Process
 	client             int
 	f, key, token, err uint32 // indexes into History.strs
 	outcome, notes     uint32 // strs; notes: History.notes, 0 = none
-	hasValue, keyless  bool
 	_                  [6]byte
 }
 
@@ -184,13 +183,15 @@ func (b *Builder) Add(e *history.Event) error {
 			fence: e.Fence, invokeIndex: e.Index, doneIndex: -1,
 		}
 		if e.Value != nil {
-			r.value, r.hasValue = *e.Value, true
+			r.value = *e.Value
+			b.note(&r, func(n *opNotes) { n.hasValue = true })
 		}
 		if e.Node != "" {
 			b.note(&r, func(n *opNotes) { n.node = e.Node })
 		}
 		if e.Key == "" {
-			r.keyless, b.keyless = true, true
+			b.keyless = true
+			b.note(&r, func(n *opNotes) { n.keyless = true })
 		} else {
 			b.link(r.token, r.key)
 		}
@@ -216,7 +217,7 @@ func (b *Builder) Add(e *history.Event) error {
 	r.done = e.Time
 	r.doneIndex = e.Index
 	if e.ValidityMs > 0 && e.Type == history.OK {
-		r.validity = e.ValidityMs * 1e6
+		b.note(r, func(n *opNotes) { n.validity = e.ValidityMs * 1e6 })
 	}
 	f := h.strs[r.f]
 	if e.Fence != 0 && (f == history.FAcquire || f == history.FFence) {
@@ -228,7 +229,8 @@ func (b *Builder) Add(e *history.Event) error {
 		b.note(r, func(n *opNotes) { n.fenceSource = src })
 	}
 	if e.Value != nil && f == history.FRead {
-		r.value, r.hasValue = *e.Value, true
+		r.value = *e.Value
+		b.note(r, func(n *opNotes) { n.hasValue = true })
 	}
 	if e.Type == history.Fail {
 		r.err = b.id(e.Error)
@@ -241,7 +243,7 @@ func (b *Builder) Add(e *history.Event) error {
 			}
 		})
 	}
-	if r.keyless && e.Key != "" {
+	if h.notes[r.notes].keyless && e.Key != "" {
 		if b.doneKey == nil {
 			b.doneKey = make(map[opID]string)
 		}
@@ -283,7 +285,7 @@ func (b *Builder) History() *History {
 		tokenKey := make(map[uint32]uint32)
 		for i := range h.recs {
 			r := &h.recs[i]
-			if !r.keyless {
+			if !h.notes[r.notes].keyless {
 				if h.strs[r.token] != "" {
 					tokenKey[r.token] = r.key
 				}
@@ -293,7 +295,8 @@ func (b *Builder) History() *History {
 			if !ok || h.strs[k] == "" {
 				k = b.id(b.doneKey[opID{r.process, r.call, r.invokeIndex}])
 			}
-			r.key, r.keyless = k, false
+			r.key = k
+			b.note(r, func(n *opNotes) { n.keyless = false })
 			b.link(r.token, r.key)
 		}
 	}
@@ -379,7 +382,7 @@ func (h *History) ops(keys []uint32) []Op {
 			continue
 		}
 		o := Op{F: h.strs[r.f], Key: h.strs[r.key], Token: h.strs[r.token], Client: r.client, Process: r.process,
-			TTL: r.ttl, Validity: r.validity, Call: r.call, Return: never, Done: r.done,
+			TTL: r.ttl, Validity: h.notes[r.notes].validity, Call: r.call, Return: never, Done: r.done,
 			Outcome: history.Type(h.strs[r.outcome]), Fence: r.fence, Err: h.strs[r.err],
 			InvokeIndex: r.invokeIndex, DoneIndex: r.doneIndex}
 		if r.notes != 0 {
@@ -388,7 +391,7 @@ func (h *History) ops(keys []uint32) []Op {
 		if o.Outcome != history.Info {
 			o.Return = r.done
 		}
-		if r.hasValue {
+		if h.notes[r.notes].hasValue {
 			if len(values) == cap(values) {
 				values = make([]int64, 0, max(64, n/4))
 			}
@@ -474,7 +477,7 @@ func (h *History) replay(yield func(history.Event) bool) {
 			i++
 			e = history.Event{Index: r.invokeIndex, Time: r.call, Process: r.process, Type: history.Invoke, F: h.strs[r.f],
 				Client: r.client, Key: h.strs[r.key], Token: h.strs[r.token], TTLMs: r.ttl / 1e6, Node: h.notes[r.notes].node}
-			if e.F == history.FWrite && r.hasValue {
+			if e.F == history.FWrite && h.notes[r.notes].hasValue {
 				e.Value = history.Int64(r.value)
 			}
 		case 1:
@@ -488,9 +491,9 @@ func (h *History) replay(yield func(history.Event) bool) {
 				e.Error = n.reason
 			}
 			if e.F == history.FAcquire || e.F == history.FFence {
-				e.Fence, e.FenceSource, e.ValidityMs = r.fence, n.fenceSource, r.validity/1e6
+				e.Fence, e.FenceSource, e.ValidityMs = r.fence, n.fenceSource, n.validity/1e6
 			}
-			if e.F == history.FRead && r.hasValue {
+			if e.F == history.FRead && n.hasValue {
 				e.Value = history.Int64(r.value)
 			}
 		default:

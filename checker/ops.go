@@ -42,6 +42,10 @@ type Op struct {
 
 type opNotes struct {
 	fenceSource, verdict, reason, node string
+	// Builder only (History's records): a Redlock grant's validity (ns),
+	// whether the op has a value, whether its invoke had no key.
+	validity          int64
+	hasValue, keyless bool
 }
 
 // FenceSource is where an acquire's or a fence op's number came from
