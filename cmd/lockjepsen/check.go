@@ -49,12 +49,13 @@ func runCheck(args []string) int {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A complement to streaming, not a substitute: check keeps about
-		// 100 bytes per operation (1 GB live at 10M events, against 7 GB
-		// when it held every event), but the collector's default pacing
-		// lets the heap grow to twice what is live: 2.6 GiB peak RSS at
-		// 10M events. A soft limit holds that check at 1.5 GiB for about a
-		// quarter more CPU (docs/checker.md, Scale); below it (1M events:
-		// 150 MB live) nothing changes. GOMEMLIMIT, when set, wins.
+		// 100 bytes per operation (about 1 GB live at 10M events, where
+		// holding every event peaked at 12.8 GiB), but the collector's
+		// default pacing lets the heap grow to twice what is live: 2.3 GiB
+		// peak RSS at 10M events. This soft limit holds that check at
+		// 1.4 GiB for a fifth more CPU (52 -> 63 s; docs/checker.md,
+		// Scale); below it (1M events: 150 MB live) nothing changes.
+		// GOMEMLIMIT, when set, wins.
 		debug.SetMemoryLimit(checkMemoryLimit)
 	}
 	sum, code, err := runner.CheckDir(dirs[0], runner.CheckOptions{Epsilon: *eps, Budget: *budget, NoHTML: *noHTML})
