@@ -17,23 +17,49 @@ import (
 // history, a half-written last line is dropped and any other bad line is an
 // error naming it.
 func ReadAttemptsFile(path string) ([]history.Attempt, error) {
+	var out []history.Attempt
+	if err := ScanAttemptsFile(path, func(a *history.Attempt) { out = append(out, *a) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// IndexAttemptsFile reads the resource's log straight into the index the
+// checker consults (nil when the file is missing or empty), without holding
+// its lines.
+func IndexAttemptsFile(path string) (*AttemptIndex, error) {
+	var idx *AttemptIndex
+	err := ScanAttemptsFile(path, func(a *history.Attempt) {
+		if idx == nil {
+			idx = NewAttemptIndex()
+		}
+		idx.Add(a)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
+// ScanAttemptsFile calls fn for every line of the resource's log, in file
+// order, with the rules of ReadAttemptsFile.
+func ScanAttemptsFile(path string, fn func(*history.Attempt)) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open resource log: %w", err)
+		return fmt.Errorf("open resource log: %w", err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 256<<10)
-	var out []history.Attempt
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
 		if len(b) == 0 && err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return fmt.Errorf("read %s: %w", path, err)
 		}
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
@@ -42,16 +68,16 @@ func ReadAttemptsFile(path string) ([]history.Attempt, error) {
 		var a history.Attempt
 		if derr := json.Unmarshal(b, &a); derr != nil {
 			if err == io.EOF {
-				return out, nil // half-written last line of a crashed run
+				return nil // half-written last line of a crashed run
 			}
-			return nil, &history.ParseError{Path: path, Line: line, Err: fmt.Errorf("not a valid attempt: %v", derr)}
+			return &history.ParseError{Path: path, Line: line, Err: fmt.Errorf("not a valid attempt: %v", derr)}
 		}
 		if a.Op != history.FRead && a.Op != history.FWrite {
-			return nil, &history.ParseError{Path: path, Line: line, Err: fmt.Errorf(`"op" must be read or write, got %q`, a.Op)}
+			return &history.ParseError{Path: path, Line: line, Err: fmt.Errorf(`"op" must be read or write, got %q`, a.Op)}
 		}
-		out = append(out, a)
+		fn(&a)
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 	}
 }

@@ -8,7 +8,9 @@ package checker
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,25 +23,36 @@ import (
 // With opts.Pictures it also gathers what porcupine needs to draw each failed
 // partition (Result.Pictures); report draws them.
 func Check(events []history.Event, attempts []history.Attempt, opts Options) (*Result, error) {
+	b := NewBuilder()
+	for i := range events {
+		if err := b.Add(&events[i]); err != nil {
+			return nil, fmt.Errorf("malformed history: %w", err)
+		}
+	}
+	var idx *AttemptIndex
+	if len(attempts) > 0 {
+		idx = NewAttemptIndex()
+		for i := range attempts {
+			idx.Add(&attempts[i])
+		}
+	}
+	return CheckHistory(b.History(), idx, opts), nil
+}
+
+// CheckHistory judges a history a Builder gathered, with the resource's own
+// log (nil when absent); Check without the events. It judges one group of
+// keys at a time (a key, or keys that share a token), expanding only that
+// group's records into Ops, GOMAXPROCS groups at once: every rule of
+// docs/checker.md looks at one key's operations (a token's grants and
+// sections stay in its group), so the verdicts are the ones a check holding
+// every Op gives, while only a few groups' Ops are live (10M events are 5M
+// Ops, 0.9 GB).
+func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	began := time.Now()
 	opts = opts.Defaults()
-	ops, nem, err := splitHistory(events)
-	if err != nil {
-		return nil, fmt.Errorf("malformed history: %w", err)
-	}
-	var t0, tEnd int64
-	if len(events) > 0 {
-		t0, tEnd = events[0].Time, events[len(events)-1].Time
-	}
+	nem, t0, tEnd := h.nem, h.t0, h.tEnd
 	fs := faults(nem)
-	var idx attemptIndex
-	if len(attempts) > 0 {
-		idx = indexAttempts(attempts)
-	}
 	res := &Result{
-		Ops:                opCounts(ops),
-		UnknownCommands:    unknownCommands(ops, t0),
-		LatencyMs:          Latency{Acquire: latency(ops, history.FAcquire)},
 		Options:            OptionsEcho{EpsilonMs: ms(opts.Epsilon), BudgetS: opts.Budget.Seconds()},
 		StartTime:          t0,
 		DurationMs:         float64(tEnd-t0) / 1e6,
@@ -57,111 +70,94 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 	res.FaultWindows = faultWindows(fs, ops, t0)
 	var slack int64
 	minTTL := int64(never)
-	for i := range ops {
-		slack = max(slack, ops[i].TTL)
-		if ops[i].TTL > 0 {
-			minTTL = min(minTTL, ops[i].TTL)
+	for i := range h.recs {
+		slack = max(slack, h.recs[i].ttl)
+		if h.recs[i].ttl > 0 {
+			minTTL = min(minTTL, h.recs[i].ttl)
 		}
 	}
 	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
+	audited, audit := livenessAudit(nem)
 
-	lockOps, lockKeys := byKey(ops, isLockOp)
-	secs := buildSections(ops, idx)
-	secByKey := make(map[string][]*Section)
-	var secKeys []string
-	for _, s := range secs {
-		if secByKey[s.Key] == nil {
-			secKeys = append(secKeys, s.Key)
-		}
-		secByKey[s.Key] = append(secByKey[s.Key], s)
-	}
-	sort.Strings(secKeys)
-	res.Resource.Sections = len(secs)
-
-	draw := opts.Pictures
-	lockChecks := make([]*keyCheck, len(lockKeys))
-	resChecks := make([]*keyCheck, len(secKeys))
+	groups := h.groups()
+	parts := make([]*groupResult, len(groups))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	run := func(f func()) {
+	for i, g := range groups {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func() { defer func() { <-sem; wg.Done() }(); f() }()
-	}
-	for i, k := range lockKeys {
-		run(func() { lockChecks[i] = checkLockKey(k, lockOps[k], opts, t0, draw) })
-	}
-	for i, k := range secKeys {
-		run(func() { resChecks[i] = checkResourceKey(k, secByKey[k], opts, draw) })
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			parts[i] = checkGroup(h.ops(g), idx, fs, slack, audited, audit, opts, t0)
+		}()
 	}
 	wg.Wait()
 
-	res.Lock = LockResult{Valid: Valid, Keys: make(map[string]*KeyResult)}
-	grants := make(map[[2]string]bool)
-	for _, kc := range lockChecks {
-		res.Lock.Keys[kc.key] = &kc.res
-		res.Lock.Valid = and(res.Lock.Valid, kc.res.Valid)
-		for _, w := range kc.witnesses {
-			v := Violation{Kind: w.kind, Affects: "lock", Key: w.key, Start: w.start, End: w.end,
-				Clients: []int{w.holder.grant.Client, w.op.Client}, Tokens: []string{w.holder.token, w.op.Token},
-				Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
-			dg := w.kind == "double-grant"
-			if dg {
-				grants[[2]string{w.holder.token, w.op.Token}] = true
+	// Put the groups' findings in the order one check of every key gives:
+	// each kind of finding by key, in key order.
+	var lockKeys, secKeys []keyOutcome
+	var dhs []DoubleHolder
+	var sw StaleWrites
+	var stuck []stuckOutcome
+	counts := make(map[string]*OpCounts)
+	var unknown []UnknownCommand
+	var acquires []int64
+	for _, p := range parts {
+		lockKeys = append(lockKeys, p.lock...)
+		secKeys = append(secKeys, p.res...)
+		res.Resource.Sections += p.sections
+		dhs = append(dhs, p.dhs...)
+		sw.Attempted += p.sw.Attempted
+		sw.Accepted += p.sw.Accepted
+		sw.Rejected += p.sw.Rejected
+		sw.Unknown += p.sw.Unknown
+		res.FenceTokens.Duplicates += p.fences.Duplicates
+		res.FenceTokens.Regressions += p.fences.Regressions
+		res.FenceTokens.List = append(res.FenceTokens.List, p.fences.List...)
+		stuck = append(stuck, p.stuck...)
+		for f, c := range p.counts {
+			t := counts[f]
+			if t == nil {
+				t = &OpCounts{}
+				counts[f] = t
 			}
-			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, w.end, slack, v.Clients, dg)
-			v.Explanation = explainWitness(w, t0, v.Cause, v.Faults)
-			res.Violations = append(res.Violations, v)
+			t.OK, t.Fail, t.Info, t.Refused = t.OK+c.OK, t.Fail+c.Fail, t.Info+c.Info, t.Refused+c.Refused
 		}
-		if kc.res.Porcupine == "illegal" {
-			v := Violation{Kind: "lock-not-linearizable", Affects: "lock", Key: kc.key, Start: kc.segFrom, End: kc.segTo,
-				Clients: []int{}, Explanation: explainStuckLock(kc.key, kc.stuck, kc.segFrom, kc.segTo, t0)}
-			if o := kc.stuck; o != nil {
-				// The violation starts at the reply no server could give,
-				// not at the start of the span porcupine checked.
-				v.Start, v.End = o.Call, o.Return
-				if v.End == never {
-					v.End = max(o.Done, o.Call)
-				}
-				v.Clients = []int{o.Client}
-				v.Tokens = []string{o.Token}
-				v.Events = []int64{o.InvokeIndex}
-				v.Cause, v.Faults = attribute(fs, kc.segFrom, v.End, slack, nil, true)
-			}
-			res.Violations = append(res.Violations, v)
+		unknown = append(unknown, p.unknown...)
+		acquires = append(acquires, p.acquires...)
+	}
+	res.Ops = counts
+	res.UnknownCommands = mergeUnknownCommands(unknown)
+	res.LatencyMs = Latency{Acquire: percentilesOf(acquires)}
+	byKeyName := func(a, b keyOutcome) int { return strings.Compare(a.key, b.key) }
+	slices.SortFunc(lockKeys, byKeyName)
+	slices.SortFunc(secKeys, byKeyName)
+	slices.SortStableFunc(dhs, func(a, b DoubleHolder) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(res.FenceTokens.List, func(a, b FenceIssue) int { return strings.Compare(a.Key, b.Key) })
+
+	var lockChecks, resChecks []*keyCheck
+	res.Lock = LockResult{Valid: Valid, Keys: make(map[string]*KeyResult)}
+	for _, k := range lockKeys {
+		res.Lock.Keys[k.key] = k.res
+		res.Lock.Valid = and(res.Lock.Valid, k.res.Valid)
+		res.Violations = append(res.Violations, k.violations...)
+		if k.kc != nil {
+			lockChecks = append(lockChecks, k.kc)
 		}
 	}
 	res.Resource.Valid = Valid
 	res.Resource.Keys = make(map[string]*KeyResult)
-	for _, kc := range resChecks {
-		res.Resource.Keys[kc.key] = &kc.res
-		res.Resource.Valid = and(res.Resource.Valid, kc.res.Valid)
-		res.Resource.LostUpdates += len(kc.lost)
-		for _, p := range kc.lost {
-			a, b := p[0], p[1]
-			v := Violation{Kind: "lost-update", Affects: "resource", Key: kc.key, Start: max(a.Call, b.Call),
-				End: min(a.Return, b.Return), Clients: []int{a.Client, b.Client}, Tokens: []string{a.Token, b.Token},
-				Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}, Explanation: explainLostUpdate(kc.key, a, b)}
-			if v.End == never {
-				v.End = v.Start
-			}
-			v.Cause, v.Faults = attribute(fs, min(a.Call, b.Call), v.End, slack, v.Clients, false)
-			res.Violations = append(res.Violations, v)
-		}
-		if kc.res.Porcupine == "illegal" {
-			v := Violation{Kind: "resource-not-linearizable", Affects: "resource", Key: kc.key, Start: kc.segFrom,
-				End: kc.segTo, Clients: []int{}, Explanation: explainStuckResource(kc.key, kc.stuckS, kc.segFrom, kc.segTo, t0)}
-			if kc.stuckS != nil {
-				v.Clients = []int{kc.stuckS.Client}
-			}
-			v.Cause, v.Faults = attribute(fs, kc.segFrom, kc.segTo, slack, v.Clients, false)
-			res.Violations = append(res.Violations, v)
+	for _, k := range secKeys {
+		res.Resource.Keys[k.key] = k.res
+		res.Resource.Valid = and(res.Resource.Valid, k.res.Valid)
+		res.Resource.LostUpdates += k.lost
+		res.Violations = append(res.Violations, k.violations...)
+		if k.kc != nil {
+			resChecks = append(resChecks, k.kc)
 		}
 	}
 
-	dhs, sw, exp := doubleHolders(ops, fs, idx, grants, slack)
 	for i := range dhs {
-		dhs[i].Explanation = explainDoubleHolder(dhs[i], t0)
 		d := dhs[i]
 		kind := "stale-write-accepted"
 		if d.NewTurnedAway != "" {
@@ -181,16 +177,11 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 				Cause: d.Cause, Faults: d.Faults, Explanation: d.Explanation})
 		}
 	}
-	res.DoubleHolders, res.DoubleHolderList, res.StaleWrites, res.ExposureMs = len(dhs), dhs, sw, exp
+	res.DoubleHolders, res.DoubleHolderList, res.StaleWrites, res.ExposureMs = len(dhs), dhs, sw, exposure(dhs)
 	if dhs == nil {
 		res.DoubleHolderList = []DoubleHolder{}
 	}
 
-	fenceOps, fenceKeys := byKey(ops, func(o *Op) bool { return isLockOp(o) || o.F == history.FFence })
-	res.FenceTokens = fenceIssues(fenceOps, fenceKeys)
-	if res.FenceTokens.List == nil {
-		res.FenceTokens.List = []FenceIssue{}
-	}
 	for _, f := range res.FenceTokens.List {
 		kind := "duplicate-fence"
 		if f.Kind == "regression" {
@@ -202,20 +193,162 @@ func Check(events []history.Event, attempts []history.Attempt, opts Options) (*R
 		res.Violations = append(res.Violations, v)
 	}
 
-	var stuck []Violation
-	res.Liveness, stuck = liveness(lockOps, lockKeys, nem, t0)
-	res.Violations = append(res.Violations, stuck...)
+	// Keys the audit saw without a lock operation are judged on the audit alone.
+	locked := make(map[string]bool, len(lockKeys))
+	for _, k := range lockKeys {
+		locked[k.key] = true
+	}
+	for k := range audit {
+		if !locked[k] {
+			if s := stuckLock(k, nil, audited, audit[k], t0); s != nil {
+				stuck = append(stuck, *s)
+			}
+		}
+	}
+	slices.SortFunc(stuck, func(a, b stuckOutcome) int { return strings.Compare(a.lock.Key, b.lock.Key) })
+	res.Liveness = LivenessResult{Valid: Valid, K: StuckAfterTTLs, Audited: audited, StuckLocks: []StuckLock{}}
+	for _, s := range stuck {
+		res.Liveness.StuckLocks = append(res.Liveness.StuckLocks, s.lock)
+		res.Liveness.Valid = Invalid
+		res.Violations = append(res.Violations, s.violation)
+	}
 	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid)
 	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
 	for i := range res.Violations {
 		res.Violations[i].StartS = rel(res.Violations[i].Start, t0)
 		res.Violations[i].EndS = rel(res.Violations[i].End, t0)
 	}
-	if draw {
+	if opts.Pictures {
 		res.Pictures = pictures(lockChecks, resChecks, fs, t0)
 	}
 	res.CheckMs = ms(time.Since(began))
-	return res, nil
+	return res
+}
+
+// groupResult is what one group of keys found, each finding with its key.
+type groupResult struct {
+	lock, res []keyOutcome
+	sections  int
+	dhs       []DoubleHolder // by key, explained
+	sw        StaleWrites    // without NewerTurnedAway, counted once all are in
+	fences    FenceTokens
+	stuck     []stuckOutcome
+	counts    map[string]*OpCounts
+	unknown   []UnknownCommand
+	acquires  []int64 // latencies of completed acquires
+}
+
+// keyOutcome is one partition's verdict and violations; kc is kept only
+// for a partition porcupine draws (it holds the group's Ops).
+type keyOutcome struct {
+	key        string
+	res        *KeyResult
+	violations []Violation
+	lost       int
+	kc         *keyCheck
+}
+
+type stuckOutcome struct {
+	lock      StuckLock
+	violation Violation
+}
+
+// checkGroup runs every rule on the Ops of one group of keys.
+func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
+	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire)}
+	draw := opts.Pictures
+	lockOps, lockKeys := byKey(ops, isLockOp)
+	secs := buildSections(ops, idx)
+	secByKey := make(map[string][]*Section)
+	var secKeys []string
+	for _, s := range secs {
+		if secByKey[s.Key] == nil {
+			secKeys = append(secKeys, s.Key)
+		}
+		secByKey[s.Key] = append(secByKey[s.Key], s)
+	}
+	sort.Strings(secKeys)
+	g.sections = len(secs)
+
+	grants := make(map[[2]string]bool)
+	for _, k := range lockKeys {
+		kc := checkLockKey(k, lockOps[k], opts, t0, draw)
+		out := keyOutcome{key: k, res: &kc.res}
+		for _, w := range kc.witnesses {
+			v := Violation{Kind: w.kind, Affects: "lock", Key: w.key, Start: w.start, End: w.end,
+				Clients: []int{w.holder.grant.Client, w.op.Client}, Tokens: []string{w.holder.token, w.op.Token},
+				Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
+			dg := w.kind == "double-grant"
+			if dg {
+				grants[[2]string{w.holder.token, w.op.Token}] = true
+			}
+			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, w.end, slack, v.Clients, dg)
+			v.Explanation = explainWitness(w, t0, v.Cause, v.Faults)
+			out.violations = append(out.violations, v)
+		}
+		if kc.res.Porcupine == "illegal" {
+			v := Violation{Kind: "lock-not-linearizable", Affects: "lock", Key: kc.key, Start: kc.segFrom, End: kc.segTo,
+				Clients: []int{}, Explanation: explainStuckLock(kc.key, kc.stuck, kc.segFrom, kc.segTo, t0)}
+			if o := kc.stuck; o != nil {
+				// The violation starts at the reply no server could give,
+				// not at the start of the span porcupine checked.
+				v.Start, v.End = o.Call, o.Return
+				if v.End == never {
+					v.End = max(o.Done, o.Call)
+				}
+				v.Clients = []int{o.Client}
+				v.Tokens = []string{o.Token}
+				v.Events = []int64{o.InvokeIndex}
+				v.Cause, v.Faults = attribute(fs, kc.segFrom, v.End, slack, nil, true)
+			}
+			out.violations = append(out.violations, v)
+		}
+		if kc.info != nil {
+			out.kc = kc
+		}
+		g.lock = append(g.lock, out)
+	}
+	for _, k := range secKeys {
+		kc := checkResourceKey(k, secByKey[k], opts, draw)
+		out := keyOutcome{key: k, res: &kc.res, lost: len(kc.lost)}
+		for _, p := range kc.lost {
+			a, b := p[0], p[1]
+			v := Violation{Kind: "lost-update", Affects: "resource", Key: kc.key, Start: max(a.Call, b.Call),
+				End: min(a.Return, b.Return), Clients: []int{a.Client, b.Client}, Tokens: []string{a.Token, b.Token},
+				Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}, Explanation: explainLostUpdate(kc.key, a, b)}
+			if v.End == never {
+				v.End = v.Start
+			}
+			v.Cause, v.Faults = attribute(fs, min(a.Call, b.Call), v.End, slack, v.Clients, false)
+			out.violations = append(out.violations, v)
+		}
+		if kc.res.Porcupine == "illegal" {
+			v := Violation{Kind: "resource-not-linearizable", Affects: "resource", Key: kc.key, Start: kc.segFrom,
+				End: kc.segTo, Clients: []int{}, Explanation: explainStuckResource(kc.key, kc.stuckS, kc.segFrom, kc.segTo, t0)}
+			if kc.stuckS != nil {
+				v.Clients = []int{kc.stuckS.Client}
+			}
+			v.Cause, v.Faults = attribute(fs, kc.segFrom, kc.segTo, slack, v.Clients, false)
+			out.violations = append(out.violations, v)
+		}
+		if kc.info != nil {
+			out.kc = kc
+		}
+		g.res = append(g.res, out)
+	}
+
+	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, slack)
+	for i := range g.dhs {
+		g.dhs[i].Explanation = explainDoubleHolder(g.dhs[i], t0)
+	}
+	fenceOps, fenceKeys := byKey(ops, func(o *Op) bool { return isLockOp(o) || o.F == history.FFence })
+	g.fences = fenceIssues(fenceOps, fenceKeys)
+	for _, k := range lockKeys {
+		if s := stuckLock(k, lockOps[k], audited, audit[k], t0); s != nil {
+			g.stuck = append(g.stuck, *s)
+		}
+	}
+	return g
 }
 
 // epsilonWarnings states the ε policy: a negative ε narrows the lease bounds

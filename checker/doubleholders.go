@@ -39,7 +39,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FAcquire && o.Outcome == history.OK {
 			a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
 			if o.Fence != 0 {
-				a.fenceSource = o.FenceSource
+				a.fenceSource = o.FenceSource()
 			}
 			k := tokKey{o.Key, o.Token}
 			grants[k] = append(grants[k], a)
@@ -74,7 +74,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			continue
 		}
 		if o.F == history.FFence && o.Outcome == history.OK && o.Fence != 0 {
-			a.fenceSource = o.FenceSource
+			a.fenceSource = o.FenceSource()
 		}
 		// A read or write may land at the resource until its reply; a failed
 		// one did not act.
@@ -88,7 +88,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FWrite {
 			a.writes = append(a.writes, o)
 		}
-		if o.Verdict == history.Rejected && a.turnedAway == nil {
+		if o.Verdict() == history.Rejected && a.turnedAway == nil {
 			a.turnedAway = o
 		}
 	}
@@ -111,10 +111,9 @@ func actingIntervals(ops []Op) map[string][]*acting {
 // doubleHolders finds every pair of tokens whose acting intervals overlap and
 // judges the stale holder's writes. grants holds the token pairs the direct
 // check proved were granted at once.
-func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]bool, slack int64) ([]DoubleHolder, StaleWrites, Exposure) {
+func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string]bool, slack int64) ([]DoubleHolder, StaleWrites) {
 	var dhs []DoubleHolder
 	var sw StaleWrites
-	var exp Exposure
 	stale := make(map[*Op]bool)
 	intervals := actingIntervals(ops)
 	keys := make([]string, 0, len(intervals))
@@ -126,7 +125,6 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 		as := intervals[key]
 		sort.Slice(as, func(i, j int) bool { return as[i].start < as[j].start })
 		var active []*acting
-		var overlaps [][2]int64
 		for _, b := range as {
 			keep := active[:0]
 			for _, a := range active {
@@ -173,17 +171,32 @@ func doubleHolders(ops []Op, fs []fault, idx attemptIndex, grants map[[2]string]
 				}
 				if t := b.turnedAway; t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F
-					d.NewTurnedAwayReason = t.Reason
+					d.NewTurnedAwayReason = t.Reason()
 				}
-				exp.Max = max(exp.Max, d.OverlapMs)
-				overlaps = append(overlaps, [2]int64{b.start, end})
 				dhs = append(dhs, d)
 			}
 			active = append(active, b)
 		}
-		exp.Total += unionMs(overlaps)
 	}
-	return dhs, sw, exp
+	return dhs, sw
+}
+
+// exposure is how long double holders lasted: per key the union of their
+// overlaps (three at once count once), summed over keys in key order, and
+// the longest overlap. dhs are by key.
+func exposure(dhs []DoubleHolder) Exposure {
+	var exp Exposure
+	for i := 0; i < len(dhs); {
+		var overlaps [][2]int64
+		j := i
+		for ; j < len(dhs) && dhs[j].Key == dhs[i].Key; j++ {
+			exp.Max = max(exp.Max, dhs[j].OverlapMs)
+			overlaps = append(overlaps, [2]int64{dhs[j].Start, dhs[j].End})
+		}
+		exp.Total += unionMs(overlaps)
+		i = j
+	}
+	return exp
 }
 
 // worse folds one stale write's verdict into a double holder's: an accepted

@@ -25,39 +25,51 @@ func TestWriteSampleRuns(t *testing.T) {
 			PPause: 0.002, Failovers: 2, FailEvery: 7e9},
 	}
 	if n, err := strconv.Atoi(os.Getenv("LOCKJEPSEN_SAMPLES_EVENTS")); err == nil && n > 0 {
-		samples = map[string]simConfig{"scale": {Seed: 42, Clients: 64, Keys: 16, Events: n, TTLms: 500, PInfo: 0.01, PPause: 0.01}}
+		samples = map[string]simConfig{"scale": scaleConfig(n)}
 	}
 	for name, cfg := range samples {
 		if name == "clean" && os.Getenv("LOCKJEPSEN_SAMPLES_BIG") != "" {
 			cfg = simConfig{Seed: 42, Clients: 16, Keys: 4, Events: 1_000_000, TTLms: 500, PInfo: 0.01, PPause: 0.01}
 		}
-		events, attempts, _ := simulate(cfg)
-		if name == "scale" {
-			// Real tokens are 20 random bytes in hex.
-			for i := range events {
-				if events[i].Token != "" {
-					events[i].Token = fmt.Sprintf("%040x", events[i].Token)
-				}
-			}
-			for i := range attempts {
-				attempts[i].Token = fmt.Sprintf("%040x", attempts[i].Token)
-			}
-		}
-		dir := filepath.Join(out, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := writeSample(filepath.Join(out, name), cfg, name == "scale"); err != nil {
 			t.Fatal(err)
 		}
-		if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), events); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Create(filepath.Join(dir, "resource.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range attempts {
-			b, _ := jsonLineAny(a)
-			f.Write(b)
-		}
-		f.Close()
 	}
+}
+
+// scaleConfig is scripts/check-scale.sh's history: 64 clients, 16 keys, 1%
+// unknown outcomes, about n events.
+func scaleConfig(n int) simConfig {
+	return simConfig{Seed: 42, Clients: 64, Keys: 16, Events: n, TTLms: 500, PInfo: 0.01, PPause: 0.01}
+}
+
+// writeSample writes a simulated run's history.jsonl and resource.jsonl to
+// dir; hexTokens makes the tokens look like real ones (20 random bytes in hex).
+func writeSample(dir string, cfg simConfig, hexTokens bool) error {
+	events, attempts, _ := simulate(cfg)
+	if hexTokens {
+		for i := range events {
+			if events[i].Token != "" {
+				events[i].Token = fmt.Sprintf("%040x", events[i].Token)
+			}
+		}
+		for i := range attempts {
+			attempts[i].Token = fmt.Sprintf("%040x", attempts[i].Token)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), events); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "resource.jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, a := range attempts {
+		b, _ := jsonLineAny(a)
+		f.Write(b)
+	}
+	return f.Close()
 }

@@ -55,81 +55,73 @@ type LeftBy struct {
 	TimeS   float64      `json:"time_s"`
 }
 
-// liveness finds stuck locks: per key, the last lease anyone may hold ends at
+// Liveness finds stuck locks (livenessAudit, then stuckLock per key): per key, the last lease anyone may hold ends at
 // S = max(call + ttl) over ok and unknown acquires and extends; if refused
 // acquires keep coming for k × TTL after S and none is granted, the key is
 // stuck. When the run has a PTTL audit, the key must also show -1 on some
 // node; a -1 there alone is stuck too (the Valkey 9 lock article's "-1 on a lock key is a bug").
-func liveness(lockOps map[string][]*Op, lockKeys []string, nem []history.Event, t0 int64) (LivenessResult, []Violation) {
-	res := LivenessResult{Valid: Valid, K: StuckAfterTTLs, StuckLocks: []StuckLock{}}
-	audit := map[string]map[string]int64{}
+func livenessAudit(nem []history.Event) (audited bool, audit map[string]map[string]int64) {
+	audit = map[string]map[string]int64{}
 	for _, e := range nem {
 		if e.F == history.NAuditPTTL && e.Value != nil {
-			res.Audited = true
+			audited = true
 			if audit[e.Key] == nil {
 				audit[e.Key] = map[string]int64{}
 			}
 			audit[e.Key][e.Node] = *e.Value
 		}
 	}
-	keys := append([]string(nil), lockKeys...)
-	for k := range audit {
-		if _, seen := lockOps[k]; !seen {
-			keys = append(keys, k)
+	return audited, audit
+}
+
+// stuckLock judges one key on its lock operations (call order) and the
+// audit's PTTLs for it; nil when the key is not stuck.
+func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 int64) *stuckOutcome {
+	var left *Op
+	var since int64
+	for _, o := range ops {
+		if (o.F == history.FAcquire || o.F == history.FExtend) && o.Outcome != history.Fail {
+			if end := o.Call + o.TTL; left == nil || end > since {
+				left, since = o, end
+			}
 		}
 	}
-	sort.Strings(keys)
-	var vs []Violation
-	for _, key := range keys {
-		var left *Op
-		var since int64
-		for _, o := range lockOps[key] {
-			if (o.F == history.FAcquire || o.F == history.FExtend) && o.Outcome != history.Fail {
-				if end := o.Call + o.TTL; left == nil || end > since {
-					left, since = o, end
-				}
-			}
-		}
-		var attempts int
-		var last int64
-		granted := false
-		for _, o := range lockOps[key] {
-			if o.F != history.FAcquire || o.Call < since {
-				continue
-			}
-			if o.Outcome == history.OK {
-				granted = true
-			} else {
-				attempts++
-				last = max(last, o.Call)
-			}
-		}
-		noExpiry := false
-		for _, v := range audit[key] {
-			noExpiry = noExpiry || v == -1
-		}
-		byHistory := left != nil && !granted && attempts >= 3 && last-since >= int64(res.K)*left.TTL
-		if !(noExpiry || (byHistory && !res.Audited)) {
+	var attempts int
+	var last int64
+	granted := false
+	for _, o := range ops {
+		if o.F != history.FAcquire || o.Call < since {
 			continue
 		}
-		s := StuckLock{Key: key, Since: since, SinceS: rel(since, t0), Attempts: attempts, Audit: audit[key]}
-		if last > since {
-			s.RefusedMs = float64(last-since) / 1e6
+		if o.Outcome == history.OK {
+			granted = true
+		} else {
+			attempts++
+			last = max(last, o.Call)
 		}
-		if left != nil {
-			s.LeftBy = LeftBy{F: left.F, Client: left.Client, Token: left.Token, Outcome: left.Outcome, Event: left.InvokeIndex, TimeS: rel(left.Call, t0)}
-		}
-		s.Explanation = explainStuck(s, left, res.Audited)
-		res.StuckLocks = append(res.StuckLocks, s)
-		res.Valid = Invalid
-		v := Violation{Kind: "stuck-lock", Affects: "liveness", Key: key, Start: since, End: max(since, last),
-			Clients: []int{}, Cause: "no-expiry", Explanation: s.Explanation}
-		if left != nil {
-			v.Clients, v.Tokens, v.Events = []int{left.Client}, []string{left.Token}, []int64{left.InvokeIndex}
-		}
-		vs = append(vs, v)
 	}
-	return res, vs
+	noExpiry := false
+	for _, v := range audit {
+		noExpiry = noExpiry || v == -1
+	}
+	byHistory := left != nil && !granted && attempts >= 3 && last-since >= int64(StuckAfterTTLs)*left.TTL
+	if !(noExpiry || (byHistory && !audited)) {
+		return nil
+	}
+	s := StuckLock{Key: key, Since: since, SinceS: rel(since, t0), Attempts: attempts, Audit: audit}
+	if last > since {
+		s.RefusedMs = float64(last-since) / 1e6
+	}
+	if left != nil {
+		s.LeftBy = LeftBy{F: left.F, Client: left.Client, Token: left.Token, Outcome: left.Outcome, Event: left.InvokeIndex, TimeS: rel(left.Call, t0)}
+	}
+	s.Explanation = explainStuck(s, left, audited)
+	v := Violation{Kind: "stuck-lock", Affects: "liveness", Key: key, Start: since, End: max(since, last),
+		Clients: []int{}, Cause: "no-expiry", Explanation: s.Explanation}
+	if left != nil {
+		v.Clients, v.Tokens, v.Events = []int{left.Client}, []string{left.Token}, []int64{left.InvokeIndex}
+	}
+	return &stuckOutcome{lock: s, violation: v}
 }
 
 func explainStuck(s StuckLock, left *Op, audited bool) string {

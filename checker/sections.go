@@ -34,37 +34,53 @@ const (
 	effUnknown = "unknown"
 )
 
-// attemptIndex looks up the resource's own record of a write, which settles the
-// verdict of a write whose reply the client never saw.
-type attemptIndex map[attemptKey]history.Attempt
+// AttemptIndex looks up the resource's own record of a write, which settles
+// the verdict of a write whose reply the client never saw. It keeps only
+// that (verdict and time, per token and value), not the log's lines: a
+// resource log is read line by line into it (ReadAttemptsFile).
+type AttemptIndex struct {
+	m map[attemptKey]attemptVerdict
+}
 
 type attemptKey struct {
 	token string
 	value int64
 }
 
-func indexAttempts(as []history.Attempt) attemptIndex {
-	idx := make(attemptIndex)
-	for _, a := range as {
-		if a.Op != history.FWrite {
-			continue
-		}
-		k := attemptKey{a.Token, a.Value}
-		if prev, ok := idx[k]; ok && prev.Verdict == history.Accepted {
-			continue // a retried write counts as accepted if any try was
-		}
-		idx[k] = a
+type attemptVerdict struct {
+	time    int64
+	verdict string
+}
+
+// NewAttemptIndex is an empty index.
+func NewAttemptIndex() *AttemptIndex { return &AttemptIndex{m: make(map[attemptKey]attemptVerdict)} }
+
+// Add takes one line of the resource log; only writes are kept.
+func (idx *AttemptIndex) Add(a *history.Attempt) {
+	if a.Op != history.FWrite {
+		return
 	}
-	return idx
+	k := attemptKey{a.Token, a.Value}
+	if prev, ok := idx.m[k]; ok && prev.verdict == history.Accepted {
+		return // a retried write counts as accepted if any try was
+	}
+	v := a.Verdict
+	switch v { // share the constants rather than each line's copy
+	case history.Accepted:
+		v = history.Accepted
+	case history.Rejected:
+		v = history.Rejected
+	}
+	idx.m[k] = attemptVerdict{time: a.Time, verdict: v}
 }
 
 // writeVerdict is the resource's verdict on a write: accepted, rejected, or ""
 // when nobody knows. The resource log wins over the client's view because the
 // resource decided.
-func writeVerdict(w *Op, idx attemptIndex) (verdict string, decided int64) {
+func writeVerdict(w *Op, idx *AttemptIndex) (verdict string, decided int64) {
 	if w.Value != nil && idx != nil {
-		if a, ok := idx[attemptKey{w.Token, *w.Value}]; ok && a.Time >= w.Call {
-			return a.Verdict, a.Time
+		if a, ok := idx.m[attemptKey{w.Token, *w.Value}]; ok && a.time >= w.Call {
+			return a.verdict, a.time
 		}
 	}
 	switch {
@@ -78,7 +94,7 @@ func writeVerdict(w *Op, idx attemptIndex) (verdict string, decided int64) {
 }
 
 // buildSections pairs reads with writes per client slot.
-func buildSections(ops []Op, idx attemptIndex) []*Section {
+func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 	var out []*Section
 	pending := make(map[int]*Op) // client → successful read awaiting its write
 	flush := func(c int) {
@@ -99,7 +115,7 @@ func buildSections(ops []Op, idx attemptIndex) []*Section {
 		if o.F == history.FRead {
 			flush(o.Client)
 			// A rejected or unknown read observed nothing the model can use.
-			if o.Outcome == history.OK && o.Verdict != history.Rejected && o.Value != nil {
+			if o.Outcome == history.OK && o.Verdict() != history.Rejected && o.Value != nil {
 				pending[o.Client] = o
 			}
 			continue

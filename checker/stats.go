@@ -23,7 +23,7 @@ func opCounts(ops []Op) map[string]*OpCounts {
 			c.OK++
 		case history.Fail:
 			c.Fail++
-			if ops[i].Verdict == history.Rejected {
+			if ops[i].Verdict() == history.Rejected {
 				c.Refused++
 			}
 		default:
@@ -33,15 +33,21 @@ func opCounts(ops []Op) map[string]*OpCounts {
 	return m
 }
 
-// latency summarises completed operations of f; unknown outcomes have no
-// latency (they timed out) and would only measure the client's timeout.
-func latency(ops []Op, f string) Percentiles {
+// durations are the latencies of completed operations of f; unknown
+// outcomes have no latency (they timed out) and would only measure the
+// client's timeout.
+func durations(ops []Op, f string) []int64 {
 	var ds []int64
 	for i := range ops {
 		if ops[i].F == f && ops[i].Known() {
 			ds = append(ds, ops[i].Return-ops[i].Call)
 		}
 	}
+	return ds
+}
+
+// percentilesOf summarises latencies (it sorts ds).
+func percentilesOf(ds []int64) Percentiles {
 	if len(ds) == 0 {
 		return Percentiles{}
 	}

@@ -47,3 +47,25 @@ func unknownCommands(ops []Op, t0 int64) []UnknownCommand {
 	sort.Slice(out, func(i, j int) bool { return out[i].Command < out[j].Command })
 	return out
 }
+
+// mergeUnknownCommands adds up the groups' counts, command by command.
+func mergeUnknownCommands(us []UnknownCommand) []UnknownCommand {
+	by := map[string]*UnknownCommand{}
+	for _, u := range us {
+		m := by[u.Command]
+		if m == nil {
+			m = &UnknownCommand{Command: u.Command, Ops: map[string]int{}, First: u.First}
+			by[u.Command] = m
+		}
+		for f, n := range u.Ops {
+			m.Ops[f] += n
+		}
+		m.First = min(m.First, u.First)
+	}
+	out := make([]UnknownCommand, 0, len(by))
+	for _, u := range by {
+		out = append(out, *u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Command < out[j].Command })
+	return out
+}

@@ -67,12 +67,81 @@ func read(r io.Reader, name string, capacity int) ([]Event, error) {
 // lines of its process: a process's time never goes backwards, it has at most
 // one operation in flight, and a completion answers its invoke (same f, key,
 // token and ttl_ms, stamped no earlier). A violation is a *ParseError naming
-// the line. A truncated last line is dropped.
+// the line. A truncated last line is dropped. fn must not keep e.
+//
+// Lines are read and decoded on another goroutine, a batch at a time, while
+// this one validates them and calls fn, in file order: decoding was half of
+// the 24 s a 10M-event check spent reading its history on one core.
 func Scan(r io.Reader, name string, fn func(*Event) error) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	done := make(chan struct{})
+	defer close(done)
+	batches, free := make(chan []scanned, 4), make(chan []scanned, 6)
+	go decodeLines(r, name, batches, free, done)
 	v := newLineValidator()
+	for batch := range batches {
+		for i := range batch {
+			l := &batch[i]
+			switch {
+			case l.err != nil:
+				return l.err
+			case l.end:
+				return nil
+			case l.derr != nil:
+				return &ParseError{name, l.line, fmt.Errorf("not a valid event: %v", l.derr)}
+			}
+			if verr := Validate(&l.e); verr != nil {
+				return &ParseError{name, l.line, verr}
+			}
+			if verr := v.check(&l.e, l.line); verr != nil {
+				return &ParseError{name, l.line, verr}
+			}
+			if ferr := fn(&l.e); ferr != nil {
+				return ferr
+			}
+		}
+		select {
+		case free <- batch[:0]:
+		default:
+		}
+	}
+	return nil
+}
+
+// scanned is one line as decodeLines leaves it: an event, a line that is
+// not one (derr), the end of the history (end: EOF, or a half-written last
+// line), or a read error.
+type scanned struct {
+	e    Event
+	line int
+	derr error
+	end  bool
+	err  error
+}
+
+const scanBatch = 512
+
+// decodeLines reads and decodes lines into batches until the end, a read
+// error or done.
+func decodeLines(r io.Reader, name string, batches chan<- []scanned, free <-chan []scanned, done <-chan struct{}) {
+	defer close(batches)
+	br := bufio.NewReaderSize(r, 256<<10)
 	in := make(interner, internMax)
 	line := 0
+	var batch []scanned
+	send := func() bool {
+		select {
+		case batches <- batch:
+		case <-done:
+			return false
+		}
+		select {
+		case batch = <-free:
+		default:
+			batch = make([]scanned, 0, scanBatch)
+		}
+		return true
+	}
+	batch = make([]scanned, 0, scanBatch)
 	for {
 		b, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -85,42 +154,48 @@ func Scan(r io.Reader, name string, fn func(*Event) error) error {
 			b = long
 		}
 		if len(b) == 0 && err == io.EOF {
-			return nil
+			batch = append(batch, scanned{end: true})
+			send()
+			return
 		}
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("read %s: %w", name, err)
+			batch = append(batch, scanned{err: fmt.Errorf("read %s: %w", name, err)})
+			send()
+			return
 		}
 		line++
 		complete := err == nil
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			if !complete {
-				return nil
+				batch = append(batch, scanned{end: true})
+				send()
+				return
 			}
 			continue
 		}
-		var e Event
-		if decodeFast(b, &e, &in) != nil {
+		batch = append(batch, scanned{line: line})
+		l := &batch[len(batch)-1]
+		if decodeFast(b, &l.e, &in) != nil {
 			// encoding/json knows every form JSON allows and words the error.
-			e = Event{}
-			if derr := decodeEvent(b, &e); derr != nil {
+			l.e = Event{}
+			if derr := decodeEvent(b, &l.e); derr != nil {
 				if !complete {
-					return nil // half-written last line of a crashed run
+					l.end = true // half-written last line of a crashed run
+				} else {
+					l.derr = derr
 				}
-				return &ParseError{name, line, fmt.Errorf("not a valid event: %v", derr)}
 			}
 		}
-		if verr := Validate(&e); verr != nil {
-			return &ParseError{name, line, verr}
-		}
-		if verr := v.check(&e, line); verr != nil {
-			return &ParseError{name, line, verr}
-		}
-		if ferr := fn(&e); ferr != nil {
-			return ferr
-		}
 		if !complete {
-			return nil
+			if !l.end {
+				batch = append(batch, scanned{end: true})
+			}
+			send()
+			return
+		}
+		if len(batch) == scanBatch && !send() {
+			return
 		}
 	}
 }

@@ -329,19 +329,31 @@ func TimelineWindow(events []history.Event, res *checker.Result, max int) ([]his
 	if len(events) <= max {
 		return events, ""
 	}
-	from := events[0].Time
-	if res != nil {
-		for _, v := range res.Violations {
-			if v.Affects != "none" {
-				from = v.Start - 2e9
-				break
-			}
-		}
-	}
+	from := TimelineFrom(events[0].Time, res)
 	i := sort.Search(len(events), func(i int) bool { return events[i].Time >= from })
 	i = min(i, len(events)-max)
 	w := events[i : i+max]
-	t0 := events[0].Time
-	return w, fmt.Sprintf(" (window %.1f–%.1f s of %.1f s: %d of %d events)",
-		float64(w[0].Time-t0)/1e9, float64(w[len(w)-1].Time-t0)/1e9, float64(events[len(events)-1].Time-t0)/1e9, len(w), len(events))
+	return w, WindowNote(w, events[0].Time, events[len(events)-1].Time, len(events))
+}
+
+// TimelineFrom is the time a windowed timeline starts from: 2 s before the
+// first violation that counts, else the history's start t0. The window is
+// the max events from the first one stamped at or after it (the last max
+// when fewer follow).
+func TimelineFrom(t0 int64, res *checker.Result) int64 {
+	if res != nil {
+		for _, v := range res.Violations {
+			if v.Affects != "none" {
+				return v.Start - 2e9
+			}
+		}
+	}
+	return t0
+}
+
+// WindowNote is the title's note on a window w of a history of n events
+// from t0 to tEnd.
+func WindowNote(w []history.Event, t0, tEnd int64, n int) string {
+	return fmt.Sprintf(" (window %.1f–%.1f s of %.1f s: %d of %d events)",
+		float64(w[0].Time-t0)/1e9, float64(w[len(w)-1].Time-t0)/1e9, float64(tEnd-t0)/1e9, len(w), n)
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"iter"
 	"math"
 	"time"
 
@@ -19,15 +20,22 @@ func (r *run) finalDoubleGrants() {
 }
 
 // doubleGrantsSeen replays a history through the tracker's online detector
-// in true-time order: what the run's live count saw, recomputed.
-func doubleGrantsSeen(events []history.Event, ttl time.Duration) int {
+// in true-time order: what the run's live count saw, recomputed. The events
+// come in time order, so the detector drains as it goes (everything before
+// the latest event is in) instead of holding them all: the same replay, in
+// the same order, as one drain at the end.
+func doubleGrantsSeen(events iter.Seq[history.Event], ttl time.Duration) int {
 	t := newTracker(ttl)
-	for _, e := range events {
+	n := 0
+	for e := range events {
 		t.observe(e)
+		if n++; n%4096 == 0 {
+			t.drain(e.Time)
+		}
 	}
 	t.drain(math.MaxInt64)
-	_, _, n := t.counts()
-	return n
+	_, _, seen := t.counts()
+	return seen
 }
 
 // resultsFile is results.json: the checker's Result and, under "metrics",
@@ -38,8 +46,15 @@ type resultsFile struct {
 	Metrics metrics.Summary `json:"metrics"`
 }
 
-func withMetrics(res *checker.Result, events []history.Event, ttl time.Duration) resultsFile {
-	m := metrics.Replay(events)
-	m.DoubleGrantsSeen(doubleGrantsSeen(events, ttl))
+// withMetrics replays the history twice at once, into the collector and
+// into the online detector (0.7 s one after the other on 1M events).
+func withMetrics(res *checker.Result, h *checker.History, ttl time.Duration) resultsFile {
+	seen := make(chan int, 1)
+	go func() { seen <- doubleGrantsSeen(h.Replay(), ttl) }()
+	m := metrics.New().NewRun(metrics.Info{})
+	for e := range h.Replay() {
+		m.Observe(e)
+	}
+	m.DoubleGrantsSeen(<-seen)
 	return resultsFile{Result: res, Metrics: m.Summary()}
 }
