@@ -51,6 +51,19 @@ type rec struct {
 	_                  [6]byte
 }
 
+// grantTimes are the return times of the acquires that completed ok: the
+// grants a fault window counts.
+func (h *History) grantTimes() []int64 {
+	var out []int64
+	for i := range h.recs {
+		r := &h.recs[i]
+		if r.doneIndex >= 0 && h.strs[r.f] == string(history.FAcquire) && h.strs[r.outcome] == string(history.OK) {
+			out = append(out, r.done)
+		}
+	}
+	return out
+}
+
 // Len is the number of events the history had.
 func (h *History) Len() int { return h.events }
 

@@ -67,7 +67,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 			res.Failovers++
 		}
 	}
-	res.FaultWindows = faultWindows(fs, ops, t0)
+	res.FaultWindows = faultWindows(fs, h.grantTimes(), t0)
 	var slack int64
 	minTTL := int64(never)
 	for i := range h.recs {

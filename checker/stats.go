@@ -58,7 +58,7 @@ func percentilesOf(ds []int64) Percentiles {
 
 // faultWindows lists every fault interval (observed failovers, which are
 // points, left out) with the grants returned inside it.
-func faultWindows(fs []fault, ops []Op, t0 int64) []FaultWindow {
+func faultWindows(fs []fault, grants []int64, t0 int64) []FaultWindow {
 	out := []FaultWindow{}
 	for _, f := range fs {
 		if f.f == history.NFailover {
@@ -68,9 +68,8 @@ func faultWindows(fs []fault, ops []Op, t0 int64) []FaultWindow {
 		if f.end != never {
 			w.EndS = float64(f.end-t0) / 1e9
 		}
-		for i := range ops {
-			o := &ops[i]
-			if o.F == history.FAcquire && o.Outcome == history.OK && o.Return >= f.start && o.Return <= f.end {
+		for _, t := range grants {
+			if t >= f.start && t <= f.end {
 				w.Grants++
 			}
 		}
