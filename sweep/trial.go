@@ -80,7 +80,13 @@ type Trial struct {
 	DoubleGrants  int
 	// Hit counts the opportunities (fault injections) after which at least
 	// one double grant began: the numerator of P(double grant per failover).
-	Hit          int
+	Hit int
+	// StaleHit counts the opportunities after which at least one stale
+	// write landed at the resource: a double holder (a double grant, or a
+	// holder whose lease ran out, e.g. paused) whose older holder's write the
+	// resource accepted while the newer one held the lock. The numerator of
+	// P(stale write accepted per opportunity).
+	StaleHit     int
 	Unattributed int // double grants before any fault: a bug or a stray
 	Exposures    []float64
 	AcquireOKMs  []float64
@@ -196,20 +202,23 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	} else {
 		t.Opportunities = t.Faults
 	}
-	hit := map[int]bool{}
+	hit, stale := map[int]bool{}, map[int]bool{}
 	for _, d := range t.Result.DoubleHolderList {
-		if !d.DoubleGrant {
-			continue
-		}
-		t.DoubleGrants++
-		t.Exposures = append(t.Exposures, d.OverlapMs)
-		// The latest injection that began before the second grant.
+		// The latest injection that began before the second holder's start.
 		a := -1
 		for i, s := range starts {
 			if s <= d.Start {
 				a = i
 			}
 		}
+		if d.StaleWrite == history.Accepted && a >= 0 {
+			stale[a] = true
+		}
+		if !d.DoubleGrant {
+			continue
+		}
+		t.DoubleGrants++
+		t.Exposures = append(t.Exposures, d.OverlapMs)
 		if a < 0 {
 			t.Unattributed++
 			continue
@@ -217,4 +226,5 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 		hit[a] = true
 	}
 	t.Hit = min(len(hit), t.Opportunities)
+	t.StaleHit = min(len(stale), t.Opportunities)
 }
