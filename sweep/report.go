@@ -44,10 +44,14 @@ func Findings(r *Report) []Finding {
 			if c.AcquireOKMs.Count > 0 {
 				s += fmt.Sprintf("; granted acquire p50 %.2f ms, p99 %.2f ms", c.AcquireOKMs.P50, c.AcquireOKMs.P99)
 				if base != nil && c != base && base.AcquireOKMs.Count > 0 {
-					s += fmt.Sprintf(" (none: %.2f / %.2f)", base.AcquireOKMs.P50, base.AcquireOKMs.P99)
+					s += fmt.Sprintf(" (%s: %.2f / %.2f)", base.Config, base.AcquireOKMs.P50, base.AcquireOKMs.P99)
 				}
 			}
 			s += fmt.Sprintf("; %.1f%% of acquires refused by errors, %.1f%% timed out", 100*c.RefusedShare, 100*c.UnknownShare)
+			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 {
+				s += fmt.Sprintf("; stale writes accepted after %d of %d %ss (%d writes), %d lost updates",
+					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates)
+			}
 			fd.Lines = append(fd.Lines, s)
 			if c.Opportunities > 0 && c.Hits == 0 {
 				closed = append(closed, fmt.Sprintf("%s (0 of %d; the true rate may still be up to %.0f%%)", c.Config, c.Opportunities, 100*c.PHi))
