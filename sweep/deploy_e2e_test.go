@@ -15,7 +15,7 @@ import (
 // deployments (Sentinel + fence, Redlock) × the failover kind × 1 trial of
 // 15 s, back to back. It asserts that the kind was mapped per deployment in
 // what the trials actually ran (nemesis.jsonl: cut-replication on Sentinel,
-// kill-node on Redlock, neither on the other), that the Redlock cell measured
+// crash-node on Redlock, neither on the other), that the Redlock cell measured
 // availability from real acquires, and that table.md holds both rows. About
 // a minute on 2 cores.
 func TestDeploymentSweep(t *testing.T) {
@@ -47,7 +47,7 @@ func TestDeploymentSweep(t *testing.T) {
 		t.Errorf("sentinel-fence × failover ran %v, want cut-replication (the failover race) and no kill-node", s)
 	}
 	if r := ran["redlock.failover"]; r["kill-node"] == 0 || r["cut-replication"] > 0 {
-		t.Errorf("redlock × failover ran %v, want kill-node and no cut-replication", r)
+		t.Errorf("redlock × failover ran %v, want crash-node (logged as kill-node) and no cut-replication", r)
 	}
 	rep, err := Aggregate(dir)
 	if err != nil {
@@ -68,7 +68,7 @@ func TestDeploymentSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"| sentinel-fence | failover (cut-replication) |", "| redlock | failover (kill-node) |"} {
+	for _, w := range []string{"| sentinel-fence | failover (cut-replication) |", "| redlock | failover (crash-node) |"} {
 		if !strings.Contains(string(tab), w) {
 			t.Errorf("table.md lacks %q:\n%s", w, tab)
 		}

@@ -442,10 +442,11 @@ var FaultCatalog = []Fault{
 	{Name: "failover", Faults: []string{"cut-replication"},
 		ByBackend: map[string][]string{
 			BackendSentinel: {"cut-replication"}, BackendCluster: {"cluster-cut-replication"},
-			BackendRedlock: {"kill-node"}, BackendEtcd: {"etcd-kill-leader"}, BackendSQLLease: {"restart-db"},
+			BackendRedlock: {"crash-node"}, BackendEtcd: {"etcd-kill-leader"}, BackendSQLLease: {"restart-db"},
 		},
 		Note: "the lock service loses its primary: sentinel cut-replication (the failover race), cluster " +
-			"cluster-cut-replication, redlock kill-node (one node of N killed, restarted empty: a minority down), " +
+			"cluster-cut-replication, redlock crash-node (one node of N killed, down as long as a Sentinel failover, restarted " +
+			"empty: a minority down), " +
 			"etcd etcd-kill-leader, sql-lease restart-db"},
 	{Name: "paused-client", Faults: []string{"pause-client"},
 		ByBackend: map[string][]string{
