@@ -64,7 +64,9 @@ type CellStats struct {
 	Acquires     Acquires `json:"acquires"`
 	// RefusedShare is the share of acquires refused by an error (NOREPLICAS,
 	// WAIT shortfall, ...); UnknownShare those that timed out. Availability
-	// is 1 - both: the acquires that got an answer from a working lock.
+	// is 1 - both: the acquires that got an answer from a working lock (an
+	// unknown that a majority of Redlock nodes refused counts as answered:
+	// Acquires.UnknownRefused).
 	RefusedShare float64 `json:"refused_share"`
 	UnknownShare float64 `json:"unknown_share"`
 	Availability float64 `json:"availability"`
@@ -234,7 +236,8 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	if n := cs.Acquires.Total; n > 0 {
 		cs.RefusedShare = float64(cs.Acquires.Refused) / float64(n)
 		cs.UnknownShare = float64(cs.Acquires.Unknown) / float64(n)
-		cs.Availability = 1 - cs.RefusedShare - cs.UnknownShare
+		// An unknown a majority refused got its answer (Acquires.UnknownRefused).
+		cs.Availability = 1 - cs.RefusedShare - float64(cs.Acquires.Unknown-cs.Acquires.UnknownRefused)/float64(n)
 	}
 	return cs
 }

@@ -47,6 +47,10 @@ type Acquires struct {
 	Contention int `json:"contention"` // refused because another client holds the lock: the lock working
 	Refused    int `json:"refused"`    // refused by an error (NOREPLICAS, WAIT shortfall, READONLY, unreachable)
 	Unknown    int `json:"unknown"`    // info: timed out or connection lost
+	// UnknownRefused are the Unknown acquires a majority had in fact
+	// refused (metrics.RefusedByMajority: Redlock's cleanup of the node it
+	// got was unconfirmed): an answer for availability, unknown to the checker.
+	UnknownRefused int `json:"unknown_refused,omitempty"`
 	// RefusedBy splits Refused by reason: noreplicas, wait, waitaof,
 	// readonly, unreachable, other.
 	RefusedBy map[string]int `json:"refused_by"`
@@ -58,6 +62,7 @@ func (a *Acquires) add(b Acquires) {
 	a.Contention += b.Contention
 	a.Refused += b.Refused
 	a.Unknown += b.Unknown
+	a.UnknownRefused += b.UnknownRefused
 	if a.RefusedBy == nil {
 		a.RefusedBy = map[string]int{}
 	}
@@ -171,6 +176,9 @@ func (t *Trial) fromHistory(events []history.Event, fault Fault) {
 			}
 		default:
 			t.Acquires.Unknown++
+			if metrics.RefusedByMajority(e.Error) {
+				t.Acquires.UnknownRefused++
+			}
 		}
 	}
 	// An acquire still in flight when the history ended is unknown, as the
