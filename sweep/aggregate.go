@@ -251,7 +251,7 @@ var csvHeader = []string{
 	"acquires", "acquires_ok", "contention", "refused", "unknown", "refused_share", "unknown_share", "availability",
 	"refused_noreplicas", "refused_wait", "refused_waitaof", "refused_readonly", "refused_unreachable", "refused_other",
 	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
-	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults",
+	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -290,6 +290,7 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(c.StaleWrites.Attempted), strconv.Itoa(c.StaleWrites.Rejected),
 			strconv.Itoa(c.StaleWrites.Accepted), strconv.Itoa(c.StaleWrites.Unknown), strconv.Itoa(c.LostUpdates),
 			strconv.Itoa(c.StaleHits), ps, f64(c.PStaleLow), f64(c.PStaleHigh), strings.Join(c.NemesisKind, "+"),
+			strconv.Itoa(c.Acquires.UnknownRefused),
 		})
 	}
 	w.Flush()

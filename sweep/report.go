@@ -48,6 +48,10 @@ func Findings(r *Report) []Finding {
 				}
 			}
 			s += fmt.Sprintf("; %.1f%% of acquires refused by errors, %.1f%% timed out", 100*c.RefusedShare, 100*c.UnknownShare)
+			if c.Acquires.UnknownRefused > 0 {
+				s += fmt.Sprintf(" (%d of them refused by a majority, only their cleanup unconfirmed: availability %.1f%%)",
+					c.Acquires.UnknownRefused, 100*c.Availability)
+			}
 			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 {
 				s += fmt.Sprintf("; stale writes accepted after %d of %d %ss (%d writes), %d lost updates",
 					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates)

@@ -53,7 +53,10 @@ func DecisionTable(r *Report) string {
 			}
 			avail := "–"
 			if cs.Acquires.Total > 0 {
-				avail = fmt.Sprintf("%.1f%% (%.1f%%, %.1f%%)", 100*cs.Availability, 100*cs.RefusedShare, 100*cs.UnknownShare)
+				// The unanswered share leaves out the unknowns a majority had
+				// refused (Acquires.UnknownRefused), as Availability does.
+				noAnswer := float64(cs.Acquires.Unknown-cs.Acquires.UnknownRefused) / float64(cs.Acquires.Total)
+				avail = fmt.Sprintf("%.1f%% (%.1f%%, %.1f%%)", 100*cs.Availability, 100*cs.RefusedShare, 100*noAnswer)
 			}
 			trials := fmt.Sprint(cs.Trials)
 			if cs.TrialsFailed > 0 {
