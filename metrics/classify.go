@@ -1,6 +1,9 @@
 package metrics
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Refusal reasons of a failed acquire, the values of the reason label.
 var Reasons = []string{"contention", "noreplicas", "wait", "waitaof", "readonly", "unreachable", "other"}
@@ -10,6 +13,20 @@ var Reasons = []string{"contention", "noreplicas", "wait", "waitaof", "readonly"
 // setting (or a fault) turning a would-be holder away. The texts are the
 // ones lock/ writes into the history's error field.
 func RefusalReason(msg string) string {
+	if rc, ok := ParseRedlockTally(msg); ok {
+		// A Redlock acquire says how each node answered: nodes that refused
+		// the SET NX hold another client's key (the lock working), nodes
+		// unreachable are the fault's cost.
+		switch {
+		case rc.Refused > rc.Nodes-rc.Quorum:
+			return "contention" // refusals alone left no majority
+		case rc.Unreachable > 0:
+			return "unreachable" // reachable, those nodes might have made a majority
+		case rc.Refused > 0:
+			return "contention"
+		}
+		return "other"
+	}
 	switch {
 	case strings.Contains(msg, "another client holds the lock"):
 		return "contention"
@@ -39,4 +56,34 @@ func UnlockMismatch(msg string) bool {
 		}
 	}
 	return false
+}
+
+// RedlockTally is how the nodes answered one Redlock acquire, as the redlock
+// recipe writes it into the error field ("redlock acquire: 1 OK, 4 refused, 0
+// unknown, 0 unreachable of 5 nodes, quorum 3, ...").
+type RedlockTally struct {
+	OK, Refused, Unknown, Unreachable, Nodes, Quorum int
+}
+
+// ParseRedlockTally reads a RedlockTally from an acquire's error text.
+func ParseRedlockTally(msg string) (RedlockTally, bool) {
+	var t RedlockTally
+	i := strings.Index(msg, "redlock acquire: ")
+	if i < 0 {
+		return t, false
+	}
+	_, err := fmt.Sscanf(msg[i:], "redlock acquire: %d OK, %d refused, %d unknown, %d unreachable of %d nodes, quorum %d",
+		&t.OK, &t.Refused, &t.Unknown, &t.Unreachable, &t.Nodes, &t.Quorum)
+	return t, err == nil && t.Nodes > 0
+}
+
+// RefusedByMajority reports whether an acquire the recipe left unknown
+// (info) was in fact refused by a majority: the Redlock recipe reports info
+// when the cleanup release of the one or two nodes it got could not be
+// confirmed, though the nodes that refused already made a majority
+// impossible. The client got an answer (someone else holds the lock); only
+// its cleanup is unconfirmed. Availability counts it as contention.
+func RefusedByMajority(msg string) bool {
+	t, ok := ParseRedlockTally(msg)
+	return ok && t.Refused > t.Nodes-t.Quorum
 }

@@ -152,6 +152,21 @@ var catalog = []*Fault{
 		inject: runKillNode,
 	},
 	{
+		Name:  "crash-node",
+		Needs: Needs{Topology: TopologyRedlock},
+		Marks: []Mark{{"kill-node", "restart-node", CauseNodeRestart}},
+		Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
+			"--delayed-restart if longer), restart it as a primary: a minority unavailable, then a node that forgot its locks",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			s := planNode(rng, p)
+			// SIGKILL to promotion seen is ~2.2 s with down-after 1 s (docs/sweep.md).
+			s.Duration = p.DownAfter + 1200*time.Millisecond
+			return s
+		},
+		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 2*time.Second },
+		inject: runCrashNode,
+	},
+	{
 		Name:  "pause-node",
 		Needs: Needs{Topology: TopologyRedlock},
 		Marks: []Mark{{"pause-redlock-node", "resume-redlock-node", CauseSplitBrain}},

@@ -107,12 +107,30 @@ func runKillNode(ctx context.Context, env Env, s Step) error {
 	return killAndRestart(ctx, env, n)
 }
 
+// runCrashNode is kill-node held down for the step's Duration at least: the
+// sweep's failover kind on Redlock, one node of N unavailable for as long as
+// a Sentinel failover takes, then back without its locks.
+func runCrashNode(ctx context.Context, env Env, s Step) error {
+	n, err := pickNode(env.Cluster(), s)
+	if err != nil {
+		return err
+	}
+	return killAndRestartAfter(ctx, env, n, s.Duration)
+}
+
 func killAndRestart(ctx context.Context, env Env, n cluster.Node) error {
+	return killAndRestartAfter(ctx, env, n, 0)
+}
+
+// killAndRestartAfter keeps the node down for minDown, or --delayed-restart
+// when that is longer.
+func killAndRestartAfter(ctx context.Context, env Env, n cluster.Node, minDown time.Duration) error {
 	c := env.Cluster()
 	var delay time.Duration
 	if ce, ok := env.(ClientEnv); ok {
 		delay = ce.DelayedRestart()
 	}
+	delay = max(delay, minDown)
 	logf(env, "kill-node", n.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); restart after %v", n.Name, n.PID, delay)
 	if err := c.Kill(n.Name); err != nil {
 		return err

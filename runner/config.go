@@ -87,6 +87,10 @@ func (c *Config) planParams() nemesis.PlanParams {
 	}
 }
 
+// PlanParamsForEstimate are the nemesis plan parameters of this config, for
+// estimating how long its faults take (sweep --dry-run).
+func (c *Config) PlanParamsForEstimate() nemesis.PlanParams { return c.planParams() }
+
 // FromScenario fills a config from a preset.
 func FromScenario(s scenario.Scenario) Config {
 	c := Config{

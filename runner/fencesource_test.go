@@ -42,3 +42,28 @@ func TestValidateFenceSource(t *testing.T) {
 		t.Errorf("default fence source %q", c.FenceSource)
 	}
 }
+
+// Redlock has no counter of its own: the database's sequence fences it
+// (--fence-source resource); a Valkey INCR is still refused, naming the fix.
+func TestValidateRedlockFenceSource(t *testing.T) {
+	sc, _ := scenario.Get("redlock-baseline")
+	for _, tt := range []struct {
+		fence, source string
+		want          string // "" = accepted
+	}{
+		{"none", "", ""},
+		{"read-write", "resource", ""},
+		{"write", "resource", ""},
+		{"read-write", "valkey", "--fence-source resource"},
+	} {
+		cfg := FromScenario(sc)
+		cfg.Fence, cfg.FenceSource = tt.fence, tt.source
+		err := cfg.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%+v: refused: %v", tt, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%+v: got %v, want an error naming %s", tt, err, tt.want)
+		}
+	}
+}

@@ -60,8 +60,10 @@ func (c *Config) validateTopology() error {
 		return fmt.Errorf("--wait counts replicas: the redlock topology has none")
 	case c.WaitAOF.On():
 		return fmt.Errorf("--waitaof is refused on the redlock topology: the recipes there write on N nodes, and WAITAOF counts one connection's writes")
-	case c.Fence != knob.FenceNone:
-		return fmt.Errorf("--fence %s: Redlock has no monotonic counter to fence with (no single node can keep one); use --fence none", c.Fence)
+	case c.Fence != knob.FenceNone && c.FenceSource != knob.FenceSourceResource:
+		// The database's own sequence needs nothing of the N nodes: Redlock
+		// can be fenced that way (--fence-source resource), not by INCR.
+		return fmt.Errorf("--fence %s: Redlock has no monotonic counter to fence with (no single node can keep one); use --fence none, or --fence-source resource (the database issues the number)", c.Fence)
 	}
 	return nil
 }

@@ -478,6 +478,12 @@ func (r *run) playBackToBack(ctx context.Context) error {
 // Sentinel promotes among the replicas it sees healthy, of which the one not
 // restarted is always one. The end of a run still waits for WaitReady.
 func (r *run) awaitFaultReady(ctx context.Context) error {
+	if r.cfg.Cluster.IsRedlock() || r.cfg.Cluster.IsEtcd() {
+		// No primary and replicas to settle: every live node answers PING
+		// (redlock), every live member answers and all name one leader
+		// (etcd). WaitReady polls that every 50 ms.
+		return r.cluster.WaitReady(ctx)
+	}
 	var last error
 	for {
 		if last = r.faultReadyOnce(ctx); last == nil {

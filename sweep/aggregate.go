@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
@@ -43,6 +44,17 @@ type CellStats struct {
 	PLow float64  `json:"p_low"`
 	PHi  float64  `json:"p_high"`
 
+	// StaleHits counts the opportunities after which at least one stale
+	// write landed at the resource (Trial.StaleHit); PStale is
+	// StaleHits/Opportunities with its 95% Wilson interval, null without an
+	// opportunity. What the fence (or its absence) let through, per fault.
+	StaleHits   int      `json:"stale_hits"`
+	PStale      *float64 `json:"p_stale"`
+	PStaleLow   float64  `json:"p_stale_low"`
+	PStaleHigh  float64  `json:"p_stale_high"`
+	Backend     string   `json:"backend,omitempty"` // what the fault kind mapped onto (sentinel, redlock, ...)
+	NemesisKind []string `json:"nemesis_faults"`    // the nemesis faults the cell ran
+
 	DoubleHolders int       `json:"double_holders"` // incl. honest expiries (paused clients)
 	ExposureMs    Dist      `json:"exposure_ms"`    // overlap of each double grant
 	Exposures     []float64 `json:"exposures_ms"`   // the sample, for the plot
@@ -52,7 +64,9 @@ type CellStats struct {
 	Acquires     Acquires `json:"acquires"`
 	// RefusedShare is the share of acquires refused by an error (NOREPLICAS,
 	// WAIT shortfall, ...); UnknownShare those that timed out. Availability
-	// is 1 - both: the acquires that got an answer from a working lock.
+	// is 1 - both: the acquires that got an answer from a working lock (an
+	// unknown that a majority of Redlock nodes refused counts as answered:
+	// Acquires.UnknownRefused).
 	RefusedShare float64 `json:"refused_share"`
 	UnknownShare float64 `json:"unknown_share"`
 	Availability float64 `json:"availability"`
@@ -69,6 +83,9 @@ type Report struct {
 	Aggregated string      `json:"aggregated_at"`
 	Plan       Plan        `json:"plan"`
 	Cells      []CellStats `json:"cells"`
+	// NotApplicable are the pairs of the matrix not run: the fault kind has
+	// no counterpart on that deployment (the report prints them as n/a).
+	NotApplicable []NACell `json:"not_applicable,omitempty"`
 	// Totals over the sweep.
 	Trials     int     `json:"trials"`
 	Failed     int     `json:"failed"`
@@ -141,6 +158,7 @@ func Aggregate(dir string) (*Report, error) {
 			trials = append(trials, t)
 		}
 		cs := Combine(cell, trials)
+		cs.Backend = plan.Backend(cell.Config)
 		rep.Cells = append(rep.Cells, cs)
 		rep.Trials += cs.Trials
 		rep.Failed += cs.TrialsFailed
@@ -149,6 +167,7 @@ func Aggregate(dir string) (*Report, error) {
 			rep.Pending += want - done
 		}
 	}
+	rep.NotApplicable = plan.NotApplicable()
 	if n := rep.Trials + rep.Failed; n > 0 {
 		rep.MeanTrialS = rep.TrialS / float64(n)
 	}
@@ -159,7 +178,8 @@ func Aggregate(dir string) (*Report, error) {
 // (a p99 of pooled latencies, not a mean of per-trial p99s), so a cell's
 // figures do not depend on how its operations fell into trials.
 func Combine(cell Cell, trials []*Trial) CellStats {
-	cs := CellStats{Cell: cell.ID(), Config: cell.Config.Name, Fault: cell.Fault.Name, Unit: cell.Fault.Unit()}
+	cs := CellStats{Cell: cell.ID(), Config: cell.Config.Name, Fault: cell.Fault.Name, Unit: cell.Fault.Unit(),
+		NemesisKind: append([]string{}, cell.Fault.Faults...)}
 	cs.Acquires.RefusedBy = map[string]int{}
 	var ok, all []float64
 	cs.Exposures = []float64{}
@@ -186,6 +206,7 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		cs.Opportunities += t.Opportunities
 		cs.DoubleGrants += t.DoubleGrants
 		cs.Hits += t.Hit
+		cs.StaleHits += t.StaleHit
 		cs.Unattributed += t.Unattributed
 		cs.DoubleHolders += r.DoubleHolders
 		cs.Exposures = append(cs.Exposures, t.Exposures...)
@@ -203,6 +224,11 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		p := float64(cs.Hits) / float64(cs.Opportunities)
 		cs.P = &p
 	}
+	cs.PStaleLow, cs.PStaleHigh = Wilson(cs.StaleHits, cs.Opportunities, Z95)
+	if cs.Opportunities > 0 {
+		p := float64(cs.StaleHits) / float64(cs.Opportunities)
+		cs.PStale = &p
+	}
 	cs.ExposureMs = Summarize(append([]float64(nil), cs.Exposures...))
 	sort.Float64s(cs.Exposures)
 	cs.AcquireOKMs = Summarize(ok)
@@ -210,7 +236,8 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	if n := cs.Acquires.Total; n > 0 {
 		cs.RefusedShare = float64(cs.Acquires.Refused) / float64(n)
 		cs.UnknownShare = float64(cs.Acquires.Unknown) / float64(n)
-		cs.Availability = 1 - cs.RefusedShare - cs.UnknownShare
+		// An unknown a majority refused got its answer (Acquires.UnknownRefused).
+		cs.Availability = 1 - cs.RefusedShare - float64(cs.Acquires.Unknown-cs.Acquires.UnknownRefused)/float64(n)
 	}
 	return cs
 }
@@ -224,6 +251,7 @@ var csvHeader = []string{
 	"acquires", "acquires_ok", "contention", "refused", "unknown", "refused_share", "unknown_share", "availability",
 	"refused_noreplicas", "refused_wait", "refused_waitaof", "refused_readonly", "refused_unreachable", "refused_other",
 	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
+	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -240,9 +268,12 @@ func (r *Report) writeCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	_ = w.Write(csvHeader)
 	for _, c := range r.Cells {
-		p := ""
+		p, ps := "", ""
 		if c.P != nil {
 			p = f64(*c.P)
+		}
+		if c.PStale != nil {
+			ps = f64(*c.PStale)
 		}
 		rb := c.Acquires.RefusedBy
 		_ = w.Write([]string{
@@ -258,6 +289,8 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(rb["readonly"]), strconv.Itoa(rb["unreachable"]), strconv.Itoa(rb["other"]),
 			strconv.Itoa(c.StaleWrites.Attempted), strconv.Itoa(c.StaleWrites.Rejected),
 			strconv.Itoa(c.StaleWrites.Accepted), strconv.Itoa(c.StaleWrites.Unknown), strconv.Itoa(c.LostUpdates),
+			strconv.Itoa(c.StaleHits), ps, f64(c.PStaleLow), f64(c.PStaleHigh), strings.Join(c.NemesisKind, "+"),
+			strconv.Itoa(c.Acquires.UnknownRefused),
 		})
 	}
 	w.Flush()

@@ -83,20 +83,31 @@ func Estimate(p Plan) Estimation {
 	if z, h := p.OpportunitiesFor(); max(z, h) > need {
 		need = max(z, h)
 	}
-	perFault := map[string]int{}
-	for _, f := range p.Faults {
-		fe := FaultEstimate{Name: f.Name, Faults: f.Faults, Unit: f.Unit()}
-		fe.PerTrial = opportunitiesPerTrial(p, f, limit)
-		fe.PerMinute = fe.PerTrial / e.PerTrial.Minutes()
-		fe.TrialsPerCell = p.Trials
-		if p.Adaptive() && fe.PerTrial > 0 {
-			fe.TrialsPerCell = min(p.MaxTrials, max(p.Trials, int(math.Ceil(float64(need)/fe.PerTrial))))
+	trialsFor := func(perTrial float64) int {
+		if p.Adaptive() && perTrial > 0 {
+			return min(p.MaxTrials, max(p.Trials, int(math.Ceil(float64(need)/perTrial))))
 		}
-		perFault[f.Name] = fe.TrialsPerCell
-		e.Faults = append(e.Faults, fe)
+		return p.Trials
 	}
-	for ci, c := range p.Cells() {
-		for n := 0; n < perFault[c.Fault.Name]; n++ {
+	cells := p.Cells()
+	for _, f := range p.Faults {
+		// A fault kind that maps per deployment is shown as it runs on the
+		// first configuration it has a cell for (each cell is counted below
+		// with its own).
+		for _, c := range cells {
+			if c.Fault.Name != f.Name {
+				continue
+			}
+			fe := FaultEstimate{Name: f.Name, Faults: c.Fault.Faults, Unit: c.Fault.Unit()}
+			fe.PerTrial = opportunitiesPerTrial(p, c, limit)
+			fe.PerMinute = fe.PerTrial / e.PerTrial.Minutes()
+			fe.TrialsPerCell = trialsFor(fe.PerTrial)
+			e.Faults = append(e.Faults, fe)
+			break
+		}
+	}
+	for ci, c := range cells {
+		for n := 0; n < trialsFor(opportunitiesPerTrial(p, c, limit)); n++ {
 			if p.Owns(ci, n) {
 				e.Trials++
 			}
@@ -109,8 +120,9 @@ func Estimate(p Plan) Estimation {
 // opportunitiesPerTrial is how many injections of the fault fit in one
 // trial's workload, from the schedule the runner plans (on a schedule) or
 // the measured cycle (back to back).
-func opportunitiesPerTrial(p Plan, f Fault, limit time.Duration) float64 {
-	cfg, err := p.RunConfig(Cell{Config: Config{Name: "none"}, Fault: f}, 0, "/nonexistent")
+func opportunitiesPerTrial(p Plan, cell Cell, limit time.Duration) float64 {
+	f := cell.Fault
+	cfg, err := p.RunConfig(cell, 0, "/nonexistent")
 	if err != nil {
 		return 0
 	}
@@ -121,7 +133,16 @@ func opportunitiesPerTrial(p Plan, f Fault, limit time.Duration) float64 {
 	for _, k := range f.Faults {
 		c, ok := Cycle[k]
 		if !ok {
-			c = nemesis.Span(nemesis.Step{Fault: k}, nemesis.PlanParams{TTL: cfg.TTL, DownAfter: cfg.Cluster.DownAfter})
+			// The planned span of the fault's steps (their held durations
+			// drawn from the seed), or of a bare step.
+			step := nemesis.Step{Fault: k}
+			for _, s := range cfg.Schedule {
+				if s.Fault == k {
+					step = s
+					break
+				}
+			}
+			c = nemesis.Span(step, cfg.PlanParamsForEstimate())
 		}
 		cycle += c
 	}

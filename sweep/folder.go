@@ -52,5 +52,8 @@ func Publish(dir string, r *Report) error {
 	if err := r.WriteFiles(dir); err != nil {
 		return err
 	}
+	if err := writeTable(dir, r); err != nil {
+		return err
+	}
 	return WriteReport(dir, r)
 }

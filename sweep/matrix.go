@@ -9,6 +9,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -48,10 +51,19 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Config is one point on the settings axis: the replication knobs of a run.
-// The strings use the `lockjepsen run` flag syntax (--wait 1:100ms ...).
+// Config is one point on the settings axis: the replication knobs of a run,
+// and, for a deployment, the topology, recipe, fence and fence source it runs
+// (sentinel + fence, Redlock, etcd, sql-lease ...). The strings use the
+// `lockjepsen run` flag syntax (--wait 1:100ms, --topology redlock ...) and
+// are handed to runner.Config unparsed: runner.Config.Validate is their one
+// check. An empty field keeps the scenario's value.
 type Config struct {
 	Name        string `json:"name"`
+	Topology    string `json:"topology,omitempty"`     // --topology: sentinel | redlock | etcd | cluster
+	Recipe      string `json:"recipe,omitempty"`       // --recipe
+	Fence       string `json:"fence,omitempty"`        // --fence: none | write | read-write
+	FenceSource string `json:"fence_source,omitempty"` // --fence-source: valkey | resource
+	Nodes       int    `json:"nodes,omitempty"`        // --nodes (redlock); 0: 5
 	Wait        string `json:"wait,omitempty"`         // replicas:timeout
 	WaitAOF     string `json:"waitaof,omitempty"`      // local:replicas:timeout
 	MinReplicas string `json:"min_replicas,omitempty"` // count:lag-seconds
@@ -65,12 +77,21 @@ type Config struct {
 // parameters. Duration overrides how long each injected fault is held (for
 // faults that are held: pause-primary, pause-client, clock-bump, skew-client);
 // Interval is the mean gap between faults.
+//
+// A point may mean one *kind* of fault on every deployment (failover,
+// paused-client, clock-jump): ByBackend then names the nemesis faults it
+// stands for on each backend (Backends), Faults holding the sentinel ones,
+// and NotOn the backends where the kind has no counterpart, with the reason
+// the report prints for the cell (n/a: not run, not faked). A backend in
+// neither is refused by Validate.
 type Fault struct {
-	Name     string   `json:"name"`
-	Faults   []string `json:"faults"`
-	Duration Duration `json:"duration,omitempty"`
-	Interval Duration `json:"interval,omitempty"`
-	Note     string   `json:"note,omitempty"`
+	Name      string              `json:"name"`
+	Faults    []string            `json:"faults"`
+	ByBackend map[string][]string `json:"by_backend,omitempty"`
+	NotOn     map[string]string   `json:"not_on,omitempty"`
+	Duration  Duration            `json:"duration,omitempty"`
+	Interval  Duration            `json:"interval,omitempty"`
+	Note      string              `json:"note,omitempty"`
 }
 
 // Plan is a whole sweep: written to plan.json in the sweep folder so that
@@ -231,6 +252,18 @@ func (p Plan) Unsharded() Plan {
 	return p
 }
 
+// HasDeployments reports whether a configuration of the plan sets a
+// deployment (topology, recipe, fence or fence source) rather than only
+// replication knobs: the report then reads as a comparison of deployments.
+func (p Plan) HasDeployments() bool {
+	for _, c := range p.Configs {
+		if c.Topology != "" || c.Recipe != "" || c.Fence != "" || c.FenceSource != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Cell is one configuration under one fault.
 type Cell struct {
 	Config Config `json:"config"`
@@ -241,15 +274,116 @@ type Cell struct {
 func (c Cell) ID() string { return c.Config.Name + "." + c.Fault.Name }
 
 // Cells is the matrix, configurations outer, so the report reads config by
-// config and the fault axis sits side by side.
+// config and the fault axis sits side by side. A fault kind that maps per
+// deployment (Fault.ByBackend) is resolved here: the cell's Fault.Faults are
+// the nemesis faults of the configuration's backend. A pair with no
+// counterpart (NotOn) is no cell: NotApplicable lists it for the report.
 func (p Plan) Cells() []Cell {
 	var out []Cell
 	for _, c := range p.Configs {
 		for _, f := range p.Faults {
-			out = append(out, Cell{Config: c, Fault: f})
+			rf, err := f.On(p.Backend(c))
+			if err != nil {
+				continue // n/a, or refused by Validate
+			}
+			out = append(out, Cell{Config: c, Fault: rf})
 		}
 	}
 	return out
+}
+
+// NACell is a (configuration, fault) pair with no meaning on that
+// deployment: the report shows it as n/a with the reason.
+type NACell struct {
+	Config string `json:"config"`
+	Fault  string `json:"fault"`
+	Reason string `json:"reason"`
+}
+
+// NotApplicable lists the pairs of the matrix that are not run because the
+// fault kind has no counterpart on the deployment (Fault.NotOn).
+func (p Plan) NotApplicable() []NACell {
+	var out []NACell
+	for _, c := range p.Configs {
+		for _, f := range p.Faults {
+			var na *NotApplicableError
+			if _, err := f.On(p.Backend(c)); errors.As(err, &na) {
+				out = append(out, NACell{Config: c.Name, Fault: f.Name, Reason: na.Reason})
+			}
+		}
+	}
+	return out
+}
+
+// The backends a fault kind maps onto: the topologies, and sql-lease, whose
+// lock lives in the resource's database (its faults act on the database, not
+// on the Valkey nodes started beside it).
+const (
+	BackendSentinel = cluster.TopologySentinel
+	BackendRedlock  = cluster.TopologyRedlock
+	BackendEtcd     = cluster.TopologyEtcd
+	BackendCluster  = cluster.TopologyCluster
+	BackendSQLLease = lock.SQLLease
+)
+
+// Backends lists them in the order the mapping table reads.
+var Backends = []string{BackendSentinel, BackendRedlock, BackendEtcd, BackendCluster, BackendSQLLease}
+
+// Backend is what a fault kind maps onto for configuration c: its topology
+// (else the scenario's, else sentinel), or sql-lease when its recipe (else
+// the scenario's) is the database's own lease.
+func (p Plan) Backend(c Config) string {
+	sc, _ := scenario.Get(p.Scenario)
+	recipe, topo := sc.Recipe, sc.Topology
+	if c.Recipe != "" {
+		recipe = c.Recipe
+	}
+	if c.Topology != "" {
+		topo = c.Topology
+	}
+	if recipe == lock.SQLLease {
+		return BackendSQLLease
+	}
+	if topo == "" {
+		return BackendSentinel
+	}
+	return topo
+}
+
+// NotApplicableError says that a fault kind has no counterpart on a backend.
+type NotApplicableError struct {
+	Fault, Backend, Reason string
+}
+
+func (e *NotApplicableError) Error() string {
+	return fmt.Sprintf("fault %s is n/a on %s: %s", e.Fault, e.Backend, e.Reason)
+}
+
+// On is the fault axis point as it runs on a backend: itself for a point
+// that does not map per deployment, else its ByBackend faults for that
+// backend; a *NotApplicableError for a backend in NotOn, and an error naming
+// the backends it knows for any other.
+func (f Fault) On(backend string) (Fault, error) {
+	if f.ByBackend == nil {
+		return f, nil
+	}
+	if reason, ok := f.NotOn[backend]; ok {
+		return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: reason}
+	}
+	fs, ok := f.ByBackend[backend]
+	if !ok {
+		var known []string
+		for _, b := range Backends {
+			if _, ok := f.ByBackend[b]; ok {
+				known = append(known, b)
+			}
+		}
+		return Fault{}, fmt.Errorf("fault %s has no meaning on a %s deployment (it maps onto %s)", f.Name, backend, strings.Join(known, ", "))
+	}
+	g := f
+	g.Faults = append([]string(nil), fs...)
+	g.ByBackend, g.NotOn = nil, nil
+	return g, nil
 }
 
 // Catalog holds the named settings of the default matrix. The short WAIT
@@ -267,6 +401,30 @@ var Catalog = []Config{
 	{Name: "fsync-always", AppendOnly: true, AppendFsync: "always", Note: "appendonly yes, appendfsync always (local durability only)"},
 }
 
+// Deployments are the settings-axis points that change the lock service
+// itself rather than its replication knobs: one sweep over them and the
+// per-deployment fault kinds (failover, paused-client, clock-jump) compares
+// the safe alternatives under the same faults and workload. Each maps onto
+// runner.Config as the `lockjepsen run` flags in its note would.
+var Deployments = []Config{
+	{Name: "sentinel-fence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
+		Note: "Sentinel-managed primary + 2 replicas, recipe native, fence read-write from INCR on Valkey (--fence read-write)"},
+	{Name: "sentinel-dbfence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
+		Note: "the same lock, fence numbers from the database's own sequence (--fence-source resource)"},
+	{Name: "redlock", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceNone,
+		Note: "Redlock over 5 independent primaries, no fence (--topology redlock --recipe redlock --fence none)"},
+	{Name: "redlock-dbfence", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
+		Note: "Redlock fenced by the database's sequence (--topology redlock --recipe redlock --fence-source resource)"},
+	{Name: "etcd", Topology: "etcd", Recipe: lock.EtcdMutex, Fence: knob.FenceReadWrite,
+		Note: "etcd, 3 members (Raft), concurrency.Mutex, fenced by the lock key's create revision (--topology etcd --recipe etcd-mutex)"},
+	{Name: "sql-lease", Topology: "sentinel", Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
+		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"},
+}
+
+// DeploymentFaults are the fault kinds that mean the same on every
+// deployment, each mapped onto the nemesis faults of each backend.
+var DeploymentFaults = []string{"failover", "paused-client", "clock-jump"}
+
 // FaultCatalog holds the named faults; any other nemesis fault is asked for
 // by its own name. replica-lag is the nemesis's pause-replicas under the
 // name the operator's question uses: replicas stopped (SIGSTOP) for 2-4 s,
@@ -278,8 +436,33 @@ var FaultCatalog = []Fault{
 	{Name: "fast-restart", Faults: []string{"fast-restart"}, Note: "primary restarted before Sentinel notices; without AOF it comes back empty"},
 	{Name: "split-brain", Faults: []string{"pause-primary"}, Note: "primary paused past down-after, a replica promoted, the old primary resumed"},
 	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
-	{Name: "paused-client", Faults: []string{"pause-client"}, Note: "holder paused past its TTL (no knob helps: only the fence does)"},
-	{Name: "clock-jump", Faults: []string{"clock-bump"}, Note: "primary's wall clock moved forward past the TTL"},
+	// The three kinds that map per deployment (Deployments): the lock
+	// service losing its leader/primary/node, a holder paused past its
+	// lease, a server's wall clock jumping forward.
+	{Name: "failover", Faults: []string{"cut-replication"},
+		ByBackend: map[string][]string{
+			BackendSentinel: {"cut-replication"}, BackendCluster: {"cluster-cut-replication"},
+			BackendRedlock: {"crash-node"}, BackendEtcd: {"etcd-kill-leader"}, BackendSQLLease: {"restart-db"},
+		},
+		Note: "the lock service loses its primary: sentinel cut-replication (the failover race), cluster " +
+			"cluster-cut-replication, redlock crash-node (one node of N killed, down as long as a Sentinel failover, restarted " +
+			"empty: a minority down), " +
+			"etcd etcd-kill-leader, sql-lease restart-db"},
+	{Name: "paused-client", Faults: []string{"pause-client"},
+		ByBackend: map[string][]string{
+			BackendSentinel: {"pause-client"}, BackendCluster: {"pause-client"}, BackendRedlock: {"pause-client"},
+			BackendEtcd: {"pause-client"}, BackendSQLLease: {"pause-client"},
+		},
+		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
+	{Name: "clock-jump", Faults: []string{"clock-bump"},
+		ByBackend: map[string][]string{BackendSentinel: {"clock-bump"}, BackendRedlock: {"clock-bump-node"}},
+		NotOn: map[string]string{
+			BackendEtcd: "etcd-clock-bump is refused: libfaketime cannot move a Go program's clock (vDSO), and etcd's leases run on monotonic time",
+			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
+				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
+			BackendCluster: "no clock fault on Valkey Cluster nodes in this version",
+		},
+		Note: "a server's wall clock moved forward past the TTL: sentinel clock-bump (the primary), redlock clock-bump-node (one node of N)"},
 	{Name: "replica-clock-ahead", Faults: []string{"replica-clock-ahead"}, Note: "a replica whose clock runs ahead promoted: PXAT expiries judged by its clock"},
 	{Name: "replica-clock-behind", Faults: []string{"replica-clock-behind"}, Note: "the same with the replica's clock behind: locks outlive their TTL there"},
 	// Valkey Cluster (--scenario cluster-failover-race, or any scenario with
@@ -312,9 +495,11 @@ func LookupConfig(name string) (Config, error) {
 	var notes []string
 	for _, part := range strings.Split(name, "+") {
 		var c *Config
-		for i := range Catalog {
-			if Catalog[i].Name == part {
-				c = &Catalog[i]
+		for _, cat := range [][]Config{Catalog, Deployments} {
+			for i := range cat {
+				if cat[i].Name == part {
+					c = &cat[i]
+				}
 			}
 		}
 		if c == nil {
@@ -333,6 +518,21 @@ func LookupConfig(name string) (Config, error) {
 }
 
 func merge(dst *Config, src Config) {
+	if src.Topology != "" {
+		dst.Topology = src.Topology
+	}
+	if src.Recipe != "" {
+		dst.Recipe = src.Recipe
+	}
+	if src.Fence != "" {
+		dst.Fence = src.Fence
+	}
+	if src.FenceSource != "" {
+		dst.FenceSource = src.FenceSource
+	}
+	if src.Nodes != 0 {
+		dst.Nodes = src.Nodes
+	}
 	if src.Wait != "" {
 		dst.Wait = src.Wait
 	}
@@ -355,7 +555,7 @@ func merge(dst *Config, src Config) {
 
 func configNames() []string {
 	var out []string
-	for _, c := range Catalog {
+	for _, c := range append(append([]Config(nil), Catalog...), Deployments...) {
 		out = append(out, c.Name)
 	}
 	return out
@@ -363,8 +563,10 @@ func configNames() []string {
 
 // ParseConfig reads a user-defined setting, NAME=KNOB;KNOB...: knobs are
 // wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly,
-// appendfsync=always, replicas=3, or the name of a catalog setting to start
-// from. Semicolons separate knobs because the values use colons and the
+// appendfsync=always, replicas=3, topology=redlock, recipe=redsync,
+// fence=write, fence-source=resource, nodes=7 (the values as `lockjepsen run`
+// takes them, checked by runner.Config.Validate), or the name of a catalog
+// setting or deployment to start from. Semicolons separate knobs because the values use colons and the
 // --configs list uses commas.
 func ParseConfig(s string) (Config, error) {
 	name, spec, ok := strings.Cut(s, "=")
@@ -387,16 +589,28 @@ func ParseConfig(s string) (Config, error) {
 			c.AppendOnly = val == "" || val == "yes" || val == "true"
 		case "appendfsync":
 			c.AppendFsync = val
-		case "replicas":
+		case "replicas", "nodes":
 			n, err := strconv.Atoi(val)
 			if err != nil {
-				return Config{}, fmt.Errorf("--config %q: replicas=%q is not a number", s, val)
+				return Config{}, fmt.Errorf("--config %q: %s=%q is not a number", s, key, val)
 			}
-			c.Replicas = n
+			if key == "nodes" {
+				c.Nodes = n
+			} else {
+				c.Replicas = n
+			}
+		case "topology":
+			c.Topology = val
+		case "recipe":
+			c.Recipe = val
+		case "fence":
+			c.Fence = val
+		case "fence-source":
+			c.FenceSource = val
 		default:
 			base, err := LookupConfig(k)
 			if err != nil {
-				return Config{}, fmt.Errorf("--config %q: knob %q: want wait=, waitaof=, min-replicas=, appendonly, appendfsync=, replicas= or a known configuration", s, k)
+				return Config{}, fmt.Errorf("--config %q: knob %q: want wait=, waitaof=, min-replicas=, appendonly, appendfsync=, replicas=, topology=, recipe=, fence=, fence-source=, nodes= or a known configuration", s, k)
 			}
 			merge(&c, base)
 		}
@@ -541,6 +755,17 @@ func (p Plan) Validate() error {
 		}
 		seen["f"+f.Name] = true
 	}
+	for _, c := range p.Configs {
+		for _, f := range p.Faults {
+			var na *NotApplicableError
+			if _, err := f.On(p.Backend(c)); err != nil && !errors.As(err, &na) {
+				return fmt.Errorf("%s.%s: %w", c.Name, f.Name, err)
+			}
+		}
+	}
+	if len(p.Cells()) == 0 {
+		return fmt.Errorf("sweep: every pair of the matrix is n/a (%d configurations × %d faults)", len(p.Configs), len(p.Faults))
+	}
 	for _, cell := range p.Cells() {
 		if _, err := p.RunConfig(cell, 0, "/nonexistent"); err != nil {
 			return fmt.Errorf("%s: %w", cell.ID(), err)
@@ -572,6 +797,26 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	}
 	cfg.BackToBack = p.BackToBack
 	c := cell.Config
+	// A deployment, as `lockjepsen run --topology --recipe --fence
+	// --fence-source --nodes` would set it; Validate below is its check.
+	if c.Topology != "" {
+		cfg.Cluster.Topology = c.Topology
+		if cfg.Cluster.IsCluster() && c.Replicas == 0 {
+			cfg.Cluster.Replicas = 1 // as `run --topology cluster` without --replicas
+		}
+	}
+	if c.Recipe != "" {
+		cfg.Recipe = c.Recipe
+	}
+	if c.Fence != "" {
+		cfg.Fence = c.Fence
+	}
+	if c.FenceSource != "" {
+		cfg.FenceSource = c.FenceSource
+	}
+	if c.Nodes > 0 {
+		cfg.Cluster.Nodes = c.Nodes
+	}
 	if cfg.Wait, err = knob.ParseWait(c.Wait); err != nil {
 		return cfg, err
 	}

@@ -241,7 +241,24 @@ func WritePlots(dir string, r *Report) error {
 	if err != nil {
 		return err
 	}
-	return saveStack([]*plot.Plot{safety, lat, av}, w, 12*vg.Inch, filepath.Join(dir, "cost"))
+	stack := []*plot.Plot{safety, lat, av}
+	if r.Plan.HasDeployments() {
+		// A comparison of deployments: what reached the data, beside what
+		// the lock service did.
+		safety.Title.Text = "safety: P(double grant per opportunity: failover or fault)"
+		st, err := valuePlot(r, l, "data: P(stale write accepted per opportunity) % (dot), 95% upper bound (bar top)", "%",
+			func(c CellStats) (float64, float64, bool) {
+				if c.PStale == nil {
+					return 0, 0, false
+				}
+				return 100 * *c.PStale, 100 * c.PStaleHigh, true
+			})
+		if err != nil {
+			return err
+		}
+		stack = []*plot.Plot{safety, st, lat, av}
+	}
+	return saveStack(stack, w, vg.Length(4*len(stack))*vg.Inch, filepath.Join(dir, "cost"))
 }
 
 func save(p *plot.Plot, w, h vg.Length, base string) error {

@@ -44,10 +44,18 @@ func Findings(r *Report) []Finding {
 			if c.AcquireOKMs.Count > 0 {
 				s += fmt.Sprintf("; granted acquire p50 %.2f ms, p99 %.2f ms", c.AcquireOKMs.P50, c.AcquireOKMs.P99)
 				if base != nil && c != base && base.AcquireOKMs.Count > 0 {
-					s += fmt.Sprintf(" (none: %.2f / %.2f)", base.AcquireOKMs.P50, base.AcquireOKMs.P99)
+					s += fmt.Sprintf(" (%s: %.2f / %.2f)", base.Config, base.AcquireOKMs.P50, base.AcquireOKMs.P99)
 				}
 			}
 			s += fmt.Sprintf("; %.1f%% of acquires refused by errors, %.1f%% timed out", 100*c.RefusedShare, 100*c.UnknownShare)
+			if c.Acquires.UnknownRefused > 0 {
+				s += fmt.Sprintf(" (%d of them refused by a majority, only their cleanup unconfirmed: availability %.1f%%)",
+					c.Acquires.UnknownRefused, 100*c.Availability)
+			}
+			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 {
+				s += fmt.Sprintf("; stale writes accepted after %d of %d %ss (%d writes), %d lost updates",
+					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates)
+			}
 			fd.Lines = append(fd.Lines, s)
 			if c.Opportunities > 0 && c.Hits == 0 {
 				closed = append(closed, fmt.Sprintf("%s (0 of %d; the true rate may still be up to %.0f%%)", c.Config, c.Opportunities, 100*c.PHi))
@@ -80,27 +88,31 @@ type page struct {
 	Findings []Finding
 	Cells    []cellRow
 	Wall     string
+	Title    string
+	Table    string // the decision table, markdown (table.md)
 }
 
 type cellRow struct {
 	CellStats
-	PText   string
-	Trials  []string
-	Refused string
+	PText      string
+	PStaleText string
+	Trials     []string
+	Refused    string
 }
 
 var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 	"pct":  func(v float64) float64 { return 100 * v },
 	"base": filepath.Base,
+	"join": strings.Join,
 }).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>lockjepsen sweep: {{.R.Plan.Scenario}}</title>
+<html><head><meta charset="utf-8"><title>lockjepsen sweep: {{.Title}}</title>
 <style>
 body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;line-height:1.45;color:#222}
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}
 td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
 img{max-width:100%;border:1px solid #eee}code{background:#f4f4f4;padding:0 .2em}.muted{color:#666}
 </style></head><body>
-<h1>How much do WAIT, WAITAOF and min-replicas-to-write shrink the window?</h1>
+<h1>{{.Title}}</h1>
 <p>Scenario <code>{{.R.Plan.Scenario}}</code>, run {{.R.Trials}} time(s) across {{len .R.Plan.Configs}} replication
 setting(s) × {{len .R.Plan.Faults}} fault kind(s); seeds {{.R.Plan.Seed}}, {{.R.Plan.Seed}}+1, … (trial <i>n</i> of every
 cell shares a seed). {{.Wall}}
@@ -122,16 +134,20 @@ that produced two double grants counts once. An interval that reaches far above 
 <img src="cost.png" alt="probability, latency and refusals per configuration">
 
 <h2>Table</h2>
-<table><tr><th>configuration</th><th>fault</th><th>trials</th><th>opportunities</th><th>double grants</th><th>P (95% CI)</th>
-<th>window p50 / p99 / max ms</th><th>granted acquire p50 / p99 ms</th><th>refused by error</th><th>timed out</th>
+<table><tr><th>configuration</th><th>fault (nemesis)</th><th>trials</th><th>opportunities</th><th>double grants</th><th>P(double grant) (95% CI)</th>
+<th>P(stale write accepted) (95% CI)</th>
+<th>window p50 / p99 / max ms</th><th>granted acquire p50 / p99 ms</th><th>availability</th><th>refused by error</th><th>timed out</th>
 <th>stale writes rejected / accepted</th><th>trial folders</th></tr>
-{{range .Cells}}<tr><td>{{.Config}}</td><td>{{.Fault}}</td><td>{{.CellStats.Trials}}{{if .TrialsFailed}} (+{{.TrialsFailed}} failed){{end}}</td>
-<td>{{.Opportunities}} {{.Unit}}(s)</td><td>{{.DoubleGrants}}</td><td>{{.PText}}</td>
+{{range .Cells}}<tr><td>{{.Config}}</td><td>{{.Fault}} ({{join .NemesisKind ", "}})</td><td>{{.CellStats.Trials}}{{if .TrialsFailed}} (+{{.TrialsFailed}} failed){{end}}</td>
+<td>{{.Opportunities}} {{.Unit}}(s)</td><td>{{.DoubleGrants}}</td><td>{{.PText}}</td><td>{{.PStaleText}}</td>
 <td>{{printf "%.0f / %.0f / %.0f" .ExposureMs.P50 .ExposureMs.P99 .ExposureMs.Max}}</td>
-<td>{{printf "%.2f / %.2f" .AcquireOKMs.P50 .AcquireOKMs.P99}}</td><td>{{.Refused}}</td><td>{{printf "%.1f%%" (pct .UnknownShare)}}</td>
+<td>{{printf "%.2f / %.2f" .AcquireOKMs.P50 .AcquireOKMs.P99}}</td><td>{{printf "%.1f%%" (pct .Availability)}}</td><td>{{.Refused}}</td><td>{{printf "%.1f%%" (pct .UnknownShare)}}</td>
 <td>{{.StaleWrites.Rejected}} / {{.StaleWrites.Accepted}}</td>
 <td>{{range .Trials}}<a href="{{.}}/index.html">{{base .}}</a> {{end}}</td></tr>
+{{end}}{{range .R.NotApplicable}}<tr><td>{{.Config}}</td><td>{{.Fault}}</td><td colspan="12" style="text-align:left">n/a: {{.Reason}}</td></tr>
 {{end}}</table>
+<p class="muted">The decision table (<a href="table.md">table.md</a>, markdown, for a README):</p>
+<pre>{{.Table}}</pre>
 <p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>; the
 plan in <a href="plan.json">plan.json</a>. Every figure is recomputed from the trial folders by
 <code>lockjepsen sweep --resume {{.R.Dir}} --aggregate</code>. Method: docs/sweep.md.</p>
@@ -143,15 +159,17 @@ func WriteReport(dir string, r *Report) error {
 	if err := WritePlots(dir, r); err != nil {
 		return err
 	}
-	pg := page{R: r, Findings: Findings(r)}
+	pg := page{R: r, Findings: Findings(r), Table: DecisionTable(r),
+		Title: "How much do WAIT, WAITAOF and min-replicas-to-write shrink the window?"}
+	if r.Plan.HasDeployments() {
+		pg.Title = "The safe alternatives, measured: one workload, the same faults, every deployment"
+	}
 	if r.TrialS > 0 {
 		pg.Wall = fmt.Sprintf("The trials took %.1f minutes of wall time in all (%.0f s each on average).", r.TrialS/60, r.MeanTrialS)
 	}
 	for _, c := range r.Cells {
-		row := cellRow{CellStats: c, PText: "–"}
-		if c.P != nil {
-			row.PText = fmt.Sprintf("%d/%d = %.0f%% (%.0f–%.0f%%)", c.Hits, c.Opportunities, 100**c.P, 100*c.PLow, 100*c.PHi)
-		}
+		row := cellRow{CellStats: c, PText: ratio(c.Hits, c.Opportunities, c.P, c.PLow, c.PHi),
+			PStaleText: ratio(c.StaleHits, c.Opportunities, c.PStale, c.PStaleLow, c.PStaleHigh)}
 		row.Refused = fmt.Sprintf("%.1f%%", 100*c.RefusedShare)
 		if len(c.Acquires.RefusedBy) > 0 {
 			var parts []string

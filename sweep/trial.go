@@ -47,6 +47,10 @@ type Acquires struct {
 	Contention int `json:"contention"` // refused because another client holds the lock: the lock working
 	Refused    int `json:"refused"`    // refused by an error (NOREPLICAS, WAIT shortfall, READONLY, unreachable)
 	Unknown    int `json:"unknown"`    // info: timed out or connection lost
+	// UnknownRefused are the Unknown acquires a majority had in fact
+	// refused (metrics.RefusedByMajority: Redlock's cleanup of the node it
+	// got was unconfirmed): an answer for availability, unknown to the checker.
+	UnknownRefused int `json:"unknown_refused,omitempty"`
 	// RefusedBy splits Refused by reason: noreplicas, wait, waitaof,
 	// readonly, unreachable, other.
 	RefusedBy map[string]int `json:"refused_by"`
@@ -58,6 +62,7 @@ func (a *Acquires) add(b Acquires) {
 	a.Contention += b.Contention
 	a.Refused += b.Refused
 	a.Unknown += b.Unknown
+	a.UnknownRefused += b.UnknownRefused
 	if a.RefusedBy == nil {
 		a.RefusedBy = map[string]int{}
 	}
@@ -80,7 +85,13 @@ type Trial struct {
 	DoubleGrants  int
 	// Hit counts the opportunities (fault injections) after which at least
 	// one double grant began: the numerator of P(double grant per failover).
-	Hit          int
+	Hit int
+	// StaleHit counts the opportunities after which at least one stale
+	// write landed at the resource: a double holder (a double grant, or a
+	// holder whose lease ran out, e.g. paused) whose older holder's write the
+	// resource accepted while the newer one held the lock. The numerator of
+	// P(stale write accepted per opportunity).
+	StaleHit     int
 	Unattributed int // double grants before any fault: a bug or a stray
 	Exposures    []float64
 	AcquireOKMs  []float64
@@ -165,6 +176,9 @@ func (t *Trial) fromHistory(events []history.Event, fault Fault) {
 			}
 		default:
 			t.Acquires.Unknown++
+			if metrics.RefusedByMajority(e.Error) {
+				t.Acquires.UnknownRefused++
+			}
 		}
 	}
 	// An acquire still in flight when the history ended is unknown, as the
@@ -196,20 +210,23 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	} else {
 		t.Opportunities = t.Faults
 	}
-	hit := map[int]bool{}
+	hit, stale := map[int]bool{}, map[int]bool{}
 	for _, d := range t.Result.DoubleHolderList {
-		if !d.DoubleGrant {
-			continue
-		}
-		t.DoubleGrants++
-		t.Exposures = append(t.Exposures, d.OverlapMs)
-		// The latest injection that began before the second grant.
+		// The latest injection that began before the second holder's start.
 		a := -1
 		for i, s := range starts {
 			if s <= d.Start {
 				a = i
 			}
 		}
+		if d.StaleWrite == history.Accepted && a >= 0 {
+			stale[a] = true
+		}
+		if !d.DoubleGrant {
+			continue
+		}
+		t.DoubleGrants++
+		t.Exposures = append(t.Exposures, d.OverlapMs)
 		if a < 0 {
 			t.Unattributed++
 			continue
@@ -217,4 +234,5 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 		hit[a] = true
 	}
 	t.Hit = min(len(hit), t.Opportunities)
+	t.StaleHit = min(len(stale), t.Opportunities)
 }

@@ -40,8 +40,24 @@ func sweepUsage() string {
 	for _, c := range sweep.Catalog {
 		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
 	}
+	b.WriteString("\ndeployments (--configs too: the lock service itself; compare them under failover, paused-client, clock-jump):\n")
+	for _, c := range sweep.Deployments {
+		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
+	}
 	b.WriteString("\nfaults (--faults; NAME:duration=4s:interval=8s sets parameters; any nemesis fault name works too):\n")
 	for _, f := range sweep.FaultCatalog {
+		if f.ByBackend != nil {
+			var on []string
+			for _, be := range sweep.Backends {
+				if fs, ok := f.ByBackend[be]; ok {
+					on = append(on, be+": "+strings.Join(fs, ","))
+				} else if _, ok := f.NotOn[be]; ok {
+					on = append(on, be+": n/a")
+				}
+			}
+			fmt.Fprintf(&b, "  %-24s per deployment (%s)\n", f.Name, strings.Join(on, "; "))
+			continue
+		}
 		fmt.Fprintf(&b, "  %-24s %s = %s\n", f.Name, strings.Join(f.Faults, ","), f.Note)
 	}
 	b.WriteString("\nexit codes: 0 every planned trial has a verdict (double grants are the measurement, not an error);\n" +
@@ -367,6 +383,12 @@ func printFindings(rep *sweep.Report) {
 		for _, l := range f.Lines {
 			fmt.Printf("  %s\n", l)
 		}
+	}
+	for _, na := range rep.NotApplicable {
+		fmt.Printf("\n%s × %s: n/a (not run): %s\n", na.Config, na.Fault, na.Reason)
+	}
+	if rep.Plan.HasDeployments() {
+		fmt.Printf("\ndecision table (%s):\n\n%s", sweep.TableFile, sweep.DecisionTable(rep))
 	}
 }
 

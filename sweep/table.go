@@ -1,0 +1,92 @@
+package sweep
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
+)
+
+// TableFile is the decision table of a sweep, in markdown: one row per
+// configuration × fault, n/a pairs included, for a README to include verbatim.
+const TableFile = "table.md"
+
+// ratio is "k/n = p% (lo–hi%)", or "–" without an opportunity.
+func ratio(k, n int, p *float64, lo, hi float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d/%d = %.0f%% (%.0f–%.0f%%)", k, n, 100**p, 100*lo, 100*hi)
+}
+
+// DecisionTable renders the report as the seed's decision table: per
+// deployment (configuration) and fault kind, P(double grant) and P(stale
+// write accepted) per opportunity with their 95% Wilson intervals, granted
+// acquire latency p50/p99, and availability (the acquires answered by a
+// working lock: neither refused by an error nor timed out). A pair the fault
+// kind has no counterpart for is a row of its own, n/a with the reason.
+func DecisionTable(r *Report) string {
+	var b strings.Builder
+	b.WriteString("| deployment | fault (nemesis fault) | trials | opportunities | P(double grant) (95% CI) | P(stale write accepted) (95% CI) | stale writes accepted / attempted, lost updates | granted acquire p50 / p99 | availability (refused, timed out) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range r.Plan.Configs {
+		for _, f := range r.Plan.Faults {
+			var cs *CellStats
+			for i := range r.Cells {
+				if r.Cells[i].Config == c.Name && r.Cells[i].Fault == f.Name {
+					cs = &r.Cells[i]
+				}
+			}
+			if cs == nil {
+				for _, na := range r.NotApplicable {
+					if na.Config == c.Name && na.Fault == f.Name {
+						fmt.Fprintf(&b, "| %s | %s | – | – | n/a | n/a | – | – | n/a: %s |\n", c.Name, f.Name, na.Reason)
+					}
+				}
+				continue
+			}
+			lat := "–"
+			if cs.AcquireOKMs.Count > 0 {
+				lat = fmt.Sprintf("%s / %s ms", ms(cs.AcquireOKMs.P50), ms(cs.AcquireOKMs.P99))
+			}
+			avail := "–"
+			if cs.Acquires.Total > 0 {
+				// The unanswered share leaves out the unknowns a majority had
+				// refused (Acquires.UnknownRefused), as Availability does.
+				noAnswer := float64(cs.Acquires.Unknown-cs.Acquires.UnknownRefused) / float64(cs.Acquires.Total)
+				avail = fmt.Sprintf("%.1f%% (%.1f%%, %.1f%%)", 100*cs.Availability, 100*cs.RefusedShare, 100*noAnswer)
+			}
+			trials := fmt.Sprint(cs.Trials)
+			if cs.TrialsFailed > 0 {
+				trials += fmt.Sprintf(" (+%d failed)", cs.TrialsFailed)
+			}
+			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %d %s(s) | %s | %s | %d / %d, %d | %s | %s |\n",
+				c.Name, f.Name, strings.Join(cs.NemesisKind, ", "), trials, cs.Opportunities, cs.Unit,
+				ratio(cs.Hits, cs.Opportunities, cs.P, cs.PLow, cs.PHi),
+				ratio(cs.StaleHits, cs.Opportunities, cs.PStale, cs.PStaleLow, cs.PStaleHigh),
+				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, lat, avail)
+		}
+	}
+	return b.String()
+}
+
+// ms prints a latency with the precision it needs: 0.31, 7.3, 143.
+func ms(v float64) string {
+	switch {
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// writeTable writes table.md into the sweep folder.
+func writeTable(dir string, r *Report) error {
+	return runfolder.WriteAtomic(filepath.Join(dir, TableFile), 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, DecisionTable(r))
+		return err
+	})
+}
