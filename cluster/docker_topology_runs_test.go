@@ -14,6 +14,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
+	"github.com/moby/moby/client"
 )
 
 // The partition scenarios of the redlock and etcd topologies, end to end on
@@ -62,6 +63,27 @@ func windows(t *testing.T, dir, event, heal string) (ws [][2]int64, nem []histor
 	return ws, nem
 }
 
+// runValidOnDocker runs a scenario on the docker runtime (seed 1) and
+// requires a valid verdict, its lesson, and no container or network left
+// behind; it returns the run's config.
+func runValidOnDocker(t *testing.T, exe string, api *client.Client, name, dir string) runner.Config {
+	t.Helper()
+	start := time.Now()
+	code, text, pid := lj(t, exe, "run", "--runtime", "docker", "--scenario", name, "--seed", "1", "--out", dir)
+	t.Logf("%s on docker: exit %d in %v", name, code, time.Since(start).Round(time.Second))
+	if c, n := leftovers(t, api, pid); c != 0 || n != 0 {
+		t.Errorf("left %d containers and %d networks behind", c, n)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (valid):\n%s", code, tail(text))
+	}
+	cfg, r := loadRun(t, dir)
+	if ok, saw := scenario.Holds(runner.Expected(cfg), r); !ok {
+		t.Fatalf("the run did not show the lesson: %v", saw)
+	}
+	return cfg
+}
+
 func TestDockerTopologyRuns(t *testing.T) {
 	if _, err := cluster.FindEtcd(); err != nil && os.Getenv("CI") != "true" {
 		t.Skip(err)
@@ -80,19 +102,7 @@ func TestDockerTopologyRuns(t *testing.T) {
 
 	t.Run("redlock-partition-minority", func(t *testing.T) {
 		dir := filepath.Join(out, "redlock")
-		start := time.Now()
-		code, text, pid := lj(t, exe, "run", "--runtime", "docker", "--scenario", "redlock-partition-minority", "--seed", "1", "--out", dir)
-		t.Logf("redlock-partition-minority on docker: exit %d in %v", code, time.Since(start).Round(time.Second))
-		if c, n := leftovers(t, api, pid); c != 0 || n != 0 {
-			t.Errorf("left %d containers and %d networks behind", c, n)
-		}
-		if code != 0 {
-			t.Fatalf("exit %d, want 0 (valid):\n%s", code, tail(text))
-		}
-		cfg, r := loadRun(t, dir)
-		if ok, saw := scenario.Holds(runner.Expected(cfg), r); !ok {
-			t.Fatalf("the run did not show the lesson: %v", saw)
-		}
+		cfg := runValidOnDocker(t, exe, api, "redlock-partition-minority", dir)
 		// Every step cut off a minority (2 of 5 nodes) and healed each; the
 		// majority granted the lock inside every window.
 		ws, _ := windows(t, dir, "isolate-node", "heal-isolate-node")
@@ -121,19 +131,7 @@ func TestDockerTopologyRuns(t *testing.T) {
 
 	t.Run("etcd-partition-member", func(t *testing.T) {
 		dir := filepath.Join(out, "etcd")
-		start := time.Now()
-		code, text, pid := lj(t, exe, "run", "--runtime", "docker", "--scenario", "etcd-partition-member", "--seed", "1", "--out", dir)
-		t.Logf("etcd-partition-member on docker: exit %d in %v", code, time.Since(start).Round(time.Second))
-		if c, n := leftovers(t, api, pid); c != 0 || n != 0 {
-			t.Errorf("left %d containers and %d networks behind", c, n)
-		}
-		if code != 0 {
-			t.Fatalf("exit %d, want 0 (valid):\n%s", code, tail(text))
-		}
-		cfg, r := loadRun(t, dir)
-		if ok, saw := scenario.Holds(runner.Expected(cfg), r); !ok {
-			t.Fatalf("the run did not show the lesson: %v", saw)
-		}
+		cfg := runValidOnDocker(t, exe, api, "etcd-partition-member", dir)
 		// Every step partitioned the leader, healed it, and the majority
 		// elected another leader meanwhile.
 		ws, nem := windows(t, dir, "partition", "heal-partition")

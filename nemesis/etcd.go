@@ -63,21 +63,29 @@ func runEtcdPauseLeader(ctx context.Context, env Env, s Step) error {
 	if err := c.Pause(l.Name); err != nil {
 		return err
 	}
+	return leaderOut(ctx, env, s, l.Name, func() error { return c.Resume(l.Name) }, "resume-node", "SIGCONT "+l.Name, "paused")
+}
+
+// leaderOut keeps the etcd leader out for the step's duration, then ends
+// that with undo (which runs even when the run is interrupted, so the fault
+// always heals), logging the heal event and, when the majority elected a new
+// leader meanwhile, that failover.
+func leaderOut(ctx context.Context, env Env, s Step, leader string, undo func() error, healEvent, healText, while string) error {
 	sleepErr := sleep(ctx, s.Duration)
 	var elected string
 	if sleepErr == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if nl, err := c.WaitFailover(wctx, l.Name); err == nil {
+		if nl, err := env.Cluster().WaitFailover(wctx, leader); err == nil {
 			elected = nl.Name
 		}
 		cancel()
 	}
-	if err := c.Resume(l.Name); err != nil {
+	if err := undo(); err != nil {
 		return err
 	}
-	logf(env, "resume-node", l.Name, "leader", "SIGCONT %s", l.Name)
+	logf(env, healEvent, leader, "leader", "%s", healText)
 	if elected != "" {
-		logf(env, history.NFailover, elected, "leader", "etcd elected %s while %s was paused", elected, l.Name)
+		logf(env, history.NFailover, elected, "leader", "etcd elected %s while %s was %s", elected, leader, while)
 	}
 	return sleepErr
 }
@@ -104,23 +112,8 @@ func runEtcdPartitionLeader(ctx context.Context, env Env, s Step) error {
 		_ = pc.Heal(l.Name)
 		return err
 	}
-	sleepErr := sleep(ctx, s.Duration)
-	var elected string
-	if sleepErr == nil {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if nl, err := c.WaitFailover(wctx, l.Name); err == nil {
-			elected = nl.Name
-		}
-		cancel()
-	}
-	if err := pc.Heal(l.Name); err != nil {
-		return err
-	}
-	logf(env, "heal-partition", l.Name, "leader", "%s reconnected to the other members", l.Name)
-	if elected != "" {
-		logf(env, history.NFailover, elected, "leader", "etcd elected %s while %s was cut off", elected, l.Name)
-	}
-	return sleepErr
+	return leaderOut(ctx, env, s, l.Name, func() error { return pc.Heal(l.Name) }, "heal-partition",
+		l.Name+" reconnected to the other members", "cut off")
 }
 
 // runEtcdClockBump never gets this far: runner.Config.Validate refuses a

@@ -518,38 +518,25 @@ func LookupConfig(name string) (Config, error) {
 }
 
 func merge(dst *Config, src Config) {
-	if src.Topology != "" {
-		dst.Topology = src.Topology
-	}
-	if src.Recipe != "" {
-		dst.Recipe = src.Recipe
-	}
-	if src.Fence != "" {
-		dst.Fence = src.Fence
-	}
-	if src.FenceSource != "" {
-		dst.FenceSource = src.FenceSource
-	}
-	if src.Nodes != 0 {
-		dst.Nodes = src.Nodes
-	}
-	if src.Wait != "" {
-		dst.Wait = src.Wait
-	}
-	if src.WaitAOF != "" {
-		dst.WaitAOF = src.WaitAOF
-	}
-	if src.MinReplicas != "" {
-		dst.MinReplicas = src.MinReplicas
-	}
-	if src.AppendOnly {
-		dst.AppendOnly = true
-	}
-	if src.AppendFsync != "" {
-		dst.AppendFsync = src.AppendFsync
-	}
-	if src.Replicas != 0 {
-		dst.Replicas = src.Replicas
+	over(&dst.Topology, src.Topology)
+	over(&dst.Recipe, src.Recipe)
+	over(&dst.Fence, src.Fence)
+	over(&dst.FenceSource, src.FenceSource)
+	over(&dst.Nodes, src.Nodes)
+	over(&dst.Wait, src.Wait)
+	over(&dst.WaitAOF, src.WaitAOF)
+	over(&dst.MinReplicas, src.MinReplicas)
+	over(&dst.AppendOnly, src.AppendOnly)
+	over(&dst.AppendFsync, src.AppendFsync)
+	over(&dst.Replicas, src.Replicas)
+}
+
+// over sets *dst to v when v is set: a later setting of a '+' combination
+// overrides only the knobs it names (appendonly cannot be turned back off).
+func over[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
 	}
 }
 
