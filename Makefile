@@ -10,7 +10,8 @@ TESTFLAGS ?= -count=1 -timeout 60m -p 1
 
 all: build
 
-## setup: make Valkey 9 and libfaketime available (builds Valkey 9.1.2 once into /var/cache/lockjepsen)
+## setup: make Valkey 9, libfaketime and etcd (Debian's etcd-server, its own service left stopped) available
+## (builds Valkey 9.1.2 once into /var/cache/lockjepsen)
 setup:
 	@bash scripts/setup.sh >/dev/null
 
@@ -25,8 +26,7 @@ setup-ci:
 setup-builds:
 	@bash scripts/setup.sh --builds >/dev/null
 
-## setup-etcd: setup plus Debian's etcd-server and etcd-client (--topology etcd, recipe etcd-mutex);
-## Debian's own etcd service is left stopped and disabled. setup-ci includes it.
+## setup-etcd: the same as setup, which now installs etcd-server and etcd-client (kept for old scripts)
 .PHONY: setup-etcd
 setup-etcd:
 	@bash scripts/setup.sh --etcd >/dev/null
@@ -65,7 +65,7 @@ clean:
 
 ## images: build the Docker images locally (lockjepsen/valkey FROM scratch with the Valkey 9 binaries, lockjepsen/lockjepsen static,
 ## lockjepsen/runner: both, to run a sweep shard in one container; lockjepsen/etcd FROM scratch with Debian's etcd when
-## etcd-server is installed: make setup-etcd); needs make setup
+## etcd-server is installed, as make setup does); needs make setup
 .PHONY: images
 images: setup
 	@bash scripts/build-images.sh

@@ -15,9 +15,9 @@ BUILDS=0
 [[ "${1:-}" == "--ci" ]] && CI_EXTRAS=1 && BUILDS=1
 [[ "${1:-}" == "--builds" ]] && BUILDS=1
 # The etcd backend (--topology etcd) needs Debian's etcd-server (and etcd-client for
-# etcdctl); the demo does not, so plain setup skips it: --etcd and --ci install it.
-ETCD=0
-[[ "${1:-}" == "--ci" || "${1:-}" == "--etcd" ]] && ETCD=1
+# etcdctl). Every setup installs it: two small packages (no build), so that the
+# safe alternatives run right after `make setup` like the demo does.
+ETCD=1
 # The deployments lessons need two more servers: the same Valkey without Lua
 # (BUILD_LUA=no, where every EVAL-based lock fails) and Valkey 8.1 (a rolling
 # upgrade's node without DELIFEQ). The demo needs neither, so plain setup skips
