@@ -60,8 +60,10 @@ Which lock for which job (the decision table of "Distributed Locks on Valkey 9 W
   wrong data, and the resource cannot         a consensus lock service (etcd,          lab 3: a fast restart loses WAIT-acked
   check a fence                               ZooKeeper) or the database's own lock    locks; lab 7: clocks end leases early
 
-Redlock is in no row: lab 7 saw five primaries grant twice after one node's clock jumped, and Redlock has no
-counter to fence with, so a paused client (lab 5) cannot be stopped; with a fence, one primary is usually enough.
+Redlock is in no row of that table: lab 7 saw five primaries grant twice after one node's clock jumped, and
+Redlock has no counter of its own to fence with. The comparison sweep (README, "The safe alternatives, measured")
+puts it in rows: Redlock alone lost updates to paused holders (11) and clock jumps (19); fenced by the database's
+own number (--fence-source resource) it lost none, like Sentinel with that fence, etcd and the database's lease.
 `)
 	return b.String()
 }
