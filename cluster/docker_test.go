@@ -151,38 +151,10 @@ func TestDockerTopology(t *testing.T) {
 	}
 
 	// Clock: the timestamp file in the bind mount moves the node's wall clock.
-	if err := d.SetClockOffset("valkey-1", "+3600"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := d.topo.adm.do(ctx, d.mustAddr(t, "valkey-1"), "TIME")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, _ := r.AsStrSlice()
-	if len(parts) != 2 {
-		t.Fatalf("TIME reply %v", parts)
-	}
-	sec, _ := strconv.ParseInt(parts[0], 10, 64)
-	if skew := sec - time.Now().Unix(); skew < 3500 || skew > 3700 {
-		t.Errorf("valkey-1's clock is %ds off, want about +3600", skew)
-	}
-	if err := d.SetClockOffset("valkey-1", ""); err != nil {
-		t.Fatal(err)
-	}
+	checkClockJump(ctx, t, d, "valkey-1")
 
 	// Pause is the cgroup freezer: the node stops answering, then resumes.
-	if err := d.Pause("valkey-2"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Command(ctx, "valkey-2", "PING"); err == nil {
-		t.Error("a paused container answered PING")
-	}
-	if err := d.Resume("valkey-2"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Command(ctx, "valkey-2", "PING"); err != nil {
-		t.Errorf("PING after unpause: %v", err)
-	}
+	checkPauseResume(ctx, t, d, "valkey-2")
 
 	// Kill the primary: Sentinel fails over; it comes back as a replica.
 	ft, err := MeasureFailover(ctx, d)
@@ -229,6 +201,48 @@ func TestDockerTopology(t *testing.T) {
 
 	if err := d.CollectLogs(filepath.Join(t.TempDir(), "logs")); err != nil {
 		t.Error(err)
+	}
+}
+
+// checkClockJump moves node's wall clock an hour forward (libfaketime's
+// timestamp file), reads it back with TIME, and sets it right again.
+func checkClockJump(ctx context.Context, t *testing.T, d *Docker, node string) {
+	t.Helper()
+	if err := d.SetClockOffset(node, "+3600"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.topo.adm.do(ctx, d.mustAddr(t, node), "TIME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := r.AsStrSlice()
+	if len(parts) != 2 {
+		t.Fatalf("TIME reply %v", parts)
+	}
+	sec, _ := strconv.ParseInt(parts[0], 10, 64)
+	if skew := sec - time.Now().Unix(); skew < 3500 || skew > 3700 {
+		t.Errorf("%s's clock is %ds off, want about +3600", node, skew)
+	}
+	if err := d.SetClockOffset(node, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkPauseResume freezes node: it answers nothing until thawed, then PING
+// works again.
+func checkPauseResume(ctx context.Context, t *testing.T, d *Docker, node string) {
+	t.Helper()
+	if err := d.Pause(node); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Command(ctx, node, "PING"); err == nil {
+		t.Error("a paused container answered PING")
+	}
+	if err := d.Resume(node); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Command(ctx, node, "PING"); err != nil {
+		t.Errorf("PING after unpause: %v", err)
 	}
 }
 

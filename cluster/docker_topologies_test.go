@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,35 +70,10 @@ func TestDockerRedlock(t *testing.T) {
 	}
 
 	// Pause: the frozen node answers nothing until thawed.
-	if err := d.Pause("valkey-2"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Command(ctx, "valkey-2", "PING"); err == nil {
-		t.Error("a paused container answered PING")
-	}
-	if err := d.Resume("valkey-2"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Command(ctx, "valkey-2", "PING"); err != nil {
-		t.Errorf("PING after unpause: %v", err)
-	}
+	checkPauseResume(ctx, t, d, "valkey-2")
 
 	// Clock: libfaketime in the image moves one node's wall clock.
-	if err := d.SetClockOffset("valkey-3", "+3600"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := d.topo.adm.do(ctx, d.mustAddr(t, "valkey-3"), "TIME")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, _ := r.AsStrSlice()
-	sec, _ := strconv.ParseInt(parts[0], 10, 64)
-	if skew := sec - time.Now().Unix(); skew < 3500 || skew > 3700 {
-		t.Errorf("valkey-3's clock is %ds off, want about +3600", skew)
-	}
-	if err := d.SetClockOffset("valkey-3", ""); err != nil {
-		t.Fatal(err)
-	}
+	checkClockJump(ctx, t, d, "valkey-3")
 
 	// Isolate: the clients on the host no longer reach the node, which runs
 	// on with its data; Partition has no link to cut here; Heal reconnects.
@@ -117,7 +91,7 @@ func TestDockerRedlock(t *testing.T) {
 	}
 	d.topo.adm.drop(d.mustAddr(t, "valkey-4"))
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	_, err = d.Command(pctx, "valkey-4", "PING")
+	_, err := d.Command(pctx, "valkey-4", "PING")
 	cancel()
 	if err == nil {
 		t.Error("the host still reaches an isolated node")

@@ -22,23 +22,10 @@ func TestCISweep(t *testing.T) {
 		t.Skip("-short outside CI: the CI sweep runs real clusters for ~80 s")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "lockjepsen")
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(self))
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lockjepsen")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildLockjepsen(t, tmp)
 	dir := filepath.Join(tmp, "sweep")
-	cmd := exec.Command(bin, "sweep", "--configs", "none,wait-1-100ms", "--faults", "link-down",
+	out := runSweep(t, bin, tmp, "--configs", "none,wait-1-100ms", "--faults", "link-down",
 		"--trials", "2", "--time-limit", "12s", "--out", dir)
-	cmd.Dir = tmp
-	out, err := cmd.CombinedOutput()
-	t.Logf("lockjepsen sweep:\n%s", out)
-	if err != nil {
-		t.Fatalf("lockjepsen sweep: %v", err)
-	}
 	for _, want := range []string{"[4/4]", "link-down:", "index.html"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q", want)
@@ -81,4 +68,36 @@ func TestCISweep(t *testing.T) {
 		t.Fatalf("sweep --resume --aggregate: %v\n%s", err, out)
 	}
 	assertRecomputable(t, dir)
+}
+
+// repoRoot is the module's root, where the build and the scripts run.
+func repoRoot() string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(self))
+}
+
+// buildLockjepsen builds the lockjepsen binary into dir and returns its path.
+func buildLockjepsen(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "lockjepsen")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/lockjepsen")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runSweep runs `lockjepsen sweep ARGS` in dir, logs what it printed, and
+// fails the test when it exits non-zero.
+func runSweep(t *testing.T, bin, dir string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"sweep"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("lockjepsen sweep:\n%s", out)
+	if err != nil {
+		t.Fatalf("lockjepsen sweep: %v", err)
+	}
+	return out
 }

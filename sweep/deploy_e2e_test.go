@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,22 +21,10 @@ func TestDeploymentSweep(t *testing.T) {
 		t.Skip("-short outside CI: runs two real clusters for ~1 min")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "lockjepsen")
-	_, self, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lockjepsen")
-	build.Dir = filepath.Dir(filepath.Dir(self))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildLockjepsen(t, tmp)
 	dir := filepath.Join(tmp, "sweep")
-	cmd := exec.Command(bin, "sweep", "--configs", "sentinel-fence,redlock", "--faults", "failover",
+	runSweep(t, bin, tmp, "--configs", "sentinel-fence,redlock", "--faults", "failover",
 		"--trials", "1", "--time-limit", "15s", "--out", dir)
-	cmd.Dir = tmp
-	out, err := cmd.CombinedOutput()
-	t.Logf("lockjepsen sweep:\n%s", out)
-	if err != nil {
-		t.Fatalf("lockjepsen sweep: %v", err)
-	}
 	ran := map[string]map[string]int{}
 	for _, cell := range []string{"sentinel-fence.failover", "redlock.failover"} {
 		ran[cell] = nemesisEvents(t, filepath.Join(dir, "trials", cell, "0", "nemesis.jsonl"))

@@ -561,39 +561,26 @@ func ParseConfig(s string) (Config, error) {
 		return Config{}, fmt.Errorf("--config %q: want NAME=KNOB;KNOB..., e.g. strict=wait=1:100ms;appendonly;appendfsync=always", s)
 	}
 	c := Config{Name: name}
+	// The knobs that take a value, each pointing at its field.
+	texts := map[string]*string{"wait": &c.Wait, "waitaof": &c.WaitAOF, "min-replicas": &c.MinReplicas,
+		"appendfsync": &c.AppendFsync, "topology": &c.Topology, "recipe": &c.Recipe, "fence": &c.Fence,
+		"fence-source": &c.FenceSource}
+	counts := map[string]*int{"replicas": &c.Replicas, "nodes": &c.Nodes}
 	for _, k := range strings.Split(spec, ";") {
 		k = strings.TrimSpace(k)
 		key, val, _ := strings.Cut(k, "=")
-		switch key {
-		case "":
-		case "wait":
-			c.Wait = val
-		case "waitaof":
-			c.WaitAOF = val
-		case "min-replicas":
-			c.MinReplicas = val
-		case "appendonly":
+		switch {
+		case key == "":
+		case key == "appendonly":
 			c.AppendOnly = val == "" || val == "yes" || val == "true"
-		case "appendfsync":
-			c.AppendFsync = val
-		case "replicas", "nodes":
+		case texts[key] != nil:
+			*texts[key] = val
+		case counts[key] != nil:
 			n, err := strconv.Atoi(val)
 			if err != nil {
 				return Config{}, fmt.Errorf("--config %q: %s=%q is not a number", s, key, val)
 			}
-			if key == "nodes" {
-				c.Nodes = n
-			} else {
-				c.Replicas = n
-			}
-		case "topology":
-			c.Topology = val
-		case "recipe":
-			c.Recipe = val
-		case "fence":
-			c.Fence = val
-		case "fence-source":
-			c.FenceSource = val
+			*counts[key] = n
 		default:
 			base, err := LookupConfig(k)
 			if err != nil {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -34,20 +33,13 @@ func TestShardsInRunnerContainers(t *testing.T) {
 		}
 		t.Skipf("Docker is not reachable (%v): the shard e2e test runs the runner image", err)
 	}
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(self))
 	build := exec.Command("bash", "scripts/build-images.sh", "--quiet", "--runner-only")
-	build.Dir = root
+	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the runner image: %v\n%s", err, out)
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "lockjepsen")
-	gb := exec.Command("go", "build", "-o", bin, "./cmd/lockjepsen")
-	gb.Dir = root
-	if out, err := gb.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildLockjepsen(t, tmp)
 	results := filepath.Join(tmp, "results")
 	if err := os.MkdirAll(results, 0o777); err != nil {
 		t.Fatal(err)
