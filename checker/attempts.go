@@ -12,18 +12,6 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-// ReadAttemptsFile reads the resource's log (resource.jsonl). A missing file
-// is not an error: runs without a fenced resource have none. As with the
-// history, a half-written last line is dropped and any other bad line is an
-// error naming it.
-func ReadAttemptsFile(path string) ([]history.Attempt, error) {
-	var out []history.Attempt
-	if err := ScanAttemptsFile(path, func(a *history.Attempt) { out = append(out, *a) }); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // IndexAttemptsFile reads the resource's log straight into the index the
 // checker consults (nil when the file is missing or empty), without holding
 // its lines.
@@ -42,7 +30,9 @@ func IndexAttemptsFile(path string) (*AttemptIndex, error) {
 }
 
 // ScanAttemptsFile calls fn for every line of the resource's log, in file
-// order, with the rules of ReadAttemptsFile.
+// order. A missing file is not an error: runs without a fenced resource have
+// none. As with the history, a half-written last line is dropped and any
+// other bad line is an error naming it.
 func ScanAttemptsFile(path string, fn func(*history.Attempt)) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -37,7 +37,7 @@ const (
 // AttemptIndex looks up the resource's own record of a write, which settles
 // the verdict of a write whose reply the client never saw. It keeps only
 // that (verdict and time, per token and value), not the log's lines: a
-// resource log is read line by line into it (ReadAttemptsFile).
+// resource log is read line by line into it (IndexAttemptsFile).
 type AttemptIndex struct {
 	m map[attemptKey]attemptVerdict
 }
