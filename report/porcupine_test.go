@@ -58,24 +58,3 @@ func TestDrawPorcupineWritesPagesAndLinks(t *testing.T) {
 		t.Error("page keeps porcupine's title or lacks its heading and way back")
 	}
 }
-
-// A history too long to draw is drawn as a window that starts a little
-// before the first violation that counts, and says so.
-func TestTimelineWindow(t *testing.T) {
-	var ev []history.Event
-	for i := 0; i < 100; i++ {
-		ev = append(ev, history.Event{Index: int64(i), Time: int64(i) * 1e9})
-	}
-	if w, note := TimelineWindow(ev, nil, 100); len(w) != 100 || note != "" {
-		t.Fatalf("a short history was cut: %d events, note %q", len(w), note)
-	}
-	res := &checker.Result{Violations: []checker.Violation{{Affects: "none", Start: 10e9}, {Affects: "lock", Start: 50e9}}}
-	w, note := TimelineWindow(ev, res, 20)
-	if len(w) != 20 || w[0].Time != 48e9 || !strings.Contains(note, "20 of 100 events") {
-		t.Fatalf("window starts at %v with %d events, note %q; want 48 s, 20 events", w[0].Time, len(w), note)
-	}
-	res.Violations[1].Start = 95e9 // too close to the end: the window ends with the history
-	if w, _ := TimelineWindow(ev, res, 20); w[len(w)-1].Time != 99e9 || len(w) != 20 {
-		t.Fatalf("window at the end: %d events ending %v", len(w), w[len(w)-1].Time)
-	}
-}

@@ -185,7 +185,7 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 		}
 		for _, d := range res.DoubleHolderList {
 			if d.End < events[0].Time || d.Start > end {
-				continue // outside a windowed timeline (TimelineWindow)
+				continue // outside a windowed timeline (TimelineFrom)
 			}
 			tl.Doubles = append(tl.Doubles, Band{From: d.Start, To: d.End, Label: d.Cause, Client: d.StaleClient, New: d.NewClient})
 			for i := range tl.Writes {
@@ -320,21 +320,6 @@ type tick struct {
 // of hundreds of thousands of bars, and drawing it took longer than checking
 // it (2.8 s of 5.9 s at 1M events); past this the timeline shows a window.
 const TimelineMaxEvents = 200_000
-
-// TimelineWindow picks the events a timeline draws: all of them up to max,
-// else a window of at most max events starting a little before the first
-// violation that counts (or at the start). The note says which, for the
-// title; "" when nothing was left out.
-func TimelineWindow(events []history.Event, res *checker.Result, max int) ([]history.Event, string) {
-	if len(events) <= max {
-		return events, ""
-	}
-	from := TimelineFrom(events[0].Time, res)
-	i := sort.Search(len(events), func(i int) bool { return events[i].Time >= from })
-	i = min(i, len(events)-max)
-	w := events[i : i+max]
-	return w, WindowNote(w, events[0].Time, events[len(events)-1].Time, len(events))
-}
 
 // TimelineFrom is the time a windowed timeline starts from: 2 s before the
 // first violation that counts, else the history's start t0. The window is

@@ -212,8 +212,8 @@ func readHistory(path string) (*checker.History, error) {
 }
 
 // timelineEvents reads back from the file the events the timeline draws:
-// report.TimelineWindow's window (the max events from report.TimelineFrom
-// on, or all of them), found in the operations' time order and picked up by
+// the timeline's window (the max events from report.TimelineFrom on, or
+// all of them), found in the operations' time order and picked up by
 // a second pass over the file, so that only the window is held.
 func timelineEvents(path string, h *checker.History, res *checker.Result, max int) ([]history.Event, string, error) {
 	n := h.Len()
