@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"iter"
 	"net/http"
 	"sync"
 
@@ -251,11 +252,12 @@ func (r *Run) Summary() Summary {
 	return r.sum.summary()
 }
 
-// Replay feeds a whole history (history.ReadFile's order) into a fresh
-// collector: the run the figures in results.json come from.
-func Replay(events []history.Event) *Run {
+// Replay feeds a whole history, in time order (history.ReadFile's, or
+// checker.History.Replay's), into a fresh collector: the run the figures in
+// results.json come from.
+func Replay(events iter.Seq[history.Event]) *Run {
 	r := New().NewRun(Info{})
-	for _, e := range events {
+	for e := range events {
 		r.Observe(e)
 	}
 	return r

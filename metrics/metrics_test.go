@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,7 +134,7 @@ func TestRunCountsEveryFigure(t *testing.T) {
 				t.Errorf("summary figure = %d, want %d (%+v)", got, want, s)
 			}
 			// The replay of the same history gives the same summary.
-			rr := Replay(tt.h.ev)
+			rr := Replay(slices.Values(tt.h.ev))
 			rr.DoubleGrantsSeen(tt.seen)
 			if got := tt.summary(rr.Summary()); got != want {
 				t.Errorf("replayed figure = %d, want %d", got, want)
@@ -165,7 +166,7 @@ func histCount(c *Collector, name string) uint64 {
 func TestArrivalOrderAcrossProcessesDoesNotMatter(t *testing.T) {
 	h := new(hb).op(0, "acquire", "a", 0, 2, history.OK, nil).op(1, "acquire", "b", 1, 3, history.Fail, errText("another client holds the lock")).
 		op(0, "release", "a", 10, 11, history.OK, nil)
-	inOrder := Replay(h.ev).Summary()
+	inOrder := Replay(slices.Values(h.ev)).Summary()
 	// Process 1's events first, then process 0's.
 	var mixed []history.Event
 	for _, p := range []history.Process{1, 0} {
@@ -175,7 +176,7 @@ func TestArrivalOrderAcrossProcessesDoesNotMatter(t *testing.T) {
 			}
 		}
 	}
-	got := Replay(mixed).Summary()
+	got := Replay(slices.Values(mixed)).Summary()
 	if !reflect.DeepEqual(got.Acquires, inOrder.Acquires) || got.Acquires.OK != 1 || got.Acquires.FailBy["contention"] != 1 {
 		t.Fatalf("arrival order changed the counts: %+v vs %+v", got.Acquires, inOrder.Acquires)
 	}

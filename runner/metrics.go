@@ -51,10 +51,7 @@ type resultsFile struct {
 func withMetrics(res *checker.Result, h *checker.History, ttl time.Duration) resultsFile {
 	seen := make(chan int, 1)
 	go func() { seen <- doubleGrantsSeen(h.Replay(), ttl) }()
-	m := metrics.New().NewRun(metrics.Info{})
-	for e := range h.Replay() {
-		m.Observe(e)
-	}
+	m := metrics.Replay(h.Replay())
 	m.DoubleGrantsSeen(<-seen)
 	return resultsFile{Result: res, Metrics: m.Summary()}
 }
