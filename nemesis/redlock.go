@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,9 +243,17 @@ func runRedlockClockJump(ctx context.Context, env Env, s Step) error {
 	return bumpNode(ctx, env, middle, s)
 }
 
-// splitAndAwaitGrant sets the clients' partial partition and waits for a
-// grant on one side (through the middle node), the start both Redlock
-// scenarios share; heal, when not nil, undoes the partition.
+// splitAndAwaitGrant sets the clients' partial partition and returns at the
+// moment both Redlock scenarios need, the start they share (heal, when not
+// nil, undoes the partition): a client granted the lock after the cut, no
+// copy of its key left on the nodes its side cannot reach (else the other
+// side cannot take a majority when the middle node lets go), and the holder
+// just renewed, so the other side has a third of a TTL before the holder's
+// next extend finds the middle node's copy gone. Awaiting the grant alone
+// showed the lesson in 8 runs of 10 (scripts/reproduction-rates.sh): when
+// the pre-cut holder's copies on the far side outlived the new holder's next
+// extend, that extend failed, its release of 2 of 5 ended the lease, and the
+// other side's grant came after it, legally.
 func splitAndAwaitGrant(ctx context.Context, env Env) (middle cluster.Node, heal func(), err error) {
 	ce, err := clientEnv(env)
 	if err != nil {
@@ -254,11 +263,101 @@ func splitAndAwaitGrant(ctx context.Context, env Env) (middle cluster.Node, heal
 	if err != nil {
 		return middle, heal, err
 	}
-	cut := nowTrue()
-	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	env.AwaitAcquire(actx, cut)
-	cancel()
-	return middle, heal, sleep(ctx, 100*time.Millisecond)
+	actx, cancel := context.WithTimeout(ctx, 3*env.TTL()+4*time.Second)
+	defer cancel()
+	armed, why := awaitArmedHolder(actx, env)
+	if err := ctx.Err(); err != nil {
+		return middle, heal, err
+	}
+	logf(env, "armed", middle.Name, cluster.RolePrimary, "%s (armed: %v)", why, armed)
+	return middle, heal, nil
+}
+
+// awaitArmedHolder waits, under the partial partition, for a holder granted
+// after the cut whose far side is free of its key, then for its next renewal.
+// It reports whether it saw all of that, and what it saw.
+func awaitArmedHolder(ctx context.Context, env Env) (bool, string) {
+	unreach, _ := sides(dataNodes(env.Cluster()))
+	after := nowTrue()
+	for {
+		if !env.AwaitAcquire(ctx, after) {
+			return false, "no grant under the partial partition"
+		}
+		h, ok := newestHolder(env, after)
+		if !ok {
+			continue
+		}
+		after = h.Since
+		if !farSideFree(ctx, env, h, unreach[h.Client%2]) {
+			if ctx.Err() != nil {
+				return false, fmt.Sprintf("client %d holds %s, but the nodes it cannot reach still hold the key", h.Client, h.Key)
+			}
+			continue
+		}
+		renewed := h.Renewed
+		for {
+			cur, held := holderSince(env, h)
+			switch {
+			case !held:
+			case cur.Renewed > renewed:
+				return true, fmt.Sprintf("client %d holds %s on its side's majority, the far side is free, and it just renewed", h.Client, h.Key)
+			default:
+				if sleep(ctx, 2*time.Millisecond) != nil {
+					return false, fmt.Sprintf("client %d holds %s but did not renew", h.Client, h.Key)
+				}
+				continue
+			}
+			break // it let go before renewing: wait for the next grant
+		}
+	}
+}
+
+// newestHolder is the holder granted most recently after true time after.
+func newestHolder(env Env, after int64) (Holder, bool) {
+	var best Holder
+	for _, h := range env.Holders() {
+		if h.Since > after && h.Since > best.Since {
+			best = h
+		}
+	}
+	return best, best.Since != 0
+}
+
+// holderSince finds h (same client, key and grant) among the holders now.
+func holderSince(env Env, h Holder) (Holder, bool) {
+	for _, cur := range env.Holders() {
+		if cur.Client == h.Client && cur.Key == h.Key && cur.Since == h.Since {
+			return cur, true
+		}
+	}
+	return Holder{}, false
+}
+
+// farSideFree polls the nodes h's side cannot reach until none holds h.Key
+// (a pre-cut holder's copies there live out their TTL), while h still holds.
+func farSideFree(ctx context.Context, env Env, h Holder, far []string) bool {
+	c := env.Cluster()
+	for {
+		if _, held := holderSince(env, h); !held {
+			return false
+		}
+		free := true
+		for _, n := range dataNodes(c) {
+			if !slices.Contains(far, n.Addr) {
+				continue
+			}
+			if out, err := c.Command(ctx, n.Name, "EXISTS", h.Key); err != nil || strings.TrimSpace(out) != "0" {
+				free = false
+				break
+			}
+		}
+		if free {
+			return true
+		}
+		if sleep(ctx, 20*time.Millisecond) != nil {
+			return false
+		}
+	}
 }
 
 // runRedlockRestart is the distlock page's own example: a client holds A, B, C
