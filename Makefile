@@ -73,13 +73,13 @@ images: setup
 ## reference-sweep: the reference sweep: the default matrix (8 settings × link-down, resync-window, fast-restart,
 ## split-brain, replica-lag), faults back to back in 2-minute trials, each cell until its 95% interval is narrower
 ## than 0.2, or with no hit until it is below 4% (~93 opportunities), at most 10 trials a cell. `lockjepsen sweep
-## --until-ci 0.2 --below 0.04 --max-trials 10 --dry-run` prints the estimate (docs/sweep.md). Restartable: a second
+## --until-ci 0.2 --below 0.04 --max-trials 10 --parallel 3 --dry-run` prints the estimate (docs/sweep.md). Restartable: a second
 ## call resumes results/reference-sweep. Only the summary, CSV and plots go to results/reference/ (the trial folders
 ## stay in results/reference-sweep, too large to commit). On Kubernetes: deploy/kubernetes/README.md.
 .PHONY: reference-sweep
 reference-sweep: setup build
 	@if [ -f results/reference-sweep/plan.json ]; then ./$(BIN) sweep --resume results/reference-sweep; \
-	else ./$(BIN) sweep --until-ci 0.2 --below 0.04 --max-trials 10 --out results/reference-sweep; fi
+	else ./$(BIN) sweep --until-ci 0.2 --below 0.04 --max-trials 10 --parallel 3 --out results/reference-sweep; fi
 	mkdir -p results/reference
 	cd results/reference-sweep && cp plan.json sweep.json sweep.csv index.html probability.png probability.svg \
 		exposure.png exposure.svg cost.png ../reference/

@@ -74,6 +74,10 @@ type CellStats struct {
 	StaleWrites checker.StaleWrites `json:"stale_writes"`
 	LostUpdates int                 `json:"lost_updates"`
 	WallS       float64             `json:"wall_s"` // summed trial wall time
+	// Parallel is the most trials that ran at once while this cell's trials
+	// ran: its window and latencies are comparable only with cells measured
+	// at the same figure.
+	Parallel int `json:"parallel,omitempty"`
 }
 
 // Report is sweep.json.
@@ -185,6 +189,7 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	cs.Exposures = []float64{}
 	for _, t := range trials {
 		cs.WallS += t.Record.WallS
+		cs.Parallel = max(cs.Parallel, t.Record.Parallel)
 		if t.Record.Status == StatusInterrupted {
 			cs.Interrupted++
 			continue

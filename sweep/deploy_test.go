@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/knob"
 )
 
@@ -191,6 +192,34 @@ func TestDecisionTable(t *testing.T) {
 		"0.31 / 7.30 ms", "70.0% (30.0%, 0.0%)", "| etcd | clock-jump | – | – | n/a | n/a | – | – | n/a: etcd-clock-bump is refused"} {
 		if !strings.Contains(tab, w) {
 			t.Errorf("table lacks %q:\n%s", w, tab)
+		}
+	}
+}
+
+// TestParallelCaveat: cells whose trials ran side by side carry the caveat
+// in the findings and under the decision table; cells run alone, or from
+// folders that predate the record, do not.
+func TestParallelCaveat(t *testing.T) {
+	p := deploymentPlan(t, []string{"sentinel-fence"}, []string{"failover"})
+	for _, tt := range []struct {
+		trials []int // each trial's Record.Parallel
+		want   bool
+	}{{[]int{0, 0}, false}, {[]int{1, 1}, false}, {[]int{1, 3}, true}} {
+		var ts []*Trial
+		for i, n := range tt.trials {
+			ts = append(ts, &Trial{Record: Record{Trial: i, Status: StatusOK, Parallel: n}, Result: &checker.Result{}})
+		}
+		cs := Combine(p.Cells()[0], ts)
+		r := &Report{Plan: p, Cells: []CellStats{cs}}
+		caveat := "trials at a time"
+		var lines []string
+		for _, f := range Findings(r) {
+			lines = append(lines, f.Lines...)
+		}
+		inFindings := strings.Contains(strings.Join(lines, "\n"), caveat)
+		inTable := strings.Contains(DecisionTable(r), "Figures measured with up to 3 "+caveat)
+		if inFindings != tt.want || inTable != tt.want {
+			t.Errorf("trials at parallel %v: caveat in findings %v, in table %v, want %v", tt.trials, inFindings, inTable, tt.want)
 		}
 	}
 }

@@ -101,6 +101,9 @@ func TestExecuteAggregatesAndFiles(t *testing.T) {
 		if c.P == nil || *c.P != 2.0/3 || c.PLow != lo || c.PHi != hi {
 			t.Errorf("%s: P %v [%v, %v]", c.Cell, c.P, c.PLow, c.PHi)
 		}
+		if c.Parallel != 1 {
+			t.Errorf("%s: parallel %d, want the plan's 1 recorded by every trial", c.Cell, c.Parallel)
+		}
 		if c.Acquires.Contention != 3 || c.Acquires.RefusedBy["noreplicas"] != 3 || c.Acquires.Total != 11 {
 			t.Errorf("%s: acquires %+v", c.Cell, c.Acquires)
 		}

@@ -25,6 +25,7 @@ func Findings(r *Report) []Finding {
 	var out []Finding
 	for _, f := range r.Plan.Faults {
 		fd := Finding{Fault: f.Name, Note: f.Note}
+		parallel := 0
 		var base *CellStats
 		for i := range r.Cells {
 			if r.Cells[i].Fault == f.Name && (base == nil || r.Cells[i].Config == "none") {
@@ -57,6 +58,7 @@ func Findings(r *Report) []Finding {
 					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates)
 			}
 			fd.Lines = append(fd.Lines, s)
+			parallel = max(parallel, c.Parallel)
 			if c.Opportunities > 0 && c.Hits == 0 {
 				closed = append(closed, fmt.Sprintf("%s (0 of %d; the true rate may still be up to %.0f%%)", c.Config, c.Opportunities, 100*c.PHi))
 			}
@@ -70,9 +72,21 @@ func Findings(r *Report) []Finding {
 		if len(closed) > 0 {
 			fd.Lines = append(fd.Lines, "no double grant seen with: "+strings.Join(closed, ", "))
 		}
+		if parallel > 1 {
+			fd.Lines = append(fd.Lines, ParallelCaveat(parallel))
+		}
 		out = append(out, fd)
 	}
 	return out
+}
+
+// ParallelCaveat says what trials run side by side do to a sweep's figures,
+// with the evidence: on the 2-core machine, none × link-down on seeds 1-3,
+// --parallel 1 vs 3 (docs/sweep.md, "Trials at once").
+func ParallelCaveat(n int) string {
+	return fmt.Sprintf("measured with up to %d trials at a time: the windows and latencies are wider than one trial alone "+
+		"would see (2 cores, --parallel 3: window p50 40 → 73 ms, granted acquire p99 2.1 → 5.2 ms); compare them only "+
+		"with sweeps at the same --parallel, and take costs from --parallel 1", n)
 }
 
 func pText(c *CellStats) string {

@@ -277,7 +277,7 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 	// The runner keeps its own run.log in the trial folder.
 	o := run(ctx, cfg, io.Discard)
 	rec := Record{Cell: j.cell.ID(), Trial: j.n, Seed: cfg.Seed, ExitCode: o.ExitCode,
-		StartedAt: start.UTC().Format(time.RFC3339), WallS: time.Since(start).Seconds()}
+		StartedAt: start.UTC().Format(time.RFC3339), WallS: time.Since(start).Seconds(), Parallel: plan.Parallel}
 	switch {
 	case ctx.Err() != nil:
 		rec.Status = StatusInterrupted

@@ -31,6 +31,7 @@ func DecisionTable(r *Report) string {
 	var b strings.Builder
 	b.WriteString("| deployment | fault (nemesis fault) | trials | opportunities | P(double grant) (95% CI) | P(stale write accepted) (95% CI) | stale writes accepted / attempted, lost updates | granted acquire p50 / p99 | availability (refused, timed out) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	parallel := 0
 	for _, c := range r.Plan.Configs {
 		for _, f := range r.Plan.Faults {
 			var cs *CellStats
@@ -67,7 +68,11 @@ func DecisionTable(r *Report) string {
 				ratio(cs.Hits, cs.Opportunities, cs.P, cs.PLow, cs.PHi),
 				ratio(cs.StaleHits, cs.Opportunities, cs.PStale, cs.PStaleLow, cs.PStaleHigh),
 				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, lat, avail)
+			parallel = max(parallel, cs.Parallel)
 		}
+	}
+	if parallel > 1 {
+		fmt.Fprintf(&b, "\nFigures %s.\n", ParallelCaveat(parallel))
 	}
 	return b.String()
 }

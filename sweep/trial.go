@@ -33,6 +33,10 @@ type Record struct {
 	Error     string  `json:"error,omitempty"`
 	StartedAt string  `json:"started_at"`
 	WallS     float64 `json:"wall_s"`
+	// Parallel is --parallel when the trial ran: trials at once on the
+	// machine, which widen the race window and the latencies it measures
+	// (docs/sweep.md, "Trials at once"). 0 in folders from before it was kept.
+	Parallel int `json:"parallel,omitempty"`
 }
 
 // Counts reports whether the trial's results enter the aggregates: any trial
