@@ -374,6 +374,9 @@ func printPlan(p sweep.Plan) {
 		fmt.Printf("  fault  %-24s %-16s ~%4.1f %ss a trial, %4.1f a minute; ~%d trial(s) a cell\n", f.Name, strings.Join(f.Faults, ","),
 			f.PerTrial, f.Unit, f.PerMinute, f.TrialsPerCell)
 	}
+	if p.Parallel > 1 {
+		fmt.Printf("%d trials at a time multiply these rates by up to %d; figures %s\n", p.Parallel, p.Parallel, sweep.ParallelCaveat(p.Parallel))
+	}
 	fmt.Printf("estimated wall time: %v for %d trial(s) (%v a trial on 2 cores)\n", est.Total.Round(time.Minute), est.Trials, est.PerTrial.Round(time.Second))
 }
 
