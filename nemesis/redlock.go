@@ -285,6 +285,9 @@ func awaitArmedHolder(ctx context.Context, env Env) (bool, string) {
 		}
 		h, ok := newestHolder(env, after)
 		if !ok {
+			// The grant's holder has already let go: look only at grants
+			// from now on, or AwaitAcquire returns at once on the same one.
+			after = nowTrue()
 			continue
 		}
 		after = h.Since
@@ -294,20 +297,29 @@ func awaitArmedHolder(ctx context.Context, env Env) (bool, string) {
 			}
 			continue
 		}
-		renewed := h.Renewed
-		for {
-			cur, held := holderSince(env, h)
-			switch {
-			case !held:
-			case cur.Renewed > renewed:
-				return true, fmt.Sprintf("client %d holds %s on its side's majority, the far side is free, and it just renewed", h.Client, h.Key)
-			default:
-				if sleep(ctx, 2*time.Millisecond) != nil {
-					return false, fmt.Sprintf("client %d holds %s but did not renew", h.Client, h.Key)
-				}
-				continue
-			}
-			break // it let go before renewing: wait for the next grant
+		if awaitRenewal(ctx, env, h) {
+			return true, fmt.Sprintf("client %d holds %s on its side's majority, the far side is free, and it just renewed", h.Client, h.Key)
+		}
+		if ctx.Err() != nil {
+			return false, fmt.Sprintf("client %d holds %s but did not renew", h.Client, h.Key)
+		}
+		// It let go before renewing: wait for the next grant.
+	}
+}
+
+// awaitRenewal waits for h's next renewal; false when h let go first or ctx
+// ended.
+func awaitRenewal(ctx context.Context, env Env, h Holder) bool {
+	for {
+		cur, held := holderSince(env, h)
+		if !held {
+			return false
+		}
+		if cur.Renewed > h.Renewed {
+			return true
+		}
+		if sleep(ctx, 2*time.Millisecond) != nil {
+			return false
 		}
 	}
 }
