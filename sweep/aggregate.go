@@ -90,6 +90,10 @@ type Report struct {
 	// NotApplicable are the pairs of the matrix not run: the fault kind has
 	// no counterpart on that deployment (the report prints them as n/a).
 	NotApplicable []NACell `json:"not_applicable,omitempty"`
+	// Joined, when set, makes this report a join of the reports of other
+	// sweep folders (Join): its cells are theirs, and there are no trial
+	// folders or plan.json here.
+	Joined []Joined `json:"joined,omitempty"`
 	// Totals over the sweep.
 	Trials     int     `json:"trials"`
 	Failed     int     `json:"failed"`

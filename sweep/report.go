@@ -162,9 +162,15 @@ that produced two double grants counts once. An interval that reaches far above 
 {{end}}</table>
 <p class="muted">The decision table (<a href="table.md">table.md</a>, markdown, for a README):</p>
 <pre>{{.Table}}</pre>
-<p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>; the
+{{if .R.Joined}}<p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>.
+This report joins the reports of {{len .R.Joined}} sweep folder(s), each cell taken whole from one of them
+(<code>lockjepsen sweep join</code>):{{range .R.Joined}} <code>{{.Dir}}</code> ({{len .Cells}} cell(s), aggregated {{.Aggregated}});{{end}}
+each one's figures are recomputed from its own trial folders by <code>lockjepsen sweep --resume DIR --aggregate</code>.
+Method: docs/sweep.md.</p>
+{{else}}<p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>; the
 plan in <a href="plan.json">plan.json</a>. Every figure is recomputed from the trial folders by
 <code>lockjepsen sweep --resume {{.R.Dir}} --aggregate</code>. Method: docs/sweep.md.</p>
+{{end}}
 </body></html>
 `))
 

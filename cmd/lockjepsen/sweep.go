@@ -36,7 +36,8 @@ func sweepUsage() string {
 	b.WriteString("sweep [flags]                 a new sweep in results/<timestamp>-sweep\n" +
 		"       lockjepsen sweep --resume DIR [--aggregate]\n" +
 		"       lockjepsen sweep --shard I/N [flags]   one shard of a sweep (I defaults to $JOB_COMPLETION_INDEX)\n" +
-		"       lockjepsen sweep merge [--out DIR] SHARD-DIR...   one sweep from shard folders\n\nconfigurations (--configs; join with '+' to combine):\n")
+		"       lockjepsen sweep merge [--out DIR] SHARD-DIR...   one sweep from shard folders\n" +
+		"       lockjepsen sweep join --out DIR SWEEP-DIR...   one report from sweeps of disjoint cells (a row at a time)\n\nconfigurations (--configs; join with '+' to combine):\n")
 	for _, c := range sweep.Catalog {
 		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
 	}
@@ -68,6 +69,9 @@ func sweepUsage() string {
 func runSweep(args []string) int {
 	if len(args) > 0 && args[0] == "merge" {
 		return runSweepMerge(args[1:])
+	}
+	if len(args) > 0 && args[0] == "join" {
+		return runSweepJoin(args[1:])
 	}
 	fs := newFlagSet("sweep", sweepUsage())
 	scen := fs.String("scenario", "failover-race", "scenario every trial runs (its clients, TTL and job); the fault axis replaces its faults")
@@ -420,6 +424,31 @@ func runSweepMerge(args []string) int {
 	fmt.Printf("\nmerged %d shard folder(s), %d trial(s) into %s; open %s\n", fs.NArg(), rep.Trials+rep.Failed, dir, filepath.Join(dir, runfolder.Index))
 	if rep.Pending > 0 {
 		fmt.Fprintf(os.Stderr, "lockjepsen: sweep merge: %d planned trial(s) are in none of the shards (a shard missing or unfinished)\n", rep.Pending)
+		return exitCrashed
+	}
+	return exitValid
+}
+
+// runSweepJoin is `lockjepsen sweep join --out DIR SWEEP-DIR...`.
+func runSweepJoin(args []string) int {
+	fs := newFlagSet("sweep join", "sweep join --out DIR SWEEP-DIR...   one report (sweep.json, csv, plots, index.html) from the reports of\n"+
+		"       sweeps that measured disjoint cells of one matrix under one rule (a row of fault kinds at a time, on other\n"+
+		"       days or machines); refuses different rules, a cell twice, and a cell in none of them\n")
+	out := fs.String("out", "", "the folder of the joined report (required: e.g. results/reference)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *out == "" || fs.NArg() == 0 {
+		return fail("sweep join: give --out and the sweep folders (lockjepsen sweep join --out DIR SWEEP-DIR...)")
+	}
+	rep, err := sweep.Join(*out, fs.Args())
+	if err != nil {
+		return fail("sweep %v", err)
+	}
+	printFindings(rep)
+	fmt.Printf("\njoined %d sweep folder(s), %d cell(s), %d trial(s) into %s; open %s\n", fs.NArg(), len(rep.Cells), rep.Trials+rep.Failed, *out, filepath.Join(*out, runfolder.Index))
+	if rep.Pending > 0 {
+		fmt.Fprintf(os.Stderr, "lockjepsen: sweep join: %d planned trial(s) of the joined sweeps are unfinished: their cells may be short of the stopping rule\n", rep.Pending)
 		return exitCrashed
 	}
 	return exitValid

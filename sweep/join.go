@@ -1,0 +1,156 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
+)
+
+// Joined names one sweep folder a joined report was built from.
+type Joined struct {
+	Dir        string   `json:"dir"`
+	Lockjepsen string   `json:"lockjepsen"`
+	Aggregated string   `json:"aggregated_at"`
+	Cells      []string `json:"cells"`
+}
+
+// ReadReport reads sweep.json of a sweep folder.
+func ReadReport(dir string) (*Report, error) {
+	var r Report
+	err := runfolder.ReadJSON(filepath.Join(dir, ReportJSON), &r)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s holds no %s (a sweep not yet aggregated? run lockjepsen sweep --resume %s --aggregate): %w", dir, ReportJSON, dir, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Join builds one report in out from the reports (sweep.json) of sweeps that
+// measured disjoint parts of one matrix: a row of fault kinds at a time, on
+// different days or machines, as a matrix too long for one sitting is
+// measured. Where Merge joins the trial folders of shards of one plan, Join
+// joins finished figures: a cell's figures are pooled only within its own
+// sweep, so every cell must come from exactly one folder. It refuses folders
+// whose stopping rule, scenario or seeds differ (their cells would not be
+// comparable), a configuration or fault kind defined two ways under one name,
+// a cell measured twice, and a gap: every configuration × fault kind of the
+// union must be in some folder (or n/a there). Each sweep's --parallel may
+// differ: every cell keeps its own, and the caveat reads the largest.
+func Join(out string, dirs []string) (*Report, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("join: no sweep folders given")
+	}
+	if _, err := os.Stat(filepath.Join(out, ReportJSON)); err == nil {
+		return nil, fmt.Errorf("join: %s already holds a report; choose another --out", out)
+	}
+	rep := &Report{Lockjepsen: lockjepsenVersion(), Dir: out, Aggregated: time.Now().UTC().Format(time.RFC3339)}
+	type from struct {
+		dir string
+		cs  *CellStats
+		na  *NACell
+	}
+	cells := map[string]from{} // config + "\x00" + fault
+	configs, faults := map[string]Config{}, map[string]Fault{}
+	var rule Plan
+	for i, d := range dirs {
+		r, err := ReadReport(d)
+		if err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+		p := r.Plan
+		if p.Shard != nil {
+			return nil, fmt.Errorf("join: %s is shard %d/%d of a sweep: join its shards first with lockjepsen sweep merge", d, p.Shard.Index, p.Shard.Count)
+		}
+		if i == 0 {
+			rule = ruleOf(p)
+		} else if !reflect.DeepEqual(ruleOf(p), rule) {
+			return nil, fmt.Errorf("join: %s and %s were measured under different rules (scenario, seed, trials, time limit or stopping rule differ): their cells are not comparable", dirs[0], d)
+		}
+		for _, c := range p.Configs {
+			if !unite(configs, &rep.Plan.Configs, c.Name, c) {
+				return nil, fmt.Errorf("join: configuration %q is defined differently in %s than in an earlier folder: rename one", c.Name, d)
+			}
+		}
+		for _, f := range p.Faults {
+			if !unite(faults, &rep.Plan.Faults, f.Name, f) {
+				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder: rename one", f.Name, d)
+			}
+		}
+		j := Joined{Dir: d, Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated}
+		add := func(config, fault string, f from) error {
+			k := config + "\x00" + fault
+			if prev, dup := cells[k]; dup {
+				return fmt.Errorf("join: cell %s × %s is in both %s and %s: join only one of them", config, fault, prev.dir, d)
+			}
+			cells[k] = f
+			return nil
+		}
+		for ci := range r.Cells {
+			c := &r.Cells[ci]
+			if err := add(c.Config, c.Fault, from{dir: d, cs: c}); err != nil {
+				return nil, err
+			}
+			j.Cells = append(j.Cells, c.Cell)
+		}
+		for ni := range r.NotApplicable {
+			na := &r.NotApplicable[ni]
+			if err := add(na.Config, na.Fault, from{dir: d, na: na}); err != nil {
+				return nil, err
+			}
+		}
+		rep.Pending += r.Pending
+		rep.Plan.Parallel = max(rep.Plan.Parallel, p.Parallel)
+		rep.Joined = append(rep.Joined, j)
+	}
+	rule.Configs, rule.Faults, rule.Parallel = rep.Plan.Configs, rep.Plan.Faults, rep.Plan.Parallel
+	rep.Plan = rule
+	for _, c := range rep.Plan.Configs {
+		for _, f := range rep.Plan.Faults {
+			got, ok := cells[c.Name+"\x00"+f.Name]
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("join: cell %s × %s is in none of the folders: measure it under the same rule (lockjepsen sweep --configs %s --faults %s ...) and join that folder too", c.Name, f.Name, c.Name, f.Name)
+			case got.na != nil:
+				rep.NotApplicable = append(rep.NotApplicable, *got.na)
+			default:
+				rep.Cells = append(rep.Cells, *got.cs)
+				rep.Trials += got.cs.Trials
+				rep.Failed += got.cs.TrialsFailed
+				rep.TrialS += got.cs.WallS
+			}
+		}
+	}
+	if n := rep.Trials + rep.Failed; n > 0 {
+		rep.MeanTrialS = rep.TrialS / float64(n)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("join: %w", err)
+	}
+	return rep, Publish(out, rep)
+}
+
+// ruleOf is what must be equal for two sweeps' cells to be comparable: the
+// plan without its matrix, its --parallel (each cell records its own) and
+// its shard.
+func ruleOf(p Plan) Plan {
+	p.Configs, p.Faults, p.Parallel, p.Shard = nil, nil, 0, nil
+	return p
+}
+
+// unite adds v to list under name unless seen already holds it; it reports
+// false when seen holds another v under that name.
+func unite[T any](seen map[string]T, list *[]T, name string, v T) bool {
+	prev, ok := seen[name]
+	if !ok {
+		seen[name] = v
+		*list = append(*list, v)
+	}
+	return !ok || reflect.DeepEqual(prev, v)
+}

@@ -1,0 +1,129 @@
+package sweep
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runRow runs a sweep of plan (fakeRun) in a new folder and returns it.
+func runRow(t *testing.T, plan Plan) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := Start(dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Execute(context.Background(), dir, Options{Run: fakeRun}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// rowPlan is testPlan with other fault kinds: a row of the matrix.
+func rowPlan(faults ...string) Plan {
+	p := testPlan()
+	p.Faults = nil
+	for _, n := range faults {
+		f, _ := LookupFault(n)
+		p.Faults = append(p.Faults, f)
+	}
+	return p
+}
+
+// Two rows measured apart join into the report of the whole matrix, each
+// cell's figures exactly as its own sweep computed them.
+func TestJoinRows(t *testing.T) {
+	a := runRow(t, rowPlan("link-down"))
+	b3 := rowPlan("fast-restart")
+	b3.Parallel = 3
+	b := runRow(t, b3)
+	out := filepath.Join(t.TempDir(), "reference")
+	rep, err := Join(out, []string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cells) != 4 || rep.Trials != 12 || len(rep.Joined) != 2 {
+		t.Fatalf("cells %d trials %d joined %d, want 4 12 2", len(rep.Cells), rep.Trials, len(rep.Joined))
+	}
+	if rep.Plan.Parallel != 3 || len(rep.Plan.Faults) != 2 || rep.Plan.Faults[1].Name != "fast-restart" {
+		t.Errorf("joined plan: parallel %d faults %v, want 3 and link-down, fast-restart", rep.Plan.Parallel, rep.Plan.Faults)
+	}
+	ra, err := ReadReport(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range ra.Cells {
+		var got *CellStats
+		for i := range rep.Cells {
+			if rep.Cells[i].Cell == want.Cell {
+				got = &rep.Cells[i]
+			}
+		}
+		if got == nil || !reflect.DeepEqual(*got, want) {
+			t.Errorf("cell %s changed in the join:\n got %+v\nwant %+v", want.Cell, got, want)
+		}
+	}
+	for _, f := range []string{ReportJSON, ReportCSV, "index.html", "probability.png", TableFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, PlanFile)); err == nil {
+		t.Errorf("a joined folder has a %s: --resume would run the whole matrix in it", PlanFile)
+	}
+	page, _ := os.ReadFile(filepath.Join(out, "index.html"))
+	if !strings.Contains(string(page), "sweep join") || !strings.Contains(string(page), a) {
+		t.Error("index.html does not say it joins the folders it was built from")
+	}
+	if back, err := ReadReport(out); err != nil || len(back.Joined) != 2 {
+		t.Errorf("sweep.json does not read back with its sources: %v", err)
+	}
+	if _, err := Join(out, []string{a, b}); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("join over a joined report: %v, want a refusal", err)
+	}
+}
+
+func TestJoinRefuses(t *testing.T) {
+	ld := runRow(t, rowPlan("link-down"))
+	fr := runRow(t, rowPlan("fast-restart"))
+	longer := rowPlan("fast-restart")
+	longer.TimeLimit = Duration(20 * time.Second)
+	otherRule := runRow(t, longer)
+	onlyNone := rowPlan("fast-restart")
+	onlyNone.Configs = onlyNone.Configs[:1]
+	gap := runRow(t, onlyNone)
+	renamed := rowPlan("fast-restart")
+	renamed.Configs[1].Wait = "2:100ms" // same name, another setting
+	redefined := runRow(t, renamed)
+	sharded := rowPlan("fast-restart")
+	sharded.Shard = &Shard{Index: 0, Count: 2}
+	shard := runRow(t, sharded)
+	for _, tc := range []struct {
+		name string
+		dirs []string
+		want string
+	}{
+		{"nothing", nil, "no sweep folders"},
+		{"a cell twice", []string{ld, ld}, "in both"},
+		{"another rule", []string{ld, otherRule}, "different rules"},
+		{"a gap", []string{ld, gap}, "in none of the folders"},
+		{"one name, two settings", []string{ld, redefined}, "defined differently"},
+		{"a shard", []string{ld, shard}, "sweep merge"},
+		{"no report", []string{ld, t.TempDir()}, "no sweep.json"},
+		{"fine", []string{ld, fr}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Join(filepath.Join(t.TempDir(), "out"), tc.dirs)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("join: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("join: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
