@@ -70,6 +70,26 @@ clean:
 images: setup
 	@bash scripts/build-images.sh
 
+## reference-row: one row of the reference at its rule, e.g. `make reference-row FAULTS=resync-window`: the 8
+## default settings × FAULTS (comma-separated kinds), trials in results/rows-sweep/<kinds> (restartable: a second
+## call resumes it), the summary, CSV, table and plots copied to results/rows/<kinds>/ to commit. The matrix too long
+## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side.
+.PHONY: reference-row reference-join
+reference-row: setup build
+	@test -n "$(FAULTS)" || { echo "make reference-row: give the fault kinds, e.g. FAULTS=resync-window" >&2; exit 2; }
+	@name=$$(echo "$(FAULTS)" | tr , -); sw=results/rows-sweep/$$name; \
+	if [ -f $$sw/plan.json ]; then ./$(BIN) sweep --resume $$sw; \
+	else ./$(BIN) sweep --faults "$(FAULTS)" --until-ci 0.2 --below 0.04 --max-trials 10 --parallel 3 --out $$sw; fi; \
+	mkdir -p results/rows/$$name && cd $$sw && cp plan.json sweep.json sweep.csv table.md index.html probability.png \
+		probability.svg exposure.png exposure.svg cost.png ../../rows/$$name/
+
+## reference-join: results/reference/ from the rows in results/rows/ (`lockjepsen sweep join`: each cell whole from
+## its row; refuses rows measured under another rule, a cell twice, and a gap). The old reference is kept if it fails.
+reference-join: build
+	@rm -rf results/reference.old; [ ! -d results/reference ] || mv results/reference results/reference.old
+	@if ./$(BIN) sweep join --out results/reference results/rows/*/; then rm -rf results/reference.old; \
+	else rm -rf results/reference; [ ! -d results/reference.old ] || mv results/reference.old results/reference; exit 1; fi
+
 ## reference-sweep: the reference sweep: the default matrix (8 settings × link-down, resync-window, fast-restart,
 ## split-brain, replica-lag), faults back to back in 2-minute trials, each cell until its 95% interval is narrower
 ## than 0.2, or with no hit until it is below 4% (~93 opportunities), at most 10 trials a cell. `lockjepsen sweep

@@ -83,7 +83,7 @@ func Join(out string, dirs []string) (*Report, error) {
 				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder: rename one", f.Name, d)
 			}
 		}
-		j := Joined{Dir: d, Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated}
+		j := Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated}
 		add := func(config, fault string, f from) error {
 			k := config + "\x00" + fault
 			if prev, dup := cells[k]; dup {
