@@ -87,8 +87,9 @@ reference-row: setup build
 ## its row; refuses rows measured under another rule, a cell twice, and a gap). The old reference is kept if it fails.
 reference-join: build
 	@rm -rf results/reference.old; [ ! -d results/reference ] || mv results/reference results/reference.old
-	@if ./$(BIN) sweep join --out results/reference results/rows/*/; then rm -rf results/reference.old; \
-	else rm -rf results/reference; [ ! -d results/reference.old ] || mv results/reference.old results/reference; exit 1; fi
+	@if ./$(BIN) sweep join --out results/reference results/rows/*/ > results/reference-summary.txt; then \
+		mv results/reference-summary.txt results/reference/summary.txt; rm -rf results/reference.old; cat results/reference/summary.txt; \
+	else rm -rf results/reference results/reference-summary.txt; [ ! -d results/reference.old ] || mv results/reference.old results/reference; exit 1; fi
 
 ## reference-sweep: the reference sweep: the default matrix (8 settings × link-down, resync-window, fast-restart,
 ## split-brain, replica-lag), faults back to back in 2-minute trials, each cell until its 95% interval is narrower

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/runfolder"
@@ -109,6 +110,10 @@ func Join(out string, dirs []string) (*Report, error) {
 		rep.Plan.Parallel = max(rep.Plan.Parallel, p.Parallel)
 		rep.Joined = append(rep.Joined, j)
 	}
+	// The default matrix's order, whatever order the folders came in (a
+	// shell glob sorts them by name): the joined report reads as one sweep.
+	byDefault(rep.Plan.Configs, DefaultConfigs, func(c Config) string { return c.Name })
+	byDefault(rep.Plan.Faults, DefaultFaults, func(f Fault) string { return f.Name })
 	rule.Configs, rule.Faults, rule.Parallel = rep.Plan.Configs, rep.Plan.Faults, rep.Plan.Parallel
 	rep.Plan = rule
 	for _, c := range rep.Plan.Configs {
@@ -153,4 +158,16 @@ func unite[T any](seen map[string]T, list *[]T, name string, v T) bool {
 		*list = append(*list, v)
 	}
 	return !ok || reflect.DeepEqual(prev, v)
+}
+
+// byDefault sorts list stably by each name's place in order; names not in it
+// go last, in the order they came.
+func byDefault[T any](list []T, order []string, name func(T) string) {
+	rank := func(v T) int {
+		if i := slices.Index(order, name(v)); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(list, func(a, b T) int { return rank(a) - rank(b) })
 }
