@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -20,13 +23,13 @@ type admin struct {
 
 func newAdmin() *admin { return &admin{clients: map[string]valkey.Client{}} }
 
-func (a *admin) client(addr string) (valkey.Client, error) {
+func (a *admin) client(addr string) (c valkey.Client, cached bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c, ok := a.clients[addr]; ok {
-		return c, nil
+		return c, true, nil
 	}
-	c, err := valkey.NewClient(valkey.ClientOption{
+	c, err = valkey.NewClient(valkey.ClientOption{
 		InitAddress:       []string{addr},
 		ForceSingleClient: true,
 		DisableCache:      true,
@@ -36,10 +39,10 @@ func (a *admin) client(addr string) (valkey.Client, error) {
 		ConnWriteTimeout:  commandDeadline,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
+		return nil, false, fmt.Errorf("connect %s: %w", addr, err)
 	}
 	a.clients[addr] = c
-	return c, nil
+	return c, false, nil
 }
 
 func (a *admin) drop(addr string) {
@@ -61,22 +64,38 @@ func (a *admin) close() {
 }
 
 // do runs one command with a deadline; on a connection error the cached client
-// is dropped so the next call reconnects to a restarted node.
+// is dropped so the next call reconnects to a restarted node, and a command
+// that met a connection the server had closed is run once more, anew.
 func (a *admin) do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
-	c, err := a.client(addr)
+	c, cached, err := a.client(addr)
 	if err != nil {
 		return valkey.ValkeyResult{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, commandDeadline)
+	dctx, cancel := context.WithTimeout(ctx, commandDeadline)
 	defer cancel()
-	r := c.Do(ctx, c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
+	r := c.Do(dctx, c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
 	if err := r.Error(); err != nil && !valkey.IsValkeyNil(err) {
 		if _, isErr := valkey.IsValkeyErr(err); !isErr {
 			a.drop(addr)
+			// Sentinel reconfigures a node it demotes with REPLICAOF, CONFIG
+			// REWRITE and CLIENT KILL TYPE normal, which closes our idle
+			// connection too; the next command on it reads EOF without having
+			// been sent (seen in a sweep: "REPLICAOF NO ONE: EOF" ended a
+			// resync-window trial with no verdict). One retry on a new
+			// connection; every control command here is idempotent.
+			if cached && closedConn(err) {
+				return a.do(ctx, addr, args...)
+			}
 		}
 		return r, fmt.Errorf("%s %s: %w", addr, strings.Join(args, " "), err)
 	}
 	return r, nil
+}
+
+// closedConn reports an error of a connection the server had closed.
+func closedConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // info returns INFO <section> as a field map.

@@ -1,11 +1,15 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +120,41 @@ func TestKillPrimaryPromotesReplicaAndRestartRejoins(t *testing.T) {
 	if inf["role"] != "slave" || inf["master_host"]+":"+inf["master_port"] != np.Addr {
 		t.Fatalf("restarted %s: role %s of %s:%s, want replica of %s", old.Name, inf["role"], inf["master_host"], inf["master_port"], np.Addr)
 	}
+	// Sentinel ends its reconfiguration of a demoted node with CLIENT KILL
+	// TYPE normal, which closes the idle control connection too: the next
+	// control command must still run (it read EOF, and a sweep trial lost
+	// its verdict to it).
+	mustDo(t, l, old.Addr, "PING")
+	if n := killNormalClients(t, old.Addr); n < 1 {
+		t.Fatalf("CLIENT KILL TYPE normal on %s closed %d connections, want the control one", old.Name, n)
+	}
+	if got := mustDo(t, l, old.Addr, "PING"); got != "PONG" {
+		t.Fatalf("PING after CLIENT KILL: %q", got)
+	}
+}
+
+// killNormalClients runs CLIENT KILL TYPE normal on addr from a connection of
+// its own (spared: SKIPME yes) and returns how many it closed.
+func killNormalClients(t *testing.T, addr string) int {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "*6\r\n$6\r\nCLIENT\r\n$4\r\nKILL\r\n$4\r\nTYPE\r\n$6\r\nnormal\r\n$6\r\nSKIPME\r\n$3\r\nyes\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, ":")))
+	if err != nil {
+		t.Fatalf("CLIENT KILL replied %q", line)
+	}
+	return n
 }
 
 // A paused primary is failed over; resumed, it keeps accepting writes as a
