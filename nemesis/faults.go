@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -729,9 +730,35 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 // often syncs and loads within ~40 ms: no window to speak of. A running
 // replica loads the received RDB only at its next once-a-second cron, so its
 // window lasts up to ~1 s.
-func forceFullSync(ctx context.Context, c cluster.Runtime, replica, primaryAddr string) error {
+//
+// Detached, the replica is a primary without replicas, and under the setting
+// a cell measures, min-replicas-to-write, it refuses that write (NOREPLICAS:
+// every resync-window trial of those cells ended with no verdict). So the
+// setting is lifted on the replica for the write and put back as soon as it
+// is attached again, before it could be promoted; it is put back even when a
+// step fails.
+func forceFullSync(ctx context.Context, c cluster.Runtime, replica, primaryAddr string) (err error) {
 	host, port, _ := strings.Cut(primaryAddr, ":")
-	for _, cmd := range [][]string{{"REPLICAOF", "NO", "ONE"}, {"SET", "lockjepsen:resync", "diverge"}, {"REPLICAOF", host, port}} {
+	minReplicas := "0"
+	if v, err := c.Command(ctx, replica, "CONFIG", "GET", "min-replicas-to-write"); err != nil {
+		return fmt.Errorf("force a full sync of %s: %w", replica, err)
+	} else if _, n, ok := strings.Cut(v, "\n"); ok {
+		minReplicas = strings.TrimSpace(n)
+	}
+	steps := [][]string{{"REPLICAOF", "NO", "ONE"}, {"SET", "lockjepsen:resync", "diverge"}, {"REPLICAOF", host, port}}
+	if minReplicas != "0" {
+		steps = slices.Insert(steps, 1, []string{"CONFIG", "SET", "min-replicas-to-write", "0"})
+		defer func() {
+			// Even when the trial is ending: the node must not keep a
+			// setting the cell does not measure.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if _, rerr := c.Command(rctx, replica, "CONFIG", "SET", "min-replicas-to-write", minReplicas); rerr != nil && err == nil {
+				err = fmt.Errorf("force a full sync of %s: put min-replicas-to-write %s back: %w", replica, minReplicas, rerr)
+			}
+		}()
+	}
+	for _, cmd := range steps {
 		if _, err := c.Command(ctx, replica, cmd...); err != nil {
 			return fmt.Errorf("force a full sync of %s: %w", replica, err)
 		}
