@@ -108,10 +108,12 @@ func (a *admin) info(ctx context.Context, addr, section string) (map[string]stri
 	if err != nil {
 		return nil, fmt.Errorf("INFO %s from %s: %w", section, addr, err)
 	}
-	return parseInfo(s), nil
+	return ParseInfo(s), nil
 }
 
-func parseInfo(s string) map[string]string {
+// ParseInfo reads the output of INFO as a field map (section headers and blank
+// lines skipped).
+func ParseInfo(s string) map[string]string {
 	m := map[string]string{}
 	for _, line := range strings.Split(s, "\n") {
 		line = strings.TrimSpace(line)

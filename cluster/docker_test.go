@@ -120,7 +120,7 @@ func dockerInfo(t *testing.T, d *Docker, name, field string) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return parseInfo(s)[field]
+	return ParseInfo(s)[field]
 }
 
 // TestDockerTopology: Up gives container addresses that Sentinel announces,

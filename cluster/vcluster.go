@@ -456,7 +456,7 @@ func (l *Local) clusterReadyOnce(ctx context.Context) error {
 			return err
 		}
 		s, _ := r.ToString()
-		ci := parseInfo(s)
+		ci := ParseInfo(s)
 		if ci["cluster_state"] != "ok" || ci["cluster_slots_ok"] != strconv.Itoa(Slots) {
 			return fmt.Errorf("%s: cluster_state %s, slots ok %s of %d", n.Name, ci["cluster_state"], ci["cluster_slots_ok"], Slots)
 		}

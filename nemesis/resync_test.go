@@ -82,15 +82,13 @@ func fullSyncs(ctx context.Context, t *testing.T, l *cluster.Local, primary stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(s, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "sync_full:"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatalf("sync_full:%s", v)
-			}
-			return n
-		}
+	v, ok := cluster.ParseInfo(s)["sync_full"]
+	if !ok {
+		t.Fatalf("no sync_full in INFO stats of %s", primary)
 	}
-	t.Fatalf("no sync_full in INFO stats of %s", primary)
-	return 0
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("sync_full:%s", v)
+	}
+	return n
 }
