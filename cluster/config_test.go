@@ -99,3 +99,19 @@ func TestClockOffsetSyntax(t *testing.T) {
 		}
 	}
 }
+
+func TestOffsetSeconds(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want float64
+	}{
+		{"+0", 0}, {"+120", 120}, {"-1.5", -1.5}, {"+30s", 30}, {"+2m", 120}, {"-1h", -3600}, {"+1d", 86400}, {"+1y", 365 * 86400},
+	} {
+		if !offsetRE.MatchString(tt.in) {
+			t.Errorf("offsetRE refuses %q", tt.in)
+		}
+		if got := offsetSeconds(tt.in); got != tt.want {
+			t.Errorf("offsetSeconds(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

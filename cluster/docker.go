@@ -818,29 +818,20 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 }
 
 // SetClockOffset moves a node's wall clock: the libfaketime timestamp file in
-// the bind-mounted directory is replaced atomically (rename), and the process
-// in the container reads it on its next clock call.
+// the bind-mounted directory is replaced atomically (rename), and the call
+// returns once the process in the container shows it (Local.setClock).
 func (d *Docker) SetClockOffset(name, offset string) error {
 	if d.etcd != nil {
 		return ErrEtcdClock
 	}
-	n, ok := d.topo.Node(name)
+	n, ok := d.set.Node(name)
 	if !ok {
 		return fmt.Errorf("no node named %q", name)
 	}
-	if !d.cfg.FakeTime {
-		return fmt.Errorf("%s was not started under libfaketime: clock faults need a cluster started with clock faults enabled (a clock scenario, or --fake-time)", name)
-	}
-	if offset == "" {
-		offset = "+0"
-	}
-	if !offsetRE.MatchString(offset) {
-		return fmt.Errorf("clock offset %q: want a signed number of seconds such as +120 or -1.5 (suffix m, h, d allowed)", offset)
-	}
-	if err := d.topo.writeOffset(n, offset); err != nil {
+	if err := d.topo.setClock(n, offset); err != nil {
 		return err
 	}
-	d.update(name, func(x *Node) { x.ClockOff = offset })
+	d.update(name, func(x *Node) { x.ClockOff = normOffset(offset) })
 	return nil
 }
 
