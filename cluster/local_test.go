@@ -242,6 +242,43 @@ func TestClockOffsetExpiresKeysEarlyOnThatNode(t *testing.T) {
 	}
 }
 
+// TestQueuedCommandRunsOnResume: a command written to a stopped node waits
+// in its socket and is answered once the node runs again (what
+// CLUSTER FAILOVER TAKEOVER relies on to beat the replica's resync).
+func TestQueuedCommandRunsOnResume(t *testing.T) {
+	l := startCluster(t, func(c *Config) { c.Replicas, c.Sentinels = 0, 1 })
+	ctx := ctxT(t, 30*time.Second)
+	p, err := l.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := DialQueued(ctx, p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := l.Pause(p.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Send("SET", "queued", "1"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if r, err := q.Reply(wctx); err == nil {
+		t.Errorf("a stopped node answered %q", r)
+	}
+	cancel()
+	if err := l.Resume(p.Name); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := q.Reply(ctx); err != nil || r != "OK" {
+		t.Fatalf("after the resume the queued SET answered %q, %v; want OK", r, err)
+	}
+	if got := mustDo(t, l, p.Addr, "GET", "queued"); got != "1" {
+		t.Fatalf("GET queued = %q after the queued SET", got)
+	}
+}
+
 func isNil(err error) bool { return err != nil && strings.Contains(err.Error(), "nil") }
 
 // The orphan test re-executes this test binary as a child that starts a

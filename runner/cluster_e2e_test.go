@@ -54,7 +54,7 @@ func TestClusterScenarios(t *testing.T) {
 				}
 			}
 			if failovers == 0 || grantsAfterCut == 0 {
-				t.Fatalf("%d failover(s), %d with a fresh grant after the cut: the fault did not do its part", failovers, grantsAfterCut)
+				t.Fatalf("%d failover(s), %d with a fresh grant after the cut: the fault did not do its part\n%s", failovers, grantsAfterCut, faultStory(cfg.Out))
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +22,47 @@ func expectLesson(t *testing.T, cfg Config, exit int) *checker.Result {
 	o, r := runAndLoad(t, cfg)
 	ok, saw := scenario.Holds(Expected(cfg), r)
 	if !ok {
-		t.Fatalf("the run did not show the %s lesson: %v\n%s", cfg.Scenario, saw, o.Summary)
+		t.Fatalf("the run did not show the %s lesson: %v\n%s\n%s", cfg.Scenario, saw, o.Summary, faultStory(cfg.Out))
 	}
 	if o.ExitCode != exit {
 		t.Fatalf("exit %d, want %d\n%s", o.ExitCode, exit, o.Summary)
 	}
 	assertNoProcessesLeft(t, cfg.Out)
 	return r
+}
+
+// faultStory lists a run's fault events and the grants and extends
+// around them, in true time from the first event, so that a lesson that did
+// not show says what the fault did and what the clients got meanwhile.
+func faultStory(out string) string {
+	evs, err := history.ReadFile(out + "/history.jsonl")
+	if err != nil {
+		return "(no history: " + err.Error() + ")"
+	}
+	var b strings.Builder
+	b.WriteString("fault events, and the acquires and extends that succeeded (s from the first event):\n")
+	var t0 int64
+	lines := 0
+	for i, e := range evs {
+		if i == 0 {
+			t0 = e.Time
+		}
+		client := e.IsClient() && e.Type == history.OK && (e.F == history.FAcquire || e.F == history.FExtend)
+		if !client && e.IsClient() {
+			continue
+		}
+		if lines++; lines > 80 {
+			b.WriteString("  ...\n")
+			break
+		}
+		at := float64(e.Time-t0) / 1e9
+		if client {
+			fmt.Fprintf(&b, "  %7.3f  client %d %s ok %s on %s, token %.8s\n", at, e.Client, e.F, e.Key, e.Node, e.Token)
+		} else {
+			fmt.Fprintf(&b, "  %7.3f  %s %s: %s\n", at, e.F, e.Node, e.Detail)
+		}
+	}
+	return b.String()
 }
 
 // A correct Redlock run with no faults checks valid: the checker bounds each
