@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -53,6 +54,14 @@ func faults(nem []history.Event) []fault {
 	return out
 }
 
+// observedLag bounds how long after a promotion its failover observation is
+// logged: the runner asks the Sentinels (or the cluster bus, or etcd) every
+// 250 ms and a fault's WaitFailover every 50 ms, and the clients learn of the
+// new primary from the same Sentinels. A violation more than this before an
+// observation did not happen on that promotion. (The lease-long slack used
+// before let a run's next failover, 8 s after a double grant, lead its list.)
+const observedLag = int64(time.Second)
+
 // targetClient reads the client slot a client fault targets: the event's client
 // field, or the number at the end of its node name (client-3, c3, 3).
 func targetClient(e history.Event) int {
@@ -66,23 +75,40 @@ func targetClient(e history.Event) int {
 	return e.Client
 }
 
-// attribute names the cause of a violation in [from, to] involving the given
-// clients. A double grant is blamed on a server-side fault; a lease that
-// expired under a client is blamed on that client's pause or clock. slack
-// widens the window for point events (an observed failover is logged after the
-// promotion it reports).
-func attribute(fs []fault, from, to, slack int64, clients []int, doubleGrant bool) (string, []string) {
+// attribute names the cause of a violation in force over [from, to] that came
+// about at at (the second grant, the later of two sections, the stale write),
+// involving the given clients. A double grant is blamed on a server-side fault;
+// a lease that expired under a client is blamed on that client's pause or
+// clock.
+//
+// A fault counts only if it began by at: one that began later cannot have
+// caused it. Point events (an observed failover) get slack backwards only,
+// since one is logged after the promotion it reports, never before, and
+// at most observedLag after it, however long the leases are.
+//
+// The faults come back in order of relevance, and the cause is the first's:
+// within the highest-ranked cause in force, first the faults whose window
+// holds at (the kill that forced the failover, and the observed failovers,
+// whose promotion lasts), then those whose window holds from (the cut that
+// made the first grant unreplicated), then the rest; nearer at first within
+// each, so the failover that let the second grant happen leads.
+func attribute(fs []fault, from, at, to, slack int64, clients []int, doubleGrant bool) (string, []string) {
 	type cand struct {
 		cause string
 		f     fault
+		class int
+		dist  int64
 	}
+	at = min(max(at, from), to)
+	lag := min(slack, observedLag)
 	var cs []cand
 	for _, f := range fs {
 		s, e := f.start, f.end
-		if s == e {
-			s, e = s-slack, e+slack
+		point := s == e
+		if point {
+			s = s - lag
 		}
-		if e < from || s > to {
+		if e < from || s > to || s > at {
 			continue
 		}
 		c := nemesis.CauseOf(f.f)
@@ -92,7 +118,18 @@ func attribute(fs []fault, from, to, slack int64, clients []int, doubleGrant boo
 		if cc, _ := nemesis.LookupCause(c); doubleGrant && cc.Client {
 			continue
 		}
-		cs = append(cs, cand{c, f})
+		class := 2
+		switch {
+		case point || s <= at && at <= e:
+			class = 0
+		case s <= from && from <= e:
+			class = 1
+		}
+		dist := f.start - at
+		if dist < 0 {
+			dist = -dist
+		}
+		cs = append(cs, cand{c, f, class, dist})
 	}
 	if len(cs) == 0 {
 		return "none", nil
@@ -102,7 +139,10 @@ func attribute(fs []fault, from, to, slack int64, clients []int, doubleGrant boo
 		if ri != rj {
 			return ri < rj
 		}
-		return cs[i].f.start > cs[j].f.start // the most recent
+		if cs[i].class != cs[j].class {
+			return cs[i].class < cs[j].class
+		}
+		return cs[i].dist < cs[j].dist
 	})
 	names := make([]string, 0, len(cs))
 	seen := make(map[string]bool)

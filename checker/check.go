@@ -151,6 +151,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		res.Resource.Keys[k.key] = k.res
 		res.Resource.Valid = and(res.Resource.Valid, k.res.Valid)
 		res.Resource.LostUpdates += k.lost
+		res.Resource.Rewinds += k.rewinds
 		res.Violations = append(res.Violations, k.violations...)
 		if k.kc != nil {
 			resChecks = append(resChecks, k.kc)
@@ -189,7 +190,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 		v := Violation{Kind: kind, Affects: "none", Key: f.Key, Start: f.Time, End: f.Time, Clients: f.Clients,
 			Explanation: explainFence(f)}
-		v.Cause, v.Faults = attribute(fs, f.Time-slack, f.Time, slack, nil, true)
+		v.Cause, v.Faults = attribute(fs, f.Time-slack, f.Time, f.Time, slack, nil, true)
 		res.Violations = append(res.Violations, v)
 	}
 
@@ -245,6 +246,7 @@ type keyOutcome struct {
 	res        *KeyResult
 	violations []Violation
 	lost       int
+	rewinds    int
 	kc         *keyCheck
 }
 
@@ -278,11 +280,18 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 			v := Violation{Kind: w.kind, Affects: "lock", Key: w.key, Start: w.start, End: w.end,
 				Clients: []int{w.holder.grant.Client, w.op.Client}, Tokens: []string{w.holder.token, w.op.Token},
 				Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
+			if w.regrant != nil {
+				v.Clients = []int{w.holder.grant.Client}
+				v.Tokens = []string{w.holder.token, w.regrant.Token}
+				v.Events = append(v.Events, w.regrant.InvokeIndex)
+			}
 			dg := w.kind == "double-grant"
 			if dg {
 				grants[[2]string{w.holder.token, w.op.Token}] = true
 			}
-			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, w.end, slack, v.Clients, dg)
+			// A lease the server ended early is blamed, like a double grant,
+			// on what the server went through, never on the client.
+			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, opMoment(w.op), w.end, slack, v.Clients, dg || w.kind == "lease-lost")
 			v.Explanation = explainWitness(w, t0, v.Cause, v.Faults)
 			out.violations = append(out.violations, v)
 		}
@@ -299,7 +308,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 				v.Clients = []int{o.Client}
 				v.Tokens = []string{o.Token}
 				v.Events = []int64{o.InvokeIndex}
-				v.Cause, v.Faults = attribute(fs, kc.segFrom, v.End, slack, nil, true)
+				v.Cause, v.Faults = attribute(fs, kc.segFrom, v.Start, v.End, slack, nil, true)
 			}
 			out.violations = append(out.violations, v)
 		}
@@ -310,16 +319,27 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 	}
 	for _, k := range secKeys {
 		kc := checkResourceKey(k, secByKey[k], opts, draw)
-		out := keyOutcome{key: k, res: &kc.res, lost: len(kc.lost)}
+		out := keyOutcome{key: k, res: &kc.res, lost: len(kc.lost), rewinds: len(kc.rewinds)}
 		for _, p := range kc.lost {
 			a, b := p[0], p[1]
+			// lostUpdates pairs only overlapping sections: both acted at once
+			// from the later call to the earlier return.
 			v := Violation{Kind: "lost-update", Affects: "resource", Key: kc.key, Start: max(a.Call, b.Call),
 				End: min(a.Return, b.Return), Clients: []int{a.Client, b.Client}, Tokens: []string{a.Token, b.Token},
-				Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}, Explanation: explainLostUpdate(kc.key, a, b)}
-			if v.End == never {
-				v.End = v.Start
+				Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}}
+			v.Cause, v.Faults = attribute(fs, min(a.Call, b.Call), v.Start, v.End, slack, v.Clients, false)
+			v.Explanation = explainLostUpdate(kc.key, a, b, t0)
+			out.violations = append(out.violations, v)
+		}
+		for _, r := range kc.rewinds {
+			w, c := r.stale, r.current
+			v := Violation{Kind: "rewind", Affects: "resource", Key: kc.key, Start: w.Write.Call, End: max(w.Write.Call, w.Return),
+				Clients: []int{w.Client}, Tokens: []string{w.Token}, Events: []int64{w.Write.InvokeIndex, c.Write.InvokeIndex}}
+			if c.Client != w.Client {
+				v.Clients = append(v.Clients, c.Client)
 			}
-			v.Cause, v.Faults = attribute(fs, min(a.Call, b.Call), v.End, slack, v.Clients, false)
+			v.Cause, v.Faults = attribute(fs, w.Call, w.Write.Call, v.End, slack, []int{w.Client}, false)
+			v.Explanation = explainRewind(kc.key, w, c, t0)
 			out.violations = append(out.violations, v)
 		}
 		if kc.res.Porcupine == "illegal" {
@@ -328,7 +348,11 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 			if kc.stuckS != nil {
 				v.Clients = []int{kc.stuckS.Client}
 			}
-			v.Cause, v.Faults = attribute(fs, kc.segFrom, kc.segTo, slack, v.Clients, false)
+			at := kc.segTo
+			if kc.stuckS != nil {
+				at = kc.stuckS.Call
+			}
+			v.Cause, v.Faults = attribute(fs, kc.segFrom, at, kc.segTo, slack, v.Clients, false)
 			out.violations = append(out.violations, v)
 		}
 		if kc.info != nil {
@@ -349,6 +373,15 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 		}
 	}
 	return g
+}
+
+// opMoment is when an operation took effect at the latest: its reply, or its
+// call when it has none.
+func opMoment(o *Op) int64 {
+	if o.Return == never {
+		return o.Call
+	}
+	return o.Return
 }
 
 // epsilonWarnings states the ε policy: a negative ε narrows the lease bounds

@@ -25,6 +25,7 @@ type want struct {
 	stale          StaleWrites
 	dupFences      int
 	regressions    int
+	lost, rewinds  int
 }
 
 func TestCheckClasses(t *testing.T) {
@@ -74,7 +75,46 @@ func TestCheckClasses(t *testing.T) {
 				write(0, "A", 1, 1, 301, 302, ok).
 				rel(0, "A", 303, 304, fail),
 			want: want{lock: Valid, resource: Invalid, kinds: []string{"stale-write-accepted", "lost-update"}, cause: "client-pause",
-				doubleHolders: 1, dhCause: "client-pause", stale: StaleWrites{Attempted: 1, Accepted: 1}},
+				doubleHolders: 1, dhCause: "client-pause", stale: StaleWrites{Attempted: 1, Accepted: 1}, lost: 1},
+		},
+		{
+			// A paused holder read 0; three holders after it counted to 3;
+			// it woke and wrote 1, setting the value back; two more holders
+			// counted on from 1, one at a time. One lost update (A and B
+			// both read 0 and wrote 1 while both acted), one rewind (A's
+			// write), and nothing between E or F and the holders before
+			// the rewind: they never overlapped. The old count paired every
+			// repeated value (3 here), with pairs that ended before they
+			// began.
+			name: "stale write rewinds the value; the holders after it are no lost updates",
+			h: newHB().
+				acq(0, "A", 100, 10, 11, ok, 1).
+				read(0, "A", 1, 0, 12, 13, ok).
+				nem("pause-client", "client-0", 14).
+				acq(1, "B", 100, 200, 201, ok, 2).read(1, "B", 2, 0, 202, 203, ok).write(1, "B", 2, 1, 204, 205, ok).rel(1, "B", 206, 207, ok).
+				acq(2, "C", 100, 210, 211, ok, 3).read(2, "C", 3, 1, 212, 213, ok).write(2, "C", 3, 2, 214, 215, ok).rel(2, "C", 216, 217, ok).
+				acq(3, "D", 100, 220, 221, ok, 4).read(3, "D", 4, 2, 222, 223, ok).write(3, "D", 4, 3, 224, 225, ok).rel(3, "D", 226, 227, ok).
+				nem("resume-client", "client-0", 300).
+				write(0, "A", 1, 1, 301, 302, ok).
+				rel(0, "A", 303, 304, fail).
+				acq(4, "E", 100, 310, 311, ok, 5).read(4, "E", 5, 1, 312, 313, ok).write(4, "E", 5, 2, 314, 315, ok).rel(4, "E", 316, 317, ok).
+				acq(5, "F", 100, 320, 321, ok, 6).read(5, "F", 6, 2, 322, 323, ok).write(5, "F", 6, 3, 324, 325, ok).rel(5, "F", 326, 327, ok),
+			want: want{lock: Valid, resource: Invalid, kinds: []string{"stale-write-accepted", "lost-update", "stale-write-accepted", "stale-write-accepted", "rewind"}, cause: "client-pause",
+				doubleHolders: 3, dhCause: "client-pause", stale: StaleWrites{Attempted: 1, Accepted: 1}, lost: 1, rewinds: 1},
+		},
+		{
+			// Before the fix: "double-grant" between client 2 and client 2.
+			name: "a client granted again after the server said its lease was gone: a lease lost, not a double grant",
+			h: newHB().
+				nem("cut-replication", "valkey-0", 0).
+				acq(2, "X", 1000, 10, 11, ok, 1).
+				nem("kill", "valkey-0", 100).
+				nem("failover", "valkey-1", 200).
+				op(2, history.Event{F: history.FRelease, Token: "X"}, 300, 301, fail,
+					history.Event{Error: "DELIFEQ returned 0: the lock expired or another client holds it (not held)"}).
+				acq(2, "Y", 1000, 310, 311, ok, 2).
+				rel(2, "Y", 400, 401, ok),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"lease-lost"}, cause: "failover"},
 		},
 		{
 			name: "expired lease, stale write rejected",
@@ -207,6 +247,17 @@ func assertWant(t *testing.T, r *Result, w want) {
 	}
 	if r.StaleWrites != w.stale {
 		t.Errorf("stale writes %+v, want %+v", r.StaleWrites, w.stale)
+	}
+	if r.Resource.LostUpdates != w.lost || r.Resource.Rewinds != w.rewinds {
+		t.Errorf("lost updates %d, rewinds %d; want %d, %d\n%s", r.Resource.LostUpdates, r.Resource.Rewinds, w.lost, w.rewinds, dump())
+	}
+	for _, v := range r.Violations {
+		if v.Start > v.End {
+			t.Errorf("%s on %s starts at %d after it ends at %d", v.Kind, v.Key, v.Start, v.End)
+		}
+		if v.Kind == "lost-update" && (v.Clients[0] == v.Clients[1] || v.Tokens[0] == v.Tokens[1]) {
+			t.Errorf("a lost update pairs client %d with itself: %+v", v.Clients[0], v)
+		}
 	}
 	if r.FenceTokens.Duplicates != w.dupFences || r.FenceTokens.Regressions != w.regressions {
 		t.Errorf("fences %+v, want %d duplicates %d regressions", r.FenceTokens, w.dupFences, w.regressions)

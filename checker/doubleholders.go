@@ -142,7 +142,7 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 					continue
 				}
 				dg := grants[[2]string{a.token, b.token}] || grants[[2]string{b.token, a.token}]
-				cause, names := attribute(fs, a.grant.Call, end, slack, []int{a.client, b.client}, dg)
+				cause, names := attribute(fs, a.grant.Call, b.start, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
 					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,
 					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource}

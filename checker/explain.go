@@ -51,6 +51,10 @@ func explainWitness(w witness, t0 int64, cause string, faults []string) string {
 	case "non-holder-release":
 		return fmt.Sprintf("%s released %s at %s while %s certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
+	case "lease-lost":
+		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and granted the lock to client %d again (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
+			h.grant.Client, w.key, shortToken(h.token), secs(h.start, t0), secs(h.end, t0), secs(w.op.Return, t0), w.op.F,
+			w.regrant.Client, shortToken(w.regrant.Token), secs(w.regrant.Return, t0), causeClause(cause, faults))
 	case "non-holder-extend":
 		return fmt.Sprintf("%s extended %s at %s while %s certainly held it (its lease ran from %s to at least %s): the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
@@ -70,9 +74,20 @@ func explainStuckLock(key string, o *Op, from, to, t0 int64) string {
 		o.Client, o.F, o.Outcome, shortToken(o.Token), key, secs(o.Call, t0))
 }
 
-func explainLostUpdate(key string, a, b *Section) string {
-	return fmt.Sprintf("Clients %d and %d both read %d from the resource for %s and both had %d accepted, so one increment was lost: both acted as holder at once and the resource took both writes. A fenced resource rejects the write that carries the older fence.",
-		a.Client, b.Client, a.ReadValue, key, b.WriteValue)
+func explainLostUpdate(key string, a, b *Section, t0 int64) string {
+	an, bn := names(a.Client, a.Token, b.Client, b.Token)
+	return fmt.Sprintf("%s and %s both read %d from the resource for %s (at %s and %s) and both had %d accepted, while both acted as holder at once: one increment was lost, because the resource took both writes. A fenced resource rejects the write that carries the older fence.",
+		capital(an), bn, a.ReadValue, key, secs(a.Call, t0), secs(b.Call, t0), b.WriteValue)
+}
+
+func explainRewind(key string, w, cur *Section, t0 int64) string {
+	read := "without a read before it"
+	if w.Read != nil {
+		read = fmt.Sprintf("after reading %d at %s", w.ReadValue, secs(w.Call, t0))
+	}
+	return fmt.Sprintf("Client %d's write of %d to %s (token %s, %s) was accepted at %s, after client %d's write of %d had already been accepted at %s: the value went back from %d to %d, so %d increment(s) were undone, and any holder after it counted on from %d again, repeating values already written. Client %d wrote from a value it had read before those increments; a fenced resource rejects such a stale write.",
+		w.Client, w.WriteValue, key, shortToken(w.Token), read, secs(w.Applied, t0), cur.Client, cur.WriteValue, secs(cur.Applied, t0),
+		cur.WriteValue, w.WriteValue, cur.WriteValue-w.WriteValue, w.WriteValue, w.Client)
 }
 
 func explainStuckResource(key string, s *Section, from, to, t0 int64) string {

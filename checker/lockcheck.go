@@ -12,6 +12,7 @@ type keyCheck struct {
 	res       KeyResult
 	witnesses []witness
 	lost      [][2]*Section
+	rewinds   []rewind
 	// Set when porcupine found no linearization without a direct witness.
 	stuck   *Op
 	stuckS  *Section

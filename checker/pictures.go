@@ -44,6 +44,10 @@ func pictures(lockChecks, resChecks []*keyCheck, fs []fault, t0 int64) []Picture
 				marks = append(marks, porcupine.Annotation{Tag: "violation", Start: max(p[0].Call, p[1].Call),
 					End: max(p[0].Call, p[1].Call), Description: "lost update", BackgroundColor: "#e74c3c", TextColor: "#ffffff"})
 			}
+			for _, r := range kc.rewinds {
+				marks = append(marks, porcupine.Annotation{Tag: "violation", Start: r.stale.Write.Call,
+					End: r.stale.Write.Call, Description: "rewind", BackgroundColor: "#e74c3c", TextColor: "#ffffff"})
+			}
 			out = append(out, Picture{Affects: group.affects, Key: kc.key, Model: kc.model, Info: *kc.info,
 				Annotations: append(faultMarks(kc, fs, t0), marks...)})
 		}

@@ -23,11 +23,19 @@ func checkResourceKey(key string, secs []*Section, opts Options, draw bool) *key
 	m := resourceModel()
 
 	kc.lost = lostUpdates(secs)
-	kc.res.Witnesses = len(kc.lost)
-	if len(kc.lost) > 0 {
+	kc.rewinds = rewinds(secs)
+	kc.res.Witnesses = len(kc.lost) + len(kc.rewinds)
+	if kc.res.Witnesses > 0 {
 		kc.res.Valid, kc.res.Porcupine = Invalid, "skipped"
 		if draw {
-			win := sectionWindow(secs, kc.lost[0][0], kc.lost[0][1], opts.WindowOps)
+			var a, b *Section
+			if len(kc.lost) > 0 {
+				a, b = kc.lost[0][0], kc.lost[0][1]
+			}
+			if len(kc.rewinds) > 0 && (a == nil || kc.rewinds[0].stale.Call < a.Call) {
+				a, b = kc.rewinds[0].current, kc.rewinds[0].stale
+			}
+			win := sectionWindow(secs, a, b, opts.WindowOps)
 			_, info := porcupine.CheckOperationsVerbose(m, sectionOperations(win), remaining(deadline))
 			kc.model, kc.info = m, &info
 			kc.from, kc.to = sectionSpan(win)

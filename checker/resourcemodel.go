@@ -150,21 +150,106 @@ func resourceSegments(secs []*Section, chunk int) [][]*Section {
 	return out
 }
 
-// lostUpdates is the resource's direct check. Every accepted write stores
-// read+1, so in a serial history each value is written at most once; two
-// accepted writes of one value mean one increment was lost.
+// lostUpdates is the resource's first direct check: two accepted sections,
+// under two grants, that read the same value v and both had v+1 accepted,
+// each having read before the other's write took effect. Neither can be
+// ordered before the other, so one increment was lost: both acted as holder
+// at once. Accepted writes of one value are not a pair otherwise: after a
+// stale write set the value back, the holders that followed, one at a time,
+// read values that had been read before and wrote values that had been
+// written before. That is a rewind (rewinds), counted once at the write that
+// caused it; a read that may have come after the other's write (its reply
+// came later) may have read the rewound value, so it pairs with nothing.
+// secs are in call order.
 func lostUpdates(secs []*Section) [][2]*Section {
 	var out [][2]*Section
-	first := make(map[int64]*Section)
+	byRead := make(map[int64][]*Section) // read value → accepted sections that read it
 	for _, s := range secs {
-		if s.Effect != effApplied || s.Write == nil {
+		if s.Effect != effApplied || s.Write == nil || s.Read == nil {
 			continue
 		}
-		if p, dup := first[s.WriteValue]; dup {
-			out = append(out, [2]*Section{p, s})
-			continue
+		for _, p := range byRead[s.ReadValue] {
+			// One slot runs one section at a time, and a client's own
+			// earlier section is not a second holder.
+			if p.WriteValue == s.WriteValue && p.Client != s.Client && p.Token != s.Token &&
+				readBefore(s, p) && readBefore(p, s) {
+				out = append(out, [2]*Section{p, s})
+				break
+			}
 		}
-		first[s.WriteValue] = s
+		byRead[s.ReadValue] = append(byRead[s.ReadValue], s)
 	}
+	return out
+}
+
+// readBefore reports whether a's read certainly happened before b's write
+// took effect: its reply came before the resource applied b's write (the
+// log's time), or, without the log, before b's write was sent.
+func readBefore(a, b *Section) bool {
+	took := b.Write.Call
+	if b.AppliedByLog {
+		took = b.Applied
+	}
+	return a.Read.Return != never && a.Read.Return < took
+}
+
+// rewind is an accepted write that set the counter below the value the
+// resource already held: stale is the write, current the accepted write whose
+// value it replaced.
+type rewind struct {
+	stale, current *Section
+}
+
+// rewinds is the resource's second direct check. Every accepted write stores
+// read+1, so in a serial history the accepted values only grow: a write
+// accepted with a value below the value the resource held is impossible.
+// Only the write that moved the value back counts; the holders after it read
+// its value and went on from there, each above it.
+//
+// The value it replaced is the one the resource held when it applied the
+// write. With the resource log (every accepted write's time as the resource
+// decided it, the case in every run) that is the resource's own order: the
+// accepted writes sorted by that time, each compared with the one before. A
+// history without the log knows only when each write returned, which can come
+// long after it was applied (a slow reply), so it compares a write only with
+// writes that had returned before it was sent, the latest of them: it may
+// miss a rewind but never invents one.
+func rewinds(secs []*Section) []rewind {
+	var applied []*Section
+	exact := true
+	for _, s := range secs {
+		if s.Effect == effApplied && s.Write != nil && s.Return != never {
+			applied = append(applied, s)
+			exact = exact && s.AppliedByLog
+		}
+	}
+	var out []rewind
+	if exact {
+		sort.SliceStable(applied, func(i, j int) bool { return applied[i].Applied < applied[j].Applied })
+		for i := 1; i < len(applied); i++ {
+			if w, cur := applied[i], applied[i-1]; w.WriteValue < cur.WriteValue {
+				out = append(out, rewind{stale: w, current: cur})
+			}
+		}
+		return out
+	}
+	done := slices.Clone(applied)
+	sort.SliceStable(done, func(i, j int) bool { return done[i].Return < done[j].Return })
+	sent := slices.Clone(applied)
+	sort.SliceStable(sent, func(i, j int) bool { return sent[i].Write.Call < sent[j].Write.Call })
+	var cur *Section
+	next := 0
+	for _, w := range sent {
+		for next < len(done) && done[next].Return < w.Write.Call {
+			if d := done[next]; cur == nil || d.Return > cur.Return {
+				cur = d
+			}
+			next++
+		}
+		if cur != nil && w.WriteValue < cur.WriteValue {
+			out = append(out, rewind{stale: w, current: cur})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].stale.Call < out[j].stale.Call })
 	return out
 }

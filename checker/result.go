@@ -177,6 +177,10 @@ type ResourceResult struct {
 	Keys        map[string]*KeyResult `json:"keys"`
 	Sections    int                   `json:"sections"`
 	LostUpdates int                   `json:"lost_updates"`
+	// Rewinds counts accepted writes that set the value below one already
+	// accepted (a stale holder's write): each is counted once, not the
+	// repeated values the holders after it then wrote.
+	Rewinds int `json:"rewinds"`
 }
 
 // KeyResult is one porcupine partition's verdict and how it was reached.

@@ -22,6 +22,10 @@ type Section struct {
 
 	ReadValue  int64
 	WriteValue int64
+	// Applied is when an accepted write took effect: the resource log's
+	// time when it has one (AppliedByLog), else the write's return.
+	Applied      int64
+	AppliedByLog bool
 	// Effect: applied (the write was accepted), none (rejected, failed, or no
 	// write), unknown (the write's fate is unknown even to the resource log).
 	Effect string
@@ -93,6 +97,15 @@ func writeVerdict(w *Op, idx *AttemptIndex) (verdict string, decided int64) {
 	return "", never
 }
 
+// logged reports whether the resource log holds w's verdict.
+func logged(w *Op, idx *AttemptIndex) bool {
+	if w.Value == nil || idx == nil {
+		return false
+	}
+	a, ok := idx.m[attemptKey{w.Token, *w.Value}]
+	return ok && a.time >= w.Call
+}
+
 // buildSections pairs reads with writes per client slot.
 func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 	var out []*Section
@@ -147,8 +160,14 @@ func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 		default:
 			s.Effect, s.Return = effUnknown, never
 		}
-		if s.Effect == effApplied && o.Known() {
-			s.Return = o.Return
+		if s.Effect == effApplied {
+			s.Applied, s.AppliedByLog = decided, logged(o, idx)
+			if o.Known() {
+				s.Return = o.Return
+				if decided > o.Return {
+					s.Applied = o.Return
+				}
+			}
 		}
 		out = append(out, s)
 	}

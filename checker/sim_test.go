@@ -26,6 +26,10 @@ type simConfig struct {
 	FailEvery int64   // ns between failovers
 	Inject    bool    // one double grant while the holder certainly holds
 	Until     int64   // ns of simulated time after which no operation starts; 0: no limit
+	// Unfenced: the resource takes every read and write (--fence none), so
+	// a paused holder's stale write lands: a rewind when the holders after
+	// it had counted on, a lost update when one of them had read the same.
+	Unfenced bool
 }
 
 type simKey struct {
@@ -88,6 +92,9 @@ type sim struct {
 	tokens   int
 	injected bool
 	stopped  bool
+	// What the resource really went through (Unfenced runs): accepted
+	// writes that set the value below what it held, and to what it held.
+	rewinds, repeats int
 }
 
 const simStart = int64(1_000_000_000)
@@ -264,6 +271,12 @@ func (s *sim) write(c *simClient, v int64, left int) {
 		if !ok {
 			return history.Event{Type: history.Fail, Verdict: history.Rejected}
 		}
+		switch {
+		case v < k.value:
+			s.rewinds++
+		case v == k.value:
+			s.repeats++
+		}
 		k.value = v
 		return history.Event{Type: history.OK, Verdict: history.Accepted}
 	}, func(r history.Event) {
@@ -278,7 +291,7 @@ func (s *sim) write(c *simClient, v int64, left int) {
 // fenceOK is read-write fencing: a greater fence, or the same fence from the
 // same token; accepted reads raise last_fence too.
 func (s *sim) fenceOK(k *simKey, c *simClient) bool {
-	if c.fence > k.lastFence || (c.fence == k.lastFence && c.token == k.lastToken) {
+	if s.cfg.Unfenced || c.fence > k.lastFence || (c.fence == k.lastFence && c.token == k.lastToken) {
 		k.lastFence, k.lastToken = c.fence, c.token
 		return true
 	}

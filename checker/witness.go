@@ -26,13 +26,16 @@ type tenure struct {
 
 // witness is a definite lock violation found without search.
 type witness struct {
-	kind   string // double-grant | non-holder-release | non-holder-extend
+	kind   string // double-grant | non-holder-release | non-holder-extend | lease-lost
 	key    string
 	holder *tenure // the grant that certainly held the lock
 	other  *tenure // the second holder, for double grants
-	op     *Op     // the offending grant, release or extend
-	start  int64   // when both were in force
-	end    int64
+	op     *Op     // the offending grant, release or extend; for lease-lost, the not-held reply
+	// regrant is, for lease-lost, the same client's later grant under
+	// another token.
+	regrant *Op
+	start   int64 // when both were in force
+	end     int64
 }
 
 // tokenOps are one token's lock operations on one key that may have taken
@@ -275,8 +278,38 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 			ws = append(ws, witness{kind: kind, key: q.Key, holder: h, op: q, start: q.Call, end: q.Return})
 		}
 	}
+	leaseLost(ops, ws)
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].start < ws[j].start })
 	return ws
+}
+
+// leaseLost rewords the double grants of one client to itself. A client
+// takes the lock again only after its hold ended; when the server had
+// answered its extend or release "not held" before the new grant, there were
+// never two holders: the server ended the first lease early and said so.
+// That is still no correct lease server's reply (the verdict stands), but it
+// is a lease lost, not a lock handed to two clients at once.
+func leaseLost(ops []*Op, ws []witness) {
+	told := make(map[string]*Op) // token → its first not-held reply
+	for _, o := range ops {
+		if o.Outcome == history.Fail && (o.F == history.FRelease || o.F == history.FExtend) && history.SaysNotHeld(o.Err) {
+			if t := told[o.Token]; t == nil || o.Call < t.Call {
+				told[o.Token] = o
+			}
+		}
+	}
+	for i := range ws {
+		w := &ws[i]
+		if w.kind != "double-grant" || w.holder.grant.Client != w.op.Client || w.holder.token == w.op.Token {
+			continue
+		}
+		r := told[w.holder.token]
+		if r == nil || r.Return == never || r.Return > w.op.Call || r.Call < w.holder.start {
+			continue
+		}
+		w.kind, w.regrant, w.op, w.other = "lease-lost", w.op, r, nil
+		w.start, w.end = r.Call, r.Return
+	}
 }
 
 // grantedInside reports whether q's token was granted inside h's tenure

@@ -114,8 +114,23 @@ func (c Caps) Support(cfg Config) error {
 }
 
 // Check connects as cfg says, detects the server's capabilities and refuses
-// a recipe or option it cannot run. The runner calls it before a run starts.
+// a recipe or option it cannot run; for an exec recipe it then starts the
+// program once and has it take and give back a probe key. The runner calls
+// it before a run starts.
 func Check(ctx context.Context, cfg Config) (Caps, error) {
+	caps, err := CheckServer(ctx, cfg)
+	if err != nil || ExecProgram(cfg.Recipe) == "" {
+		return caps, err
+	}
+	return caps, probeExec(ctx, cfg)
+}
+
+// CheckServer is Check without the exec program's probe: whether the server
+// at cfg's address has what the recipe needs, asked with COMMAND INFO and
+// INFO and nothing written, so that it holds for a replica too (a write there
+// answers READONLY until a failover promotes it, and says nothing of what the
+// node can run once it does). It honours ctx and its own 5 s.
+func CheckServer(ctx context.Context, cfg Config) (Caps, error) {
 	if cfg.Recipe == EtcdMutex {
 		if err := cfg.Validate(); err != nil {
 			return Caps{}, err
@@ -143,9 +158,6 @@ func Check(ctx context.Context, cfg Config) (Caps, error) {
 	}
 	if err := caps.Support(cfg); err != nil {
 		return caps, err
-	}
-	if ExecProgram(cfg.Recipe) != "" {
-		return caps, probeExec(ctx, cfg)
 	}
 	return caps, nil
 }

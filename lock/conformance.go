@@ -176,55 +176,91 @@ func (t *suite) check(name string, body func() string) {
 	t.rep.Passed++
 }
 
+// fresh takes a new key with a new token (TTL ttl) for one case, so that no
+// case starts from what an earlier one left: after a foreign-token release
+// that wrongly succeeded, the next case would otherwise fail only because
+// the key was gone. The key is deleted behind the program's back when the
+// case ends.
+func (t *suite) fresh(ttl time.Duration) (key, tok string, fence int64) {
+	key, tok = t.key(), NewToken()
+	fence = t.acquire("acquire of a fresh key (the case's set-up)", key, tok, ttl, history.OK)
+	return key, tok, fence
+}
+
+// drop deletes key directly on the server, whatever the case left.
+func (t *suite) drop(key string) {
+	_ = t.raw.Do(context.WithoutCancel(t.ctx), t.raw.B().Del().Key(key).Build()).Error()
+}
+
 func (t *suite) run() {
-	a, b := NewToken(), NewToken()
-	k := t.key()
 	var fenceA int64
 	t.check("acquire a free key", func() string {
+		k, a := t.key(), NewToken()
+		defer t.drop(k)
 		fenceA = t.acquire("acquire", k, a, 5*time.Second, history.OK)
 		t.holds(k, a)
 		t.pttlWithin(k, 4*time.Second, 5*time.Second, "TTL 5 s")
 		return "the key holds the grant's token with its TTL"
 	})
 	t.check("refuse a held key", func() string {
-		t.acquire("acquire by another token", k, b, 5*time.Second, history.Fail)
+		k, a, _ := t.fresh(5 * time.Second)
+		defer t.drop(k)
+		t.acquire("acquire by another token", k, NewToken(), 5*time.Second, history.Fail)
 		t.holds(k, a)
 		return ""
 	})
 	t.check("extend with its own token, longer TTL", func() string {
+		k, a, _ := t.fresh(5 * time.Second)
+		defer t.drop(k)
 		t.extend("extend to 9 s", k, a, 9*time.Second, history.OK)
 		t.pttlWithin(k, 8*time.Second, 9*time.Second, "extend sets the TTL to ttl_ms from now")
 		return ""
 	})
 	t.check("extend with its own token, shorter TTL", func() string {
+		k, a, _ := t.fresh(5 * time.Second)
+		defer t.drop(k)
 		t.extend("extend to 3 s", k, a, 3*time.Second, history.OK)
 		t.pttlWithin(k, 2*time.Second, 3*time.Second, "extend sets the TTL to ttl_ms from now, also when shorter (not added to what is left)")
 		return ""
 	})
-	notHeld := 0
+	// Of the foreign-token extends and releases that failed as they must,
+	// how many said "not_held": the summary speaks of those only, not of
+	// one that wrongly succeeded (its own case fails and says so).
+	foreignFails, notHeld := 0, 0
 	t.check("extend with a foreign token", func() string {
-		r := t.extend("extend by another token", k, b, 9*time.Second, history.Fail)
-		t.holds(k, a)
-		t.pttlWithin(k, 0, 3*time.Second, "a refused extend must not change the TTL")
+		k, a, _ := t.fresh(3 * time.Second)
+		defer t.drop(k)
+		r := t.extend("extend by another token", k, NewToken(), 9*time.Second, history.Fail)
+		foreignFails++
 		if NotHeld(r) {
 			notHeld++
 		}
+		t.holds(k, a)
+		t.pttlWithin(k, 0, 3*time.Second, "a refused extend must not change the TTL")
 		return ""
 	})
 	t.check("release with a foreign token", func() string {
-		r := t.release("release by another token", k, b, history.Fail)
-		t.holds(k, a)
+		k, a, _ := t.fresh(5 * time.Second)
+		defer t.drop(k)
+		r := t.release("release by another token", k, NewToken(), history.Fail)
+		foreignFails++
 		if NotHeld(r) {
 			notHeld++
 		}
+		t.holds(k, a)
 		return ""
 	})
 	t.check("release with its own token", func() string {
+		k, a, _ := t.fresh(5 * time.Second)
+		defer t.drop(k)
 		t.release("release", k, a, history.OK)
 		t.absent(k, "an ok release must delete the key")
 		return ""
 	})
 	t.check("release and extend after release", func() string {
+		k, a, _ := t.fresh(5 * time.Second)
+		defer t.drop(k)
+		t.release("release", k, a, history.OK)
 		t.release("second release", k, a, history.Fail)
 		t.extend("extend after release", k, a, 5*time.Second, history.Fail)
 		t.absent(k, "an extend must not bring a released lock back")
@@ -289,7 +325,8 @@ func (t *suite) run() {
 		t.rep.Fences = true
 		return fmt.Sprintf("returned and increasing (%d, %d): --fence write and read-write can be used", f1, f2)
 	})
-	if !t.silent.Load() && t.l.Err() == nil && notHeld < 2 {
-		fmt.Fprintln(t.out, "  note  fails of a foreign-token extend/release carry no \"not_held\": true, so in a run a client whose lease the server denies works on to its own deadline (docs/protocol.md)")
+	if !t.silent.Load() && t.l.Err() == nil && notHeld < foreignFails {
+		fmt.Fprintf(t.out, "  note  %d of the %d foreign-token extend/release fails carry no \"not_held\": true, so in a run a client whose lease the server denies works on to its own deadline (docs/protocol.md)\n",
+			foreignFails-notHeld, foreignFails)
 	}
 }

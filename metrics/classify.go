@@ -3,6 +3,8 @@ package metrics
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // Refusal reasons of a failed acquire, the values of the reason label.
@@ -45,18 +47,10 @@ func RefusalReason(msg string) string {
 }
 
 // UnlockMismatch reports whether a failed release's error text is the server
-// (or the lock library) saying the token did not hold the lock: DELIFEQ or a
-// compare-and-delete script replied 0 (lock.ErrNotHeld, "... (not held)"),
-// redsync's "not unlocked" or "already expired", valkeylock's "already given
-// the lock up". A release refused by an error reply or a dead node is not one.
-func UnlockMismatch(msg string) bool {
-	for _, s := range []string{"not held", "not unlocked", "already expired", "already given the lock up"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
+// (or the lock library) saying the token did not hold the lock
+// (history.SaysNotHeld). A release refused by an error reply or a dead node
+// is not one.
+func UnlockMismatch(msg string) bool { return history.SaysNotHeld(msg) }
 
 // RedlockTally is how the nodes answered one Redlock acquire, as the redlock
 // recipe writes it into the error field ("redlock acquire: 1 OK, 4 refused, 0

@@ -644,7 +644,10 @@ func shellJoin(args []string) string {
 }
 
 // nodeCapabilityWarnings asks every Valkey node, not only the primary,
-// whether it can run the recipe, and says which cannot.
+// whether it can run the recipe, and says which cannot. It asks what the
+// server has (lock.CheckServer), never through a write: an exec recipe's
+// probe acquire on a replica answered READONLY and warned, on every exec run
+// and for every replica, of a failure the node would not have once promoted.
 func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []string {
 	var out []string
 	for _, n := range r.cluster.Nodes() {
@@ -654,7 +657,7 @@ func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []st
 		c := lcfg
 		c.Sentinels, c.MasterSet, c.Addr = nil, "", n.Addr
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := lock.Check(cctx, c)
+		_, err := lock.CheckServer(cctx, c)
 		cancel()
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s can become primary but %v; if a failover promotes it, those commands fail there", n.Name, err))

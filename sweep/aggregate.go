@@ -73,7 +73,10 @@ type CellStats struct {
 
 	StaleWrites checker.StaleWrites `json:"stale_writes"`
 	LostUpdates int                 `json:"lost_updates"`
-	WallS       float64             `json:"wall_s"` // summed trial wall time
+	// Rewinds are accepted writes that set the value back (each counted
+	// once, apart from the lost updates).
+	Rewinds int     `json:"rewinds"`
+	WallS   float64 `json:"wall_s"` // summed trial wall time
 	// Parallel is the most trials that ran at once while this cell's trials
 	// ran: its window and latencies are comparable only with cells measured
 	// at the same figure.
@@ -227,6 +230,7 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		cs.StaleWrites.Accepted += r.StaleWrites.Accepted
 		cs.StaleWrites.Unknown += r.StaleWrites.Unknown
 		cs.LostUpdates += r.Resource.LostUpdates
+		cs.Rewinds += r.Resource.Rewinds
 	}
 	cs.PLow, cs.PHi = Wilson(cs.Hits, cs.Opportunities, Z95)
 	if cs.Opportunities > 0 {
@@ -260,7 +264,7 @@ var csvHeader = []string{
 	"acquires", "acquires_ok", "contention", "refused", "unknown", "refused_share", "unknown_share", "availability",
 	"refused_noreplicas", "refused_wait", "refused_waitaof", "refused_readonly", "refused_unreachable", "refused_other",
 	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
-	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused",
+	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused", "rewinds",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -299,7 +303,7 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(c.StaleWrites.Attempted), strconv.Itoa(c.StaleWrites.Rejected),
 			strconv.Itoa(c.StaleWrites.Accepted), strconv.Itoa(c.StaleWrites.Unknown), strconv.Itoa(c.LostUpdates),
 			strconv.Itoa(c.StaleHits), ps, f64(c.PStaleLow), f64(c.PStaleHigh), strings.Join(c.NemesisKind, "+"),
-			strconv.Itoa(c.Acquires.UnknownRefused),
+			strconv.Itoa(c.Acquires.UnknownRefused), strconv.Itoa(c.Rewinds),
 		})
 	}
 	w.Flush()

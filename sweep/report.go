@@ -53,9 +53,9 @@ func Findings(r *Report) []Finding {
 				s += fmt.Sprintf(" (%d of them refused by a majority, only their cleanup unconfirmed: availability %.1f%%)",
 					c.Acquires.UnknownRefused, 100*c.Availability)
 			}
-			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 {
-				s += fmt.Sprintf("; stale writes accepted after %d of %d %ss (%d writes), %d lost updates",
-					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates)
+			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 || c.Rewinds > 0 {
+				s += fmt.Sprintf("; stale writes accepted after %d of %d %ss (%d writes), %d lost updates, %d rewinds",
+					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates, c.Rewinds)
 			}
 			fd.Lines = append(fd.Lines, s)
 			parallel = max(parallel, c.Parallel)

@@ -29,7 +29,7 @@ func ratio(k, n int, p *float64, lo, hi float64) string {
 // kind has no counterpart for is a row of its own, n/a with the reason.
 func DecisionTable(r *Report) string {
 	var b strings.Builder
-	b.WriteString("| deployment | fault (nemesis fault) | trials | opportunities | P(double grant) (95% CI) | P(stale write accepted) (95% CI) | stale writes accepted / attempted, lost updates | granted acquire p50 / p99 | availability (refused, timed out) |\n")
+	b.WriteString("| deployment | fault (nemesis fault) | trials | opportunities | P(double grant) (95% CI) | P(stale write accepted) (95% CI) | stale writes accepted / attempted, lost updates, rewinds | granted acquire p50 / p99 | availability (refused, timed out) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	parallel := 0
 	for _, c := range r.Plan.Configs {
@@ -63,11 +63,11 @@ func DecisionTable(r *Report) string {
 			if cs.TrialsFailed > 0 {
 				trials += fmt.Sprintf(" (+%d failed)", cs.TrialsFailed)
 			}
-			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %d %s(s) | %s | %s | %d / %d, %d | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %d %s(s) | %s | %s | %d / %d, %d, %d | %s | %s |\n",
 				c.Name, f.Name, strings.Join(cs.NemesisKind, ", "), trials, cs.Opportunities, cs.Unit,
 				ratio(cs.Hits, cs.Opportunities, cs.P, cs.PLow, cs.PHi),
 				ratio(cs.StaleHits, cs.Opportunities, cs.PStale, cs.PStaleLow, cs.PStaleHigh),
-				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, lat, avail)
+				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, cs.Rewinds, lat, avail)
 			parallel = max(parallel, cs.Parallel)
 		}
 	}
