@@ -108,12 +108,12 @@ func Keys(n int) (keys, runs []string) {
 	return keys, runs
 }
 
-// Run carries out one run in cfg.Out. Every phase leaves what it produced on
-// disk, so a run that fails or is interrupted halfway is still checkable with
-// `lockjepsen check DIR`.
 // Preflight checks what a run needs from the machine (Valkey binaries,
 // libfaketime for clock faults, Docker and its image) before anything is
-// created or printed, so that a run that cannot start leaves no folder.
+// printed, and makes the run folder last, once all else is there: a run that
+// cannot start leaves no folder, and a folder that cannot be made is bad
+// input said before the run's banner (it once printed the banner, then
+// exited 255, "not carried out").
 func Preflight(ctx context.Context, cfg Config) error {
 	bins, err := cluster.FindBinaries()
 	if err != nil {
@@ -129,11 +129,21 @@ func Preflight(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if p, ok := rt.(cluster.Preflighter); ok {
-		return p.Preflight(ctx)
+		if err := p.Preflight(ctx); err != nil {
+			return err
+		}
+	}
+	if cfg.Out != "" {
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return fmt.Errorf("--out %s cannot be created: %w (choose a folder you can write)", cfg.Out, err)
+		}
 	}
 	return nil
 }
 
+// Run carries out one run in cfg.Out. Every phase leaves what it produced on
+// disk, so a run that fails or is interrupted halfway is still checkable with
+// `lockjepsen check DIR`.
 func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	o := Outcome{Dir: cfg.Out, ExitCode: exitcode.Crashed}
 	exe := cfg.Exe

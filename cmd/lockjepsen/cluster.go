@@ -23,7 +23,13 @@ const defaultClusterDir = ".lockjepsen/cluster"
 
 func runCluster(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, `usage: lockjepsen cluster <up|status|kill-primary|down> [flags]
+		// Asked for, the usage is the answer (stdout, exit 0); given
+		// nothing, it is the error (stderr, exit 254), as main's own.
+		out := os.Stdout
+		if len(args) == 0 {
+			out = os.Stderr
+		}
+		fmt.Fprint(out, `usage: lockjepsen cluster <up|status|kill-primary|down> [flags]
 
   up            start 1 primary, --replicas replicas and --sentinels Sentinels on loopback;
                 returns once all replicas are linked and all Sentinels agree

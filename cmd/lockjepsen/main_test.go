@@ -55,6 +55,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"run", "--no-such-flag"}, "no-such-flag"},
 		{[]string{"run", "--scenario", "meteor"}, `unknown scenario "meteor"`},
+		// Before the banner, not after it with 255.
+		{[]string{"run", "--scenario", "baseline", "--out", "/proc/lockjepsen-nope/run"}, "--out /proc/lockjepsen-nope/run cannot be created"},
 		{[]string{"run", "--recipe", "redsync"}, "--fence none"},
 		{[]string{"run", "--waitaof", "1:1:100ms"}, "--appendonly"},
 		{[]string{"run", "--wait", "3:100ms"}, "--replicas"},
@@ -172,6 +174,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("message does not name %q:\n%s", tt.want, out)
 			}
+			if strings.Contains(stdout.String(), "lockjepsen run:") {
+				t.Fatalf("refused after the run's banner:\n%s", out)
+			}
 			if n := strings.Count(strings.TrimSpace(stderr.String()), "\n"); n > 0 || strings.Contains(out, "goroutine") {
 				t.Fatalf("want one line on stderr, got %d more:\n%s", n, out)
 			}
@@ -236,6 +241,26 @@ func TestHelpOfEveryCommandOnStdout(t *testing.T) {
 				if !strings.Contains(stdout.String(), w) {
 					t.Errorf("stdout does not mention %q:\n%s", w, stdout.String())
 				}
+			}
+		})
+	}
+}
+
+// Every registered command, hidden ones too, answers -h on stdout with exit
+// 0 and nothing on stderr: the table below names flags, this one covers a
+// command added later without editing it (cluster and resource once printed
+// their usage on stderr).
+func TestHelpOfEveryRegisteredCommand(t *testing.T) {
+	for name := range commands {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			cmd := exec.Command(bin, name, "-h")
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s -h: %v\nstdout: %s\nstderr: %s", name, err, stdout.String(), stderr.String())
+			}
+			if stdout.Len() == 0 || stderr.Len() != 0 {
+				t.Errorf("%s -h: %d bytes on stdout, stderr %q; want the usage on stdout alone", name, stdout.Len(), stderr.String())
 			}
 		})
 	}

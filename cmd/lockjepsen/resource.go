@@ -21,7 +21,13 @@ func init() {
 
 func runResource(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, `usage: lockjepsen resource <serve|export> [flags]
+		// Asked for, the usage is the answer (stdout, exit 0); given
+		// nothing, it is the error (stderr, exit 254), as main's own.
+		out := os.Stdout
+		if len(args) == 0 {
+			out = os.Stderr
+		}
+		fmt.Fprint(out, `usage: lockjepsen resource <serve|export> [flags]
 
   serve   serve the fenced resource on loopback (HTTP+JSON, docs/resource.md) until
           SIGTERM; prints the bound address on stdout and in --ready-file
