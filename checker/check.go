@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Check judges a history (history.jsonl) and the resource's own log
@@ -77,6 +78,13 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 	}
 	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
+	if !marks.Registered() && slices.ContainsFunc(nem, func(e history.Event) bool {
+		return e.F != history.NFailover && e.F != history.NAuditPTTL
+	}) {
+		// The checker imports no fault catalog (it is a leaf); a program
+		// that reads histories without linking one would blame nothing.
+		res.Warnings = append(res.Warnings, "no fault marks are registered, so the nemesis events were read as no fault at all: a program that checks histories must link package nemesis (or call marks.Register)")
+	}
 	audited, audit := livenessAudit(nem)
 
 	groups := h.groups()

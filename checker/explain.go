@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // The explanations are read by workshop attendees: one or two sentences, times
@@ -18,7 +18,7 @@ func causeClause(cause string, faults []string) string {
 	if len(faults) > 0 {
 		where = " (" + strings.Join(faults[:min(len(faults), 3)], ", ") + ")"
 	}
-	if c, ok := nemesis.LookupCause(cause); ok {
+	if c, ok := marks.LookupCause(cause); ok {
 		return fmt.Sprintf(c.Text, where)
 	}
 	return "No injected fault was in force at the time, which points at the lock recipe, the server, or a client slower than its lease."

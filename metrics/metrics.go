@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/marks"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -110,7 +110,7 @@ func New() *Collector {
 	c.renewFailures.WithLabelValues(string(history.Info))
 	c.fenceRejections.WithLabelValues(history.FRead)
 	c.fenceRejections.WithLabelValues(history.FWrite)
-	for _, m := range nemesis.Marks() {
+	for _, m := range marks.All() {
 		c.faults.WithLabelValues(m.Event)
 	}
 	return c
@@ -167,7 +167,7 @@ func (r *Run) Observe(e history.Event) {
 	defer r.mu.Unlock()
 	c := r.c
 	if !e.IsClient() {
-		switch _, fault := nemesis.MarkOf(e.F); {
+		switch _, fault := marks.Of(e.F); {
 		case e.F == history.NFailover:
 			c.failovers.Inc()
 			r.sum.Failovers++

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Fault is one kind of fault as a value, after etcd's failpoints and Jepsen's
@@ -45,68 +45,31 @@ type Needs struct {
 	Topology string
 }
 
-// Mark is one fault event of the history: Event begins an interval that the
-// later event Heal on the same node ends; violations inside it are blamed on
-// Cause.
-type Mark struct {
-	Event, Heal, Cause string
-}
+// Mark is one fault event of the history (package marks, where the readers
+// of a history find it without importing the runtime).
+type Mark = marks.Mark
 
 // Causes, from the server-side faults that can make a correct-looking server
 // grant a lock twice to the client-side ones that only make a client outlive
-// its lease.
+// its lease (package marks holds them with their ranks and texts).
 const (
-	CauseFastRestart  = "fast-restart"
-	CauseReplicaClock = "replica-clock"
-	CauseFailover     = "failover"
-	CauseSplitBrain   = "split-brain"
-	CauseServerClock  = "server-clock"
-	CauseReplication  = "replication"
-	CauseClientPause  = "client-pause"
-	CauseClientClock  = "client-clock"
-	CauseDBRestart    = "db-restart"
+	CauseFastRestart  = marks.CauseFastRestart
+	CauseReplicaClock = marks.CauseReplicaClock
+	CauseFailover     = marks.CauseFailover
+	CauseSplitBrain   = marks.CauseSplitBrain
+	CauseServerClock  = marks.CauseServerClock
+	CauseReplication  = marks.CauseReplication
+	CauseClientPause  = marks.CauseClientPause
+	CauseClientClock  = marks.CauseClientClock
+	CauseDBRestart    = marks.CauseDBRestart
 )
 
-// Cause is what a violation is blamed on: its rank among causes in force
-// together (lower wins: the faults that can make a correct-looking server
-// hand a lock out twice before those that only make a client outlive its
-// lease), whether it is the client's own doing, and the sentence that tells
-// a reader what happened.
-type Cause struct {
-	Name   string
-	Rank   int
-	Client bool
-	// Text follows "It happened around ..." style; %s is where the faults
-	// in force are named.
-	Text string
-}
-
-var causes = []Cause{
-	{CauseFastRestart, 0, false, "It happened around a fast restart%s: the primary came back empty before Sentinel noticed, forgot the first grant and granted again."},
-	{CauseReplicaClock, 1, false, "It happened after a failover to a replica whose wall clock ran ahead%s: the lock reached it as an absolute expiry time (SET ... PX travels as PXAT), so on its clock the lease was already over and it granted the lock again."},
-	{CauseFailover, 2, false, "It happened around a failover%s: the promoted replica never received the first grant, so it handed the lock out again."},
-	{CauseSplitBrain, 3, false, "It happened while a primary was paused or cut off%s: two nodes acted as primary and each granted the lock (split brain)."},
-	{CauseServerClock, 4, false, "It happened around a server clock change%s: the server's clock jumped, so the first lease expired early."},
-	{CauseReplication, 5, false, "It happened while the replicas were paused%s: writes were acknowledged that no replica had copied."},
-	{CauseClientPause, 6, true, "The first client had been paused%s longer than its lease, so its lease expired honestly while it still believed it held the lock."},
-	{CauseClientClock, 7, true, "The first client's clock was skewed%s, so it believed its lease lasted longer than it did."},
-	{CauseDBRestart, 8, false, "It happened around a restart of the resource's database%s."},
-	{CauseNodeRestart, 0, false, "It happened around a node restart%s: the node came back without the lock it had granted (no persistence), so another client found a majority free."},
-	{CausePartialPartition, 9, false, "It happened while the clients reached different majorities of the nodes%s."},
-	{CauseClientCrash, 10, true, "A client crashed%s in the middle of its lock's life."},
-	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
-}
+// Cause is what a violation is blamed on (package marks).
+type Cause = marks.Cause
 
 // LookupCause finds a cause by name; false for "none", "unknown" and names
 // no fault gives.
-func LookupCause(name string) (Cause, bool) {
-	for _, c := range causes {
-		if c.Name == name {
-			return c, true
-		}
-	}
-	return Cause{}, false
-}
+func LookupCause(name string) (Cause, bool) { return marks.LookupCause(name) }
 
 // Lookup finds a fault by name; the error lists the known ones.
 func Lookup(name string) (*Fault, error) {
@@ -151,44 +114,20 @@ func (f *Fault) Check(runtime string, replicas int) error {
 // MarkOf is the fault mark an event name begins, from every fault's marks
 // (the history's vocabulary of fault events); false when the event begins no
 // fault. A "failover" observation is a point, blamed on CauseFailover.
-func MarkOf(event string) (Mark, bool) {
-	m, ok := marks[event]
-	return m, ok
-}
+func MarkOf(event string) (Mark, bool) { return marks.Of(event) }
 
 // Marks lists every fault mark, sorted by event name.
-func Marks() []Mark {
-	out := make([]Mark, 0, len(marks))
-	for _, m := range marks {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Event < out[j].Event })
-	return out
-}
+func Marks() []Mark { return marks.All() }
 
 // CauseOf is the cause a fault event (or the failover observation) stands for;
 // "unknown" for an event that is neither.
-func CauseOf(event string) string {
-	if event == history.NFailover {
-		return CauseFailover
-	}
-	if m, ok := marks[event]; ok {
-		return m.Cause
-	}
-	return "unknown"
-}
+func CauseOf(event string) string { return marks.CauseOf(event) }
 
-// marks indexes the catalog's marks by event. Faults share events (every
-// failover fault logs "kill"), and a shared event must mean the same thing:
-// TestMarksAgree holds the catalog to it.
-var marks = func() map[string]Mark {
-	m := map[string]Mark{}
+// The catalog's marks are the history's vocabulary: registered with package
+// marks, for the readers that do not import the nemesis. TestMarksAgree holds
+// the catalog to one meaning per event.
+func init() {
 	for _, f := range catalog {
-		for _, k := range f.Marks {
-			if _, dup := m[k.Event]; !dup {
-				m[k.Event] = k
-			}
-		}
+		marks.Register(f.Marks...)
 	}
-	return m
-}()
+}

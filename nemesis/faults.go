@@ -21,7 +21,7 @@ var catalog = []*Fault{
 	{
 		Name:     "kill-primary",
 		Failover: true, Needs: Needs{Replicas: 1},
-		Marks:  []Mark{{"kill", "restart", CauseFailover}},
+		Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc:    "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   failoverSpan,
@@ -30,7 +30,7 @@ var catalog = []*Fault{
 	{
 		Name:     "cut-replication",
 		Failover: true, Needs: Needs{Replicas: 1},
-		Marks: []Mark{{"cut-replication", "heal-replication", CauseFailover}, {"kill", "restart", CauseFailover}},
+		Marks: []Mark{{Event: "cut-replication", Heal: "heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
 			"SIGKILL the primary, resume the replicas 50ms later; the promoted replica never saw the lock",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -40,7 +40,7 @@ var catalog = []*Fault{
 	{
 		Name:     "resync-window",
 		Failover: true, Needs: Needs{Replicas: 1},
-		Marks: []Mark{{"resync-window", "resync-done", CauseFailover}, {"kill", "restart", CauseFailover}},
+		Marks: []Mark{{Event: "resync-window", Heal: "resync-done", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
 			"online but before it streams to them; then SIGKILL the primary: the promoted replica never saw the lock",
 		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -51,7 +51,7 @@ var catalog = []*Fault{
 	{
 		Name:  "pause-replicas",
 		Needs: Needs{Replicas: 1},
-		Marks: []Mark{{"pause-replicas", "resume-replicas", CauseReplication}},
+		Marks: []Mark{{Event: "pause-replicas", Heal: "resume-replicas", Cause: CauseReplication}},
 		Doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
 			"refuse writes meanwhile (the cost side of those knobs)",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -63,7 +63,7 @@ var catalog = []*Fault{
 	{
 		Name:  "clock-strobe",
 		Needs: Needs{FakeTime: true},
-		Marks: []Mark{{"clock-strobe", "clock-reset", CauseServerClock}},
+		Marks: []Mark{{Event: "clock-strobe", Heal: "clock-reset", Cause: CauseServerClock}},
 		Doc:   "flip the primary's wall clock between true time and a jump past the TTL every 200ms (libfaketime)",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
@@ -74,7 +74,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "fast-restart",
-		Marks: []Mark{{"fast-restart", "restarted", CauseFastRestart}},
+		Marks: []Mark{{Event: "fast-restart", Heal: "restarted", Cause: CauseFastRestart}},
 		Doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
 			"and without AOF the replicas resync from an empty primary, so every lock vanishes",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -84,7 +84,7 @@ var catalog = []*Fault{
 	{
 		Name:     "pause-primary",
 		Failover: true, Needs: Needs{Replicas: 1},
-		Marks: []Mark{{"pause-node", "resume-node", CauseSplitBrain}},
+		Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 		Doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
 			"primary serves clients still connected to it until Sentinel demotes it",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -96,7 +96,7 @@ var catalog = []*Fault{
 	{
 		Name:  "pause-client",
 		Needs: Needs{Topology: TopologyAny},
-		Marks: []Mark{{"pause-client", "resume-client", CauseClientPause}},
+		Marks: []Mark{{Event: "pause-client", Heal: "resume-client", Cause: CauseClientPause}},
 		Doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
 			"still holds the lock, and writes",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -108,7 +108,7 @@ var catalog = []*Fault{
 	{
 		Name:  "clock-bump",
 		Needs: Needs{FakeTime: true},
-		Marks: []Mark{{"clock-bump", "clock-reset", CauseServerClock}},
+		Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 		Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
@@ -120,7 +120,7 @@ var catalog = []*Fault{
 	{
 		Name:  "skew-client",
 		Needs: Needs{Topology: TopologyAny},
-		Marks: []Mark{{"skew-client", "unskew-client", CauseClientClock}},
+		Marks: []Mark{{Event: "skew-client", Heal: "unskew-client", Cause: CauseClientClock}},
 		Doc:   "slow a holder's own clock (rate < 1): it believes its lease lasts longer than it does",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			// At rate r the client renews every TTL/(3r) of true time: below
@@ -133,7 +133,7 @@ var catalog = []*Fault{
 	{
 		Name:     "partition",
 		Failover: true, Needs: Needs{Replicas: 1, Runtime: "docker"},
-		Marks: []Mark{{"partition", "heal-partition", CauseSplitBrain}},
+		Marks: []Mark{{Event: "partition", Heal: "heal-partition", Cause: CauseSplitBrain}},
 		Doc: "cut the primary off from the Sentinels and replicas while the clients still reach it (docker runtime " +
 			"only), past down-after: the majority promotes a replica, the old primary keeps granting; heal and it is demoted",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -145,7 +145,7 @@ var catalog = []*Fault{
 	{
 		Name:  "kill-node",
 		Needs: Needs{Topology: TopologyRedlock},
-		Marks: []Mark{{"kill-node", "restart-node", CauseNodeRestart}},
+		Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 		Doc: "(redlock) SIGKILL one node and restart it as a primary, after --delayed-restart: without AOF it " +
 			"forgets every lock it granted",
 		plan:   planNode,
@@ -155,7 +155,7 @@ var catalog = []*Fault{
 	{
 		Name:  "crash-node",
 		Needs: Needs{Topology: TopologyRedlock},
-		Marks: []Mark{{"kill-node", "restart-node", CauseNodeRestart}},
+		Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 		Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
 			"--delayed-restart if longer), restart it as a primary: a minority unavailable, then a node that forgot its locks",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -170,7 +170,7 @@ var catalog = []*Fault{
 	{
 		Name:  "pause-node",
 		Needs: Needs{Topology: TopologyRedlock},
-		Marks: []Mark{{"pause-redlock-node", "resume-redlock-node", CauseSplitBrain}},
+		Marks: []Mark{{Event: "pause-redlock-node", Heal: "resume-redlock-node", Cause: CauseSplitBrain}},
 		Doc:   "(redlock) SIGSTOP one node for a while: a minority down, Redlock keeps granting on the others",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			return Step{Node: rng.IntN(64), Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
@@ -181,7 +181,7 @@ var catalog = []*Fault{
 	{
 		Name:   "clock-bump-node",
 		Needs:  Needs{Topology: TopologyRedlock, FakeTime: true},
-		Marks:  []Mark{{"clock-bump-node", "clock-reset-node", CauseServerClock}},
+		Marks:  []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 		Doc:    "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
 		plan:   clockPlan,
 		span:   heldSpan,
@@ -190,7 +190,7 @@ var catalog = []*Fault{
 	{
 		Name:  "redlock-clock-jump",
 		Needs: Needs{Topology: TopologyRedlock, FakeTime: true},
-		Marks: []Mark{{"partial-partition", "heal-partition-clients", CausePartialPartition}, {"clock-bump-node", "clock-reset-node", CauseServerClock}},
+		Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 		Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
 			"C's clock jumps past the TTL and the other side takes C,D,E",
 		plan:   clockPlan,
@@ -200,7 +200,7 @@ var catalog = []*Fault{
 	{
 		Name:  "redlock-restart",
 		Needs: Needs{Topology: TopologyRedlock},
-		Marks: []Mark{{"partial-partition", "heal-partition-clients", CausePartialPartition}, {"kill-node", "restart-node", CauseNodeRestart}},
+		Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 		Doc: "(redlock) the distlock page's example: one side holds A,B,C; C is killed and restarted (after " +
 			"--delayed-restart); without persistence it forgot the lock and the other side takes C,D,E",
 		plan: func(rng *rand.Rand, p PlanParams) Step { return Step{Duration: p.TTL + time.Second} },
@@ -212,7 +212,7 @@ var catalog = []*Fault{
 	{
 		Name:  "partition-minority",
 		Needs: Needs{Topology: TopologyRedlock, Runtime: "docker"},
-		Marks: []Mark{{"isolate-node", "heal-isolate-node", CauseMinorityPartition}},
+		Marks: []Mark{{Event: "isolate-node", Heal: "heal-isolate-node", Cause: CauseMinorityPartition}},
 		Doc: "(redlock, docker runtime) cut a minority of the nodes (2 of 5) off from every client for two to three " +
 			"TTLs, then heal: the majority still grants, extends and releases, so the lock stays valid",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -224,7 +224,7 @@ var catalog = []*Fault{
 	{
 		Name:     "cluster-kill-primary",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks:  []Mark{{"kill", "restart", CauseFailover}},
+		Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc:    "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   failoverSpan,
@@ -233,7 +233,7 @@ var catalog = []*Fault{
 	{
 		Name:     "cluster-cut-replication",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"kill", "restart", CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
 			"SIGKILL its primary, resume the replicas; the cluster bus elects a replica that never saw the lock",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -243,7 +243,7 @@ var catalog = []*Fault{
 	{
 		Name:     "cluster-failover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"cluster-failover", "cluster-failover-done", CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 		Doc: "(cluster) the same cut and fresh grant, then a graceful CLUSTER FAILOVER on the shard's replica: it waits " +
 			"until it has caught up with the primary before taking over, so nothing is lost",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -253,7 +253,7 @@ var catalog = []*Fault{
 	{
 		Name:     "cluster-failover-force",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"cluster-failover", "cluster-failover-done", CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 		Doc: "(cluster) the same cut and fresh grant, then CLUSTER FAILOVER FORCE: no handshake with the primary, the " +
 			"replica takes over before catching up, and the old primary's unreplicated grant is lost",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -263,7 +263,7 @@ var catalog = []*Fault{
 	{
 		Name:     "cluster-takeover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{"cluster-cut-replication", "cluster-heal-replication", CauseFailover}, {"cluster-failover", "cluster-failover-done", CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 		Doc: "(cluster) the same with CLUSTER FAILOVER TAKEOVER: no handshake and no vote, the replica bumps the epoch " +
 			"itself; what it had not received is lost",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -273,7 +273,7 @@ var catalog = []*Fault{
 	{
 		Name:   "crash-client",
 		Needs:  Needs{Topology: TopologyAny},
-		Marks:  []Mark{{"crash-client", "client-gone", CauseClientCrash}},
+		Marks:  []Mark{{Event: "crash-client", Heal: "client-gone", Cause: CauseClientCrash}},
 		Doc:    "a client SIGKILLs itself at its next acquire's step point: between SETNX and EXPIRE for setnx-expire, right after SET NX PX for the others",
 		plan:   planNode,
 		span:   func(_ Step, p PlanParams) time.Duration { return 2 * time.Second },
@@ -282,7 +282,7 @@ var catalog = []*Fault{
 	{
 		Name:   "kill-holder",
 		Needs:  Needs{Topology: TopologyAny},
-		Marks:  []Mark{{"kill-client", "client-gone", CauseClientCrash}},
+		Marks:  []Mark{{Event: "kill-client", Heal: "client-gone", Cause: CauseClientCrash}},
 		Doc:    "SIGKILL a holder after it renewed its lock once, for good: a recipe whose renewal dropped the TTL leaves the lock stuck",
 		plan:   planNode,
 		span:   func(_ Step, p PlanParams) time.Duration { return p.TTL + 2*time.Second },
@@ -291,7 +291,7 @@ var catalog = []*Fault{
 	{
 		Name:     "replica-clock-ahead",
 		Failover: true, Needs: Needs{Replicas: 1, FakeTime: true},
-		Marks: []Mark{{"replica-clock", "replica-clock-reset", CauseReplicaClock}, {"kill", "restart", CauseFailover}},
+		Marks: []Mark{{Event: "replica-clock", Heal: "replica-clock-reset", Cause: CauseReplicaClock}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "move one replica's wall clock ahead by twice the TTL, make it the only one Sentinel may promote, wait for a " +
 			"fresh grant and SIGKILL the primary: locks reach replicas as absolute PXAT times, so on the promoted clock they are already over",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -303,7 +303,7 @@ var catalog = []*Fault{
 	{
 		Name:     "replica-clock-behind",
 		Failover: true, Needs: Needs{Replicas: 1, FakeTime: true},
-		Marks: []Mark{{"replica-clock", "replica-clock-reset", CauseReplicaClock}, {"kill", "restart", CauseFailover}},
+		Marks: []Mark{{Event: "replica-clock", Heal: "replica-clock-reset", Cause: CauseReplicaClock}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "the same with the replica's clock behind by half the TTL: after the failover locks outlive their TTL " +
 			"there (no double grant, but a lock nobody renews blocks others for longer)",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -317,7 +317,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "restart-db",
-		Marks: []Mark{{"restart-db", "db-restarted", CauseDBRestart}},
+		Marks: []Mark{{Event: "restart-db", Heal: "db-restarted", Cause: CauseDBRestart}},
 		Doc: "SIGKILL the resource service and the SQLite database it owns (WAL kept), keep it down for 1-2s, restart " +
 			"it on the same address: the sql-lease recipe's lock is unavailable meanwhile, and grants nothing twice",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -329,7 +329,7 @@ var catalog = []*Fault{
 	{
 		Name:     "etcd-kill-leader",
 		Failover: true, Needs: Needs{Topology: TopologyEtcd},
-		Marks: []Mark{{"kill", "restart", CauseFailover}},
+		Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(etcd) SIGKILL the Raft leader; the others elect a new one; the old leader restarts from its data dir " +
 			"and rejoins as a follower",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -339,7 +339,7 @@ var catalog = []*Fault{
 	{
 		Name:     "etcd-pause-leader",
 		Failover: true, Needs: Needs{Topology: TopologyEtcd},
-		Marks: []Mark{{"pause-node", "resume-node", CauseSplitBrain}},
+		Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 		Doc: "(etcd) SIGSTOP the Raft leader for 2-3 election timeouts: the others elect a new leader; SIGCONT and " +
 			"the old one, on an older term, steps down",
 		plan:   planEtcdPause,
@@ -349,7 +349,7 @@ var catalog = []*Fault{
 	{
 		Name:     "etcd-partition-member",
 		Failover: true, Needs: Needs{Topology: TopologyEtcd, Runtime: "docker"},
-		Marks: []Mark{{"partition", "heal-partition", CauseSplitBrain}},
+		Marks: []Mark{{Event: "partition", Heal: "heal-partition", Cause: CauseSplitBrain}},
 		Doc: "(etcd, docker runtime) cut the Raft leader off from the other members for 2-3 election timeouts while the " +
 			"clients still reach it: the majority elects a new leader, the old one cannot commit; heal and it steps down",
 		plan:   planEtcdPause,
@@ -359,7 +359,7 @@ var catalog = []*Fault{
 	{
 		Name:  "etcd-clock-bump",
 		Needs: Needs{Topology: TopologyEtcd, FakeTime: true},
-		Marks: []Mark{{"clock-bump", "clock-reset", CauseServerClock}},
+		Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 		Doc: "(etcd) move a member's wall clock forward: refused, libfaketime cannot move a Go program's clock " +
 			"(it reads the vDSO, not libc; verified), and etcd's leases run on monotonic time",
 		plan:   clockPlan,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Topology needs: a fault's Needs.Topology is "" for the Sentinel topology
@@ -23,12 +24,12 @@ const (
 
 // Causes of the redlock and stuck-lock faults.
 const (
-	CauseNodeRestart      = "node-restart"
-	CauseClientCrash      = "client-crash"
-	CausePartialPartition = "partial-partition"
+	CauseNodeRestart      = marks.CauseNodeRestart
+	CauseClientCrash      = marks.CauseClientCrash
+	CausePartialPartition = marks.CausePartialPartition
 	// CauseMinorityPartition: some nodes cut off from every client (the
 	// docker runtime's partition-minority).
-	CauseMinorityPartition = "minority-partition"
+	CauseMinorityPartition = marks.CauseMinorityPartition
 )
 
 // ClientEnv is the part of the runner's Env the redlock and stuck-lock faults

@@ -76,7 +76,7 @@ func (tl Timeline) Plot(title string) (*Figure, error) {
 		}
 		return out
 	})
-	p.Add(&bands{f: f}, &holds{f: f}, &marks{f: f})
+	p.Add(&bands{f: f}, &holds{f: f}, &verdicts{f: f})
 	f.p = p
 
 	lg := plot.NewLegend()
@@ -368,12 +368,12 @@ func (h *holds) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return xmin, xmax, -1, float64(tl.rows())
 }
 
-// marks draws the resource's verdicts: accepted writes as dots on the bar,
+// verdicts draws the resource's verdicts: accepted writes as dots on the bar,
 // refusals (crosses) and stale writes that landed (triangles) just above
 // it, so that they never hide a hold.
-type marks struct{ f *Figure }
+type verdicts struct{ f *Figure }
 
-func (m *marks) Plot(c draw.Canvas, p *plot.Plot) {
+func (m *verdicts) Plot(c draw.Canvas, p *plot.Plot) {
 	tl := m.f.tl
 	trX, trY := p.Transforms(&c)
 	pitch := trY(1) - trY(0)
@@ -425,7 +425,7 @@ func (m *marks) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
-func (m *marks) DataRange() (xmin, xmax, ymin, ymax float64) {
+func (m *verdicts) DataRange() (xmin, xmax, ymin, ymax float64) {
 	tl := m.f.tl
 	xmin, xmax = math.Inf(1), math.Inf(-1)
 	for _, w := range tl.Writes {

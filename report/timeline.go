@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Timeline is what the plot shows, computed from the history and the verdicts.
@@ -107,11 +107,11 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	}
 	for _, e := range events {
 		if !e.IsClient() {
-			if _, ok := nemesis.MarkOf(e.F); ok {
+			if _, ok := marks.Of(e.F); ok {
 				openFaults[e.F+"@"+e.Node] = e
 				continue
 			}
-			for _, m := range nemesis.Marks() {
+			for _, m := range marks.All() {
 				if m.Heal == e.F {
 					if st, ok := openFaults[m.Event+"@"+e.Node]; ok {
 						tl.Faults = append(tl.Faults, Band{From: st.Time, To: e.Time, Label: m.Event + " " + st.Node})
