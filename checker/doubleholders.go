@@ -150,7 +150,7 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 					if w.Call < b.start {
 						continue
 					}
-					v, _ := writeVerdict(w, idx)
+					v, _, _ := writeVerdict(w, idx)
 					d.StaleWrite = worse(d.StaleWrite, v)
 					if stale[w] {
 						continue

@@ -231,8 +231,17 @@ func rewinds(secs []*Section) []rewind {
 				out = append(out, rewind{stale: w, current: cur})
 			}
 		}
-		return out
+	} else {
+		out = rewindsByReturn(applied)
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].stale.Call < out[j].stale.Call })
+	return out
+}
+
+// rewindsByReturn is rewinds without the resource log: each accepted write
+// against the latest of those that had returned before it was sent.
+func rewindsByReturn(applied []*Section) []rewind {
+	var out []rewind
 	done := slices.Clone(applied)
 	sort.SliceStable(done, func(i, j int) bool { return done[i].Return < done[j].Return })
 	sent := slices.Clone(applied)
@@ -250,6 +259,5 @@ func rewinds(secs []*Section) []rewind {
 			out = append(out, rewind{stale: w, current: cur})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].stale.Call < out[j].stale.Call })
 	return out
 }

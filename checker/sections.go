@@ -79,31 +79,23 @@ func (idx *AttemptIndex) Add(a *history.Attempt) {
 }
 
 // writeVerdict is the resource's verdict on a write: accepted, rejected, or ""
-// when nobody knows. The resource log wins over the client's view because the
-// resource decided.
-func writeVerdict(w *Op, idx *AttemptIndex) (verdict string, decided int64) {
+// when nobody knows, with when it was decided and whether the resource log
+// said so. The resource log wins over the client's view because the resource
+// decided; its time is when the write took effect, where a reply only bounds it.
+func writeVerdict(w *Op, idx *AttemptIndex) (verdict string, decided int64, byLog bool) {
 	if w.Value != nil && idx != nil {
 		if a, ok := idx.m[attemptKey{w.Token, *w.Value}]; ok && a.time >= w.Call {
-			return a.verdict, a.time
+			return a.verdict, a.time, true
 		}
 	}
 	switch {
 	case w.Outcome == history.OK:
-		return history.Accepted, w.Return
+		return history.Accepted, w.Return, false
 	case w.Outcome == history.Fail:
 		// A fail without a verdict never reached the resource: as good as rejected.
-		return history.Rejected, w.Return
+		return history.Rejected, w.Return, false
 	}
-	return "", never
-}
-
-// logged reports whether the resource log holds w's verdict.
-func logged(w *Op, idx *AttemptIndex) bool {
-	if w.Value == nil || idx == nil {
-		return false
-	}
-	a, ok := idx.m[attemptKey{w.Token, *w.Value}]
-	return ok && a.time >= w.Call
+	return "", never, false
 }
 
 // buildSections pairs reads with writes per client slot.
@@ -148,7 +140,7 @@ func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 		if r != nil {
 			s.Call, s.ReadValue = r.Call, *r.Value
 		}
-		v, decided := writeVerdict(o, idx)
+		v, decided, byLog := writeVerdict(o, idx)
 		switch v {
 		case history.Accepted:
 			s.Effect, s.Return = effApplied, max(decided, s.Call)
@@ -161,7 +153,7 @@ func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 			s.Effect, s.Return = effUnknown, never
 		}
 		if s.Effect == effApplied {
-			s.Applied, s.AppliedByLog = decided, logged(o, idx)
+			s.Applied, s.AppliedByLog = decided, byLog
 			if o.Known() {
 				s.Return = o.Return
 				if decided > o.Return {

@@ -181,10 +181,10 @@ func (t *suite) check(name string, body func() string) {
 // that wrongly succeeded, the next case would otherwise fail only because
 // the key was gone. The key is deleted behind the program's back when the
 // case ends.
-func (t *suite) fresh(ttl time.Duration) (key, tok string, fence int64) {
+func (t *suite) fresh(ttl time.Duration) (key, tok string) {
 	key, tok = t.key(), NewToken()
-	fence = t.acquire("acquire of a fresh key (the case's set-up)", key, tok, ttl, history.OK)
-	return key, tok, fence
+	t.acquire("acquire of a fresh key (the case's set-up)", key, tok, ttl, history.OK)
+	return key, tok
 }
 
 // drop deletes key directly on the server, whatever the case left.
@@ -203,21 +203,21 @@ func (t *suite) run() {
 		return "the key holds the grant's token with its TTL"
 	})
 	t.check("refuse a held key", func() string {
-		k, a, _ := t.fresh(5 * time.Second)
+		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
 		t.acquire("acquire by another token", k, NewToken(), 5*time.Second, history.Fail)
 		t.holds(k, a)
 		return ""
 	})
 	t.check("extend with its own token, longer TTL", func() string {
-		k, a, _ := t.fresh(5 * time.Second)
+		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
 		t.extend("extend to 9 s", k, a, 9*time.Second, history.OK)
 		t.pttlWithin(k, 8*time.Second, 9*time.Second, "extend sets the TTL to ttl_ms from now")
 		return ""
 	})
 	t.check("extend with its own token, shorter TTL", func() string {
-		k, a, _ := t.fresh(5 * time.Second)
+		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
 		t.extend("extend to 3 s", k, a, 3*time.Second, history.OK)
 		t.pttlWithin(k, 2*time.Second, 3*time.Second, "extend sets the TTL to ttl_ms from now, also when shorter (not added to what is left)")
@@ -228,7 +228,7 @@ func (t *suite) run() {
 	// one that wrongly succeeded (its own case fails and says so).
 	foreignFails, notHeld := 0, 0
 	t.check("extend with a foreign token", func() string {
-		k, a, _ := t.fresh(3 * time.Second)
+		k, a := t.fresh(3 * time.Second)
 		defer t.drop(k)
 		r := t.extend("extend by another token", k, NewToken(), 9*time.Second, history.Fail)
 		foreignFails++
@@ -240,7 +240,7 @@ func (t *suite) run() {
 		return ""
 	})
 	t.check("release with a foreign token", func() string {
-		k, a, _ := t.fresh(5 * time.Second)
+		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
 		r := t.release("release by another token", k, NewToken(), history.Fail)
 		foreignFails++
@@ -251,14 +251,14 @@ func (t *suite) run() {
 		return ""
 	})
 	t.check("release with its own token", func() string {
-		k, a, _ := t.fresh(5 * time.Second)
+		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
 		t.release("release", k, a, history.OK)
 		t.absent(k, "an ok release must delete the key")
 		return ""
 	})
 	t.check("release and extend after release", func() string {
-		k, a, _ := t.fresh(5 * time.Second)
+		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
 		t.release("release", k, a, history.OK)
 		t.release("second release", k, a, history.Fail)

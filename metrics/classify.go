@@ -3,8 +3,6 @@ package metrics
 import (
 	"fmt"
 	"strings"
-
-	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // Refusal reasons of a failed acquire, the values of the reason label.
@@ -45,12 +43,6 @@ func RefusalReason(msg string) string {
 	}
 	return "other"
 }
-
-// UnlockMismatch reports whether a failed release's error text is the server
-// (or the lock library) saying the token did not hold the lock
-// (history.SaysNotHeld). A release refused by an error reply or a dead node
-// is not one.
-func UnlockMismatch(msg string) bool { return history.SaysNotHeld(msg) }
 
 // RedlockTally is how the nodes answered one Redlock acquire, as the redlock
 // recipe writes it into the error field ("redlock acquire: 1 OK, 4 refused, 0

@@ -218,7 +218,7 @@ func (r *Run) Observe(e history.Event) {
 			r.sum.RenewFailures++
 		}
 	case history.FRelease:
-		if e.Type == history.Fail && UnlockMismatch(e.Error) {
+		if e.Type == history.Fail && history.SaysNotHeld(e.Error) {
 			c.unlockMismatches.Inc()
 			r.sum.UnlockMismatches++
 		}

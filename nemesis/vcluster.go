@@ -287,15 +287,13 @@ func awaitNoFailFlag(ctx context.Context, c cluster.Runtime, observer, node clus
 	for {
 		r, err := c.Command(wctx, observer.Name, "CLUSTER", "NODES")
 		if err == nil {
-			last = ""
-			for _, line := range strings.Split(r, "\n") {
-				f := strings.Fields(line)
-				if len(f) > 2 && strings.HasPrefix(f[1], node.Addr+"@") {
-					last = f[2]
+			for _, cn := range cluster.ParseClusterNodes(r) {
+				if cn.Addr == node.Addr {
+					if !cn.Failing {
+						return nil
+					}
+					last = cn.Flags
 				}
-			}
-			if last != "" && !strings.Contains(last, "fail") {
-				return nil
 			}
 		}
 		if err := sleep(wctx, 100*time.Millisecond); err != nil {

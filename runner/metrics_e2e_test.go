@@ -211,7 +211,7 @@ func TestMetricsEndpointMatchesHistory(t *testing.T) {
 			want[fmt.Sprintf(`lockjepsen_acquires_total{outcome=%q,reason=%q}`, e.Type, reason)]++
 		case history.FRelease:
 			releases++
-			if e.Type == history.Fail && metrics.UnlockMismatch(e.Error) {
+			if e.Type == history.Fail && history.SaysNotHeld(e.Error) {
 				mismatches++
 			}
 		case history.FExtend:

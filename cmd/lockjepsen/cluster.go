@@ -23,13 +23,7 @@ const defaultClusterDir = ".lockjepsen/cluster"
 
 func runCluster(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		// Asked for, the usage is the answer (stdout, exit 0); given
-		// nothing, it is the error (stderr, exit 254), as main's own.
-		out := os.Stdout
-		if len(args) == 0 {
-			out = os.Stderr
-		}
-		fmt.Fprint(out, `usage: lockjepsen cluster <up|status|kill-primary|down> [flags]
+		return subUsage(args, `usage: lockjepsen cluster <up|status|kill-primary|down> [flags]
 
   up            start 1 primary, --replicas replicas and --sentinels Sentinels on loopback;
                 returns once all replicas are linked and all Sentinels agree
@@ -37,10 +31,6 @@ func runCluster(args []string) int {
   kill-primary  SIGKILL the primary, time the failover, restart the old primary as a replica
   down          stop every node of the cluster
 `)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitValid
 	}
 	switch args[0] {
 	case "up":

@@ -56,6 +56,18 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	return c.run(args[1:])
 }
 
+// subUsage answers a command with subcommands called bare or with -h: asked
+// for, the usage is the answer (stdout, exit 0); given nothing, it is the
+// error (stderr, exit 254), as the top level's own.
+func subUsage(args []string, text string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, text)
+		return exitUsage
+	}
+	fmt.Fprint(os.Stdout, text)
+	return exitValid
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "lockjepsen: fault-injection simulator for distributed locks on Valkey 9")
 	fmt.Fprintln(w, "\nusage: lockjepsen <command> [flags]   (lockjepsen <command> -h for its flags)")

@@ -21,23 +21,13 @@ func init() {
 
 func runResource(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		// Asked for, the usage is the answer (stdout, exit 0); given
-		// nothing, it is the error (stderr, exit 254), as main's own.
-		out := os.Stdout
-		if len(args) == 0 {
-			out = os.Stderr
-		}
-		fmt.Fprint(out, `usage: lockjepsen resource <serve|export> [flags]
+		return subUsage(args, `usage: lockjepsen resource <serve|export> [flags]
 
   serve   serve the fenced resource on loopback (HTTP+JSON, docs/resource.md) until
           SIGTERM; prints the bound address on stdout and in --ready-file
   export  write the attempts log as JSON lines (resource.jsonl) from the database
           or from a running service
 `)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitValid
 	}
 	switch args[0] {
 	case "serve":
