@@ -124,7 +124,7 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 		return b.String()
 	}
 	if d.NewTurnedAway != "" {
-		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its fence number came from a counter on Valkey that the failover set back, so the resource sided with the older holder.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason)
+		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its fence number came from a counter on Valkey that a failover or restart set back, so the resource sided with the older holder.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason)
 		if d.StaleWrite == "accepted" {
 			fmt.Fprintf(&b, " Client %d's writes kept landing, and only one holder ever wrote: the data is safe, but the lock picked the wrong winner. A number issued by the database itself would not go backwards.", d.StaleClient)
 			return b.String()
@@ -154,7 +154,7 @@ func explainFence(f FenceIssue) string {
 		return fmt.Sprintf("Fence %d on %s was handed to client %d and again to client %d: a failover lost the INCR that issued it, so a fenced resource cannot tell the two holders apart by number alone.",
 			f.Fence, f.Key, f.Clients[0], f.Clients[1])
 	}
-	s := fmt.Sprintf("Client %d received fence %d on %s after client %d had already received %d: the fence counter went backwards (a failover lost INCRs, including those of refused acquires), so a fenced resource will reject the newer holder.",
+	s := fmt.Sprintf("Client %d received fence %d on %s after client %d had already received %d: the fence counter went backwards (a failover or restart lost INCRs, including those of refused acquires), so a fenced resource will reject the newer holder.",
 		f.Clients[1], f.Fence, f.Key, f.Clients[0], f.Previous)
 	if f.GrantsBelow > 1 {
 		s += fmt.Sprintf(" %d grants in a row stayed below %d before the counter caught up: every one of those holders is turned away.", f.GrantsBelow, f.Previous)

@@ -64,7 +64,7 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "stale writes (sent by a holder after another client was granted its lock): %d attempted, %d rejected by the fence, %d accepted, %d unknown\n",
 		sw.Attempted, sw.Rejected, sw.Accepted, sw.Unknown)
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
-		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %s: its fence number was set back by the failover, so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", Count(n, "double holder"), ArticleTitle)
+		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %s: its fence number was set back by a failover or restart, so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", Count(n, "double holder"), ArticleTitle)
 	}
 	if n := staleTurnedAway(r); n > 0 {
 		fmt.Fprintf(&b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", Count(n, "double holder"))
@@ -185,6 +185,19 @@ func whoHeld(r *Result) string {
 	}
 	s := fmt.Sprintf("who held: the lock service granted the lock %s", Count(grants, "time"))
 	if r.DoubleHolders == 0 {
+		// A double grant whose first holder stopped before the second
+		// acted (its extend was refused, or its next write turned away)
+		// leaves no moment with two active holders; the sentence must not
+		// then say the lock never went to two clients.
+		twice := 0
+		for _, v := range r.Violations {
+			if v.Kind == "double-grant" {
+				twice++
+			}
+		}
+		if twice > 0 {
+			return s + fmt.Sprintf("; %s it granted the lock while another client's lease was still alive, though the two never acted as holder at the same moment.\n", Count(twice, "time"))
+		}
 		return s + ", never to two clients at once.\n"
 	}
 	grantedTwice, expired := 0, 0
@@ -239,7 +252,7 @@ func whoWrote(r *Result) string {
 	s += fmt.Sprintf("; %d of them came from an older holder (%s) while a newer one held the lock", r.StaleWrites.Accepted, clientSet(stale))
 	var why []string
 	if sided {
-		why = append(why, "the fence sided with the older holder, whose number was higher because the failover set the newer one's back")
+		why = append(why, "the fence sided with the older holder, whose number was higher because a failover or restart set the newer one's back")
 	}
 	if unfenced {
 		why = append(why, "no fence checked them")

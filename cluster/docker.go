@@ -137,36 +137,23 @@ func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
 	}
 	d.topo = &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
 	d.set, d.q = &d.topo.nodeSet, d.topo
-	if cfg.IsEtcd() {
-		d.layoutEtcd()
-		return d, nil
-	}
-	add := func(name string, kind Role) {
-		nd := filepath.Join(dir, name)
-		d.topo.nodes = append(d.topo.nodes, Node{Name: name, Kind: kind, Dir: nd, LogFile: filepath.Join(nd, name+".log")})
-	}
-	if cfg.IsRedlock() {
-		// Redlock's N independent primaries: no replication, no Sentinel.
-		for i := 0; i < cfg.Nodes; i++ {
-			add(fmt.Sprintf("valkey-%d", i), RolePrimary)
-		}
-		return d, nil
-	}
-	add("valkey-0", RolePrimary)
-	for r := 1; r <= cfg.Replicas; r++ {
-		add(fmt.Sprintf("valkey-%d", r), RoleReplica)
-	}
-	for s := 0; s < cfg.Sentinels; s++ {
-		add(fmt.Sprintf("sentinel-%d", s), RoleSentinel)
-	}
+	cfg.Deployment().layoutDocker(d)
 	return d, nil
 }
 
+// layoutValkey lays out a Valkey deployment's containers: its nodes, whose
+// addresses are known once Up has made the networks.
+func (d *Docker) layoutValkey() {
+	for _, n := range d.cfg.Deployment().layout(d.cfg) {
+		n.Dir = filepath.Join(d.cfg.Dir, n.Name)
+		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+		d.topo.nodes = append(d.topo.nodes, n)
+	}
+}
+
 // meshed reports whether every node is attached to every other node's home
-// network. Redlock's primaries never talk to each other, so each sits on its
-// home network alone (the host reaches it there); Partition has nothing to
-// cut on that topology, Isolate cuts the node off from the clients.
-func (d *Docker) meshed() bool { return !d.cfg.IsRedlock() }
+// network (the deployment says: not Redlock's, whose primaries never talk).
+func (d *Docker) meshed() bool { return d.cfg.Deployment().meshed() }
 
 // RunID is the prefix of every container and network name of this run, and the
 // value of their org.lockjepsen.run label.
@@ -797,7 +784,7 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 	}
 	// A redlock node comes back as the primary it was (its own config; the
 	// nemesis's kill-node says so); an etcd member with its data dir.
-	if n.Kind != RoleSentinel && n.Kind != RoleMember && mode == AsReplica && !d.cfg.IsRedlock() {
+	if n.Kind != RoleSentinel && mode == AsReplica && d.cfg.Deployment().rejoinsAsReplica() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
 		}

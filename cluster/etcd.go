@@ -48,8 +48,80 @@ const (
 // time.Time with a monotonic reading, Raft counts ticks of a ticker).
 var ErrEtcdClock = errors.New("an etcd member's clock cannot be moved: etcd is a Go program, which reads the clock through the vDSO, not libc, so libfaketime's LD_PRELOAD does not reach it (verified: etcd under libfaketime +1d logs true time); its leases use monotonic time in any case")
 
-// IsEtcd reports whether the topology is an etcd cluster.
-func (c *Config) IsEtcd() bool { return c.Topology == TopologyEtcd }
+func init() { register(2, etcdDeployment{}) }
+
+// etcdDeployment has its own runtimes (EtcdLocal, and Docker's etcd layout):
+// the *Local hooks of a Valkey deployment are never called for it.
+type etcdDeployment struct{}
+
+func (etcdDeployment) Name() string { return TopologyEtcd }
+func (etcdDeployment) Doc() string {
+	return "--members etcd members (Raft), the lock is the official client's concurrency.Mutex"
+}
+func (etcdDeployment) Banner(c Config, version string) string {
+	return fmt.Sprintf("cluster: etcd, %d members (Raft, heartbeat %v, election timeout %v; %s)",
+		c.Members, EtcdHeartbeat, EtcdElectionTimeout, version)
+}
+func (etcdDeployment) Note(Config, bool) string { return "" }
+func (etcdDeployment) Settled() string {
+	return "waiting for every etcd member to answer and one leader"
+}
+
+// Replicated is false: every live member answering and all naming one
+// leader (WaitReady) is the whole wait between faults.
+func (etcdDeployment) Replicated() bool { return false }
+func (etcdDeployment) Endpoints(rt Runtime) Endpoints {
+	return Endpoints{Etcd: EtcdEndpoints(rt)}
+}
+
+// Expires is false: no PTTL on etcd, a lock key lives exactly as long as
+// its lease.
+func (etcdDeployment) Expires() bool          { return false }
+func (etcdDeployment) ClockError() error      { return ErrEtcdClock }
+func (etcdDeployment) meshed() bool           { return true }
+func (etcdDeployment) layoutDocker(d *Docker) { d.layoutEtcd() }
+func (etcdDeployment) rejoinsAsReplica() bool { return false }
+func (etcdDeployment) Offers(need string) bool {
+	return need == TopologyEtcd || need == NeedAny
+}
+func (etcdDeployment) Defaults(*Config, func(string) bool) {}
+func (etcdDeployment) ValidateRun(k RunKnobs) error {
+	switch {
+	case k.Wait:
+		return fmt.Errorf("--wait counts Valkey replicas: etcd commits every write through Raft before it answers")
+	case k.WaitAOF:
+		return fmt.Errorf("--waitaof is a Valkey knob: etcd fsyncs its WAL before it answers")
+	case k.DelayedRestart > 0:
+		return fmt.Errorf("--delayed-restart is a redlock-topology knob: add --topology redlock")
+	}
+	return nil
+}
+func (etcdDeployment) validate(c *Config) error { return c.validateEtcd() }
+func (etcdDeployment) layout(c Config) []Node {
+	var nodes []Node
+	for i := 0; i < c.Members; i++ {
+		nodes = append(nodes, Node{Name: fmt.Sprintf("etcd-%d", i), Kind: RoleMember})
+	}
+	return nodes
+}
+func (etcdDeployment) newLocal(c Config, _ Binaries) (Runtime, error) {
+	e, err := newEtcdLocal(c)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+var errEtcdHook = errors.New("the etcd topology runs on its own runtime, not on Valkey processes")
+
+func (etcdDeployment) up(context.Context, *Local) error        { return errEtcdHook }
+func (etcdDeployment) readyOnce(context.Context, *Local) error { return errEtcdHook }
+func (etcdDeployment) primary(context.Context, *Local) (Node, error) {
+	return Node{}, errEtcdHook
+}
+func (etcdDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
+	return Node{}, errEtcdHook
+}
 
 func (c *Config) validateEtcd() error {
 	if c.Members == 0 {
@@ -122,11 +194,11 @@ func newEtcdLocal(cfg Config) (*EtcdLocal, error) {
 		return nil, err
 	}
 	e := &EtcdLocal{cfg: cfg, bin: bin, version: string(m[1]), procs: map[string]*proc{}, clients: map[string]*clientv3.Client{}}
-	for i := 0; i < cfg.Members; i++ {
-		name := fmt.Sprintf("etcd-%d", i)
-		d := filepath.Join(dir, name)
-		e.nodes = append(e.nodes, Node{Name: name, Kind: RoleMember, Dir: d, LogFile: filepath.Join(d, name+".log"),
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i]))})
+	for i, n := range (etcdDeployment{}).layout(cfg) {
+		n.Dir = filepath.Join(dir, n.Name)
+		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i]))
+		e.nodes = append(e.nodes, n)
 		e.peers = append(e.peers, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1])))
 	}
 	return e, nil

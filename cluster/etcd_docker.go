@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -42,10 +41,10 @@ func DockerEtcdImage() string {
 func (d *Docker) layoutEtcd() {
 	d.image = DockerEtcdImage()
 	d.etcd = &EtcdLocal{cfg: d.cfg, procs: map[string]*proc{}, clients: map[string]*clientv3.Client{}}
-	for i := 0; i < d.cfg.Members; i++ {
-		name := fmt.Sprintf("etcd-%d", i)
-		nd := filepath.Join(d.cfg.Dir, name)
-		d.etcd.nodes = append(d.etcd.nodes, Node{Name: name, Kind: RoleMember, Dir: nd, LogFile: filepath.Join(nd, name+".log")})
+	for _, n := range (etcdDeployment{}).layout(d.cfg) {
+		n.Dir = filepath.Join(d.cfg.Dir, n.Name)
+		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+		d.etcd.nodes = append(d.etcd.nodes, n)
 	}
 	d.set, d.q = &d.etcd.nodeSet, d.etcd
 }

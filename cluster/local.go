@@ -31,7 +31,8 @@ type Local struct {
 
 var _ Runtime = (*Local)(nil)
 
-// NewLocal validates cfg and lays out the nodes; nothing starts until Up.
+// NewLocal validates cfg and lays out the deployment's nodes; nothing starts
+// until Up.
 func NewLocal(cfg Config, bins Binaries) (*Local, error) {
 	if err := cfg.validateWithDir(); err != nil {
 		return nil, err
@@ -44,35 +45,64 @@ func NewLocal(cfg Config, bins Binaries) (*Local, error) {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	cfg.Dir = dir
-	if cfg.IsRedlock() {
-		return newRedlockLocal(cfg, bins)
-	}
-	if cfg.IsCluster() {
-		return newClusterLocal(cfg, bins)
-	}
-	ports, err := allocatePorts(cfg.BasePort, 1+cfg.Replicas+cfg.Sentinels)
+	nodes := cfg.Deployment().layout(cfg)
+	ports, err := allocateNodePorts(cfg, len(nodes))
 	if err != nil {
 		return nil, err
 	}
 	l := &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
-	i := 0
-	add := func(name string, kind Role) {
-		d := filepath.Join(dir, name)
-		l.nodes = append(l.nodes, Node{
-			Name: name, Kind: kind, Dir: d, LogFile: filepath.Join(d, name+".log"),
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])),
-		})
-		i++
+	for i, n := range nodes {
+		n.Dir = filepath.Join(dir, n.Name)
+		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))
+		l.nodes = append(l.nodes, n)
 	}
-	add("valkey-0", RolePrimary)
-	for r := 1; r <= cfg.Replicas; r++ {
-		add(fmt.Sprintf("valkey-%d", r), RoleReplica)
-	}
-	for s := 0; s < cfg.Sentinels; s++ {
-		add(fmt.Sprintf("sentinel-%d", s), RoleSentinel)
-	}
+	// The address Sentinels are told to monitor and replicas first follow.
 	l.initialPrimary = l.nodes[0].Addr
 	return l, nil
+}
+
+// newLocal is NewLocal as a Runtime: returning NewLocal's result directly
+// would wrap a nil *Local in a non-nil Runtime on error, which callers' nil
+// checks then miss.
+func newLocal(cfg Config, bins Binaries) (Runtime, error) {
+	l, err := NewLocal(cfg, bins)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// allocateNodePorts picks the nodes' ports; a Valkey Cluster node's bus port
+// (+10000) must be free too.
+func allocateNodePorts(cfg Config, n int) ([]int, error) {
+	if cfg.Deployment().Offers(TopologyCluster) {
+		return allocateClusterPorts(cfg.BasePort, n)
+	}
+	return allocatePorts(cfg.BasePort, n)
+}
+
+// layoutSentinel is the Sentinel topology's node list: valkey-0 the first
+// primary, its replicas, then the Sentinels.
+func layoutSentinel(c Config) []Node {
+	nodes := layoutValkey(c, 1, c.Replicas)
+	for s := 0; s < c.Sentinels; s++ {
+		nodes = append(nodes, Node{Name: fmt.Sprintf("sentinel-%d", s), Kind: RoleSentinel})
+	}
+	return nodes
+}
+
+// layoutValkey lists primaries valkey-0..p-1 then replicas valkey-p..p+r-1.
+func layoutValkey(_ Config, primaries, replicas int) []Node {
+	var nodes []Node
+	for i := 0; i < primaries+replicas; i++ {
+		kind := RolePrimary
+		if i >= primaries {
+			kind = RoleReplica
+		}
+		nodes = append(nodes, Node{Name: fmt.Sprintf("valkey-%d", i), Kind: kind})
+	}
+	return nodes
 }
 
 // allocatePorts returns n ports: free ones chosen by the kernel, or base..base+n-1
@@ -193,18 +223,18 @@ func (l *Local) ValkeyNodes() []Node {
 	return out
 }
 
-// Up writes fresh configs, starts the primary, the replicas and the Sentinels,
-// and returns once WaitReady holds.
+// Up writes fresh configs, starts the deployment's nodes and returns once
+// WaitReady holds.
 func (l *Local) Up(ctx context.Context) error {
 	if err := os.MkdirAll(l.cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
-	if l.cfg.IsRedlock() {
-		return l.upRedlock(ctx)
-	}
-	if l.cfg.IsCluster() {
-		return l.upCluster(ctx)
-	}
+	return l.cfg.Deployment().up(ctx, l)
+}
+
+// upReplicated starts the primary, the replicas and the Sentinels (if any)
+// in order, and returns once WaitReady holds.
+func (l *Local) upReplicated(ctx context.Context) error {
 	for _, n := range l.Nodes() {
 		if n.Kind == RoleSentinel && n.Name == "sentinel-0" {
 			// Sentinels learn replicas from the primary's INFO, which they
@@ -443,9 +473,7 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica && !l.cfg.IsRedlock() && !l.cfg.IsCluster() {
-		// (A cluster node keeps its nodes.conf and rejoins as a replica of
-		// whoever took its slots: the cluster bus demotes it.)
+	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.Deployment().rejoinsAsReplica() {
 		if err := l.writeConfig(n, true); err != nil {
 			return err
 		}

@@ -4,21 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 )
 
-// Topologies lists the shapes a cluster can take: one Sentinel-managed
-// primary with replicas, or Redlock's N independent primaries.
-var Topologies = []string{TopologySentinel, TopologyRedlock, TopologyEtcd, TopologyCluster}
+func init() { register(1, redlockDeployment{}) }
 
-// Topology names.
-const (
-	TopologySentinel = "sentinel"
-	TopologyRedlock  = "redlock"
-)
+// TopologyRedlock is Redlock's N independent primaries: no replication, no
+// Sentinel; the recipe asks a majority of them.
+const TopologyRedlock = "redlock"
 
 // DefaultRedlockNodes is the distlock page's N = 5.
 const DefaultRedlockNodes = 5
@@ -27,29 +20,52 @@ const DefaultRedlockNodes = 5
 // where every node is a primary of its own: faults name nodes instead.
 var errNoPrimary = errors.New("the redlock topology has no single primary (N independent primaries): use a per-node fault (kill-node, pause-node, clock-bump-node)")
 
-// IsRedlock reports whether the topology is Redlock's N independent primaries.
-func (c *Config) IsRedlock() bool { return c.Topology == TopologyRedlock }
+type redlockDeployment struct{ valkeyDeployment }
 
-// TopologyName is the topology with its default filled in.
-func (c *Config) TopologyName() string {
-	if c.Topology == "" {
-		return TopologySentinel
-	}
-	return c.Topology
+func (redlockDeployment) Name() string { return TopologyRedlock }
+func (redlockDeployment) Doc() string {
+	return "--nodes independent primaries (the distlock page's N = 5), no replication, no Sentinel"
+}
+func (redlockDeployment) Banner(c Config, version string) string {
+	return fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", c.Nodes, version)
 }
 
-func (c *Config) validateTopology() error {
-	switch c.TopologyName() {
-	case TopologySentinel:
-		return nil
-	case TopologyRedlock:
-	case TopologyEtcd:
-		return c.validateEtcd()
-	case TopologyCluster:
-		return c.validateCluster()
-	default:
-		return fmt.Errorf("--topology %q: want sentinel, redlock, etcd or cluster", c.Topology)
+// redlockNote is the Redlock note's title ("Redis SET NX EX vs Redlock",
+// checker.RedlockTitle), which the summary cites.
+const redlockNote = "Redis SET NX EX vs Redlock"
+
+func (redlockDeployment) Note(c Config, fenced bool) string {
+	if fenced {
+		return fmt.Sprintf("topology redlock: %d independent primaries. Redlock has no monotonic counter of its own; the fence numbers here come from the resource's own sequence, asked for after each grant (--fence-source resource).", c.Nodes)
 	}
+	return fmt.Sprintf("topology redlock: %d independent primaries. Redlock has no monotonic counter (no single node could keep one), so no fence number is drawn: a paused holder's late write can only be stopped by a number the resource issues itself (%q).", c.Nodes, redlockNote)
+}
+func (redlockDeployment) Settled() string { return "waiting for every node to answer PING" }
+
+// Replicated is false: no primary and replicas to settle, every live node
+// answering PING is the whole wait.
+func (redlockDeployment) Replicated() bool { return false }
+func (redlockDeployment) Endpoints(rt Runtime) Endpoints {
+	return Endpoints{Addrs: Addrs(rt)}
+}
+func (redlockDeployment) Offers(need string) bool {
+	return need == TopologyRedlock || need == NeedAny
+}
+func (redlockDeployment) ValidateRun(k RunKnobs) error {
+	switch {
+	case k.Wait:
+		return fmt.Errorf("--wait counts replicas: the redlock topology has none")
+	case k.WaitAOF:
+		return fmt.Errorf("--waitaof is refused on the redlock topology: the recipes there write on N nodes, and WAITAOF counts one connection's writes")
+	case k.Fence != "none" && k.FenceSource != "resource":
+		// The database's own sequence needs nothing of the N nodes: Redlock
+		// can be fenced that way (--fence-source resource), not by INCR.
+		return fmt.Errorf("--fence %s: Redlock has no monotonic counter to fence with (no single node can keep one); use --fence none, or --fence-source resource (the database issues the number)", k.Fence)
+	}
+	return nil
+}
+
+func (redlockDeployment) validate(c *Config) error {
 	if c.Nodes == 0 {
 		c.Nodes = DefaultRedlockNodes
 	}
@@ -62,22 +78,29 @@ func (c *Config) validateTopology() error {
 	return nil
 }
 
-// newRedlockLocal lays out Nodes standalone primaries, valkey-0..N-1, with no
-// replication and no Sentinel.
-func newRedlockLocal(cfg Config, bins Binaries) (*Local, error) {
-	ports, err := allocatePorts(cfg.BasePort, cfg.Nodes)
-	if err != nil {
-		return nil, err
-	}
-	l := &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
-	for i := 0; i < cfg.Nodes; i++ {
-		name := fmt.Sprintf("valkey-%d", i)
-		d := filepath.Join(cfg.Dir, name)
-		l.nodes = append(l.nodes, Node{Name: name, Kind: RolePrimary, Dir: d, LogFile: filepath.Join(d, name+".log"),
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))})
-	}
-	return l, nil
+// layout: valkey-0..N-1, every one a primary.
+func (redlockDeployment) layout(c Config) []Node { return layoutValkey(c, c.Nodes, 0) }
+func (redlockDeployment) up(ctx context.Context, l *Local) error {
+	return l.upRedlock(ctx)
 }
+func (redlockDeployment) readyOnce(ctx context.Context, l *Local) error {
+	return l.redlockReadyOnce(ctx)
+}
+func (redlockDeployment) primary(context.Context, *Local) (Node, error) {
+	return Node{}, errNoPrimary
+}
+func (redlockDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
+	return Node{}, errNoPrimary
+}
+
+// rejoinsAsReplica is false: a redlock node comes back as the primary it was
+// (its own config; the nemesis's kill-node says so).
+func (redlockDeployment) rejoinsAsReplica() bool { return false }
+
+// meshed is false: Redlock's primaries never talk to each other, so each
+// sits on its home network alone (the host reaches it there); Partition has
+// nothing to cut on that topology, Isolate cuts the node off from the clients.
+func (redlockDeployment) meshed() bool { return false }
 
 // upRedlock starts every primary and waits until each answers PING.
 func (l *Local) upRedlock(ctx context.Context) error {

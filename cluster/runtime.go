@@ -1,7 +1,7 @@
-// Package cluster starts and breaks a Valkey 9 primary/replica set under
-// Sentinel. Runtime is what the nemesis and runner use; Local runs the nodes as
-// processes on loopback, and a Docker runtime can implement the same interface
-// without changing its callers.
+// Package cluster starts and breaks the deployments a lock runs on (a
+// Deployment each: Sentinel, Redlock, etcd, Valkey Cluster, standalone).
+// Runtime is what the nemesis and runner use; Local runs the nodes as
+// processes on loopback, Docker as containers on private networks.
 package cluster
 
 import (
@@ -77,24 +77,15 @@ const (
 	commandDeadline = 2 * time.Second
 )
 
-// New makes the runtime cfg.Runtime names.
+// New makes the runtime cfg.Runtime names for cfg's deployment.
 func New(cfg Config, bins Binaries) (Runtime, error) {
-	if cfg.TopologyName() == TopologyEtcd && cfg.runtime() == "local" {
-		e, err := newEtcdLocal(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return e, nil
+	d, err := Lookup(cfg.Topology)
+	if err != nil {
+		return nil, err
 	}
 	switch cfg.Runtime {
 	case "", "local":
-		// Returning NewLocal's result directly would wrap a nil *Local in a
-		// non-nil Runtime on error, which callers' nil checks then miss.
-		l, err := NewLocal(cfg, bins)
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
+		return d.newLocal(cfg, bins)
 	case "docker":
 		return newDocker(cfg, bins)
 	}

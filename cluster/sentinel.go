@@ -8,6 +8,48 @@ import (
 	"time"
 )
 
+func init() { register(0, sentinelDeployment{}) }
+
+// TopologySentinel is the default deployment: one primary with replicas,
+// failed over by a quorum of Sentinels; clients find the primary by asking
+// them.
+const TopologySentinel = "sentinel"
+
+type sentinelDeployment struct{ valkeyDeployment }
+
+func (sentinelDeployment) Name() string { return TopologySentinel }
+func (sentinelDeployment) Doc() string {
+	return "one primary, --replicas replicas and --sentinels Sentinels that fail it over (the default)"
+}
+func (sentinelDeployment) Banner(c Config, version string) string {
+	return fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", c.Replicas, c.Sentinels, version)
+}
+func (sentinelDeployment) Settled() string { return "waiting for one primary with replicas in sync" }
+func (sentinelDeployment) Endpoints(rt Runtime) Endpoints {
+	return Endpoints{Sentinels: rt.SentinelAddrs(), MasterSet: MasterName}
+}
+func (sentinelDeployment) Offers(need string) bool {
+	return need == NeedPrimary || need == NeedFailover || need == NeedAny
+}
+func (sentinelDeployment) ValidateRun(k RunKnobs) error {
+	if k.DelayedRestart > 0 {
+		return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed Sentinel-managed primary rejoins as a replica): add --topology redlock")
+	}
+	return nil
+}
+func (sentinelDeployment) validate(*Config) error                 { return nil }
+func (sentinelDeployment) layout(c Config) []Node                 { return layoutSentinel(c) }
+func (sentinelDeployment) up(ctx context.Context, l *Local) error { return l.upReplicated(ctx) }
+func (sentinelDeployment) readyOnce(ctx context.Context, l *Local) error {
+	return l.readyOnce(ctx)
+}
+func (sentinelDeployment) primary(ctx context.Context, l *Local) (Node, error) {
+	return l.sentinelPrimary(ctx)
+}
+func (sentinelDeployment) waitFailover(ctx context.Context, l *Local, from string) (Node, error) {
+	return l.sentinelWaitFailover(ctx, from)
+}
+
 // sentinelVotes asks every reachable Sentinel for the primary and returns the
 // address a majority of all Sentinels names ("" when there is no majority).
 func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
@@ -35,14 +77,20 @@ func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
 	return "", answers
 }
 
-// Primary returns the node a majority of Sentinels names as primary.
+// Primary returns the deployment's primary: the node a majority of
+// Sentinels names, the lock key's shard's primary, the standalone primary.
 func (l *Local) Primary(ctx context.Context) (Node, error) {
-	if l.cfg.IsRedlock() {
-		return Node{}, errNoPrimary
-	}
-	if l.cfg.IsCluster() {
-		return l.clusterPrimary(ctx)
-	}
+	return l.cfg.Deployment().primary(ctx, l)
+}
+
+// WaitFailover waits until the deployment has a primary other than the node
+// `from`, and that node answers as a primary.
+func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
+	return l.cfg.Deployment().waitFailover(ctx, l, from)
+}
+
+// sentinelPrimary is Primary on the Sentinel topology.
+func (l *Local) sentinelPrimary(ctx context.Context) (Node, error) {
 	addr, answers := l.sentinelVotes(ctx)
 	if addr == "" {
 		return Node{}, fmt.Errorf("no majority of Sentinels agrees on a primary: %v", answers)
@@ -54,15 +102,9 @@ func (l *Local) Primary(ctx context.Context) (Node, error) {
 	return n, nil
 }
 
-// WaitFailover waits until a majority of Sentinels name a primary other than
-// the node `from`, and that node answers as a primary.
-func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
-	if l.cfg.IsRedlock() {
-		return Node{}, errNoPrimary
-	}
-	if l.cfg.IsCluster() {
-		return l.clusterWaitFailover(ctx, from)
-	}
+// sentinelWaitFailover waits until a majority of Sentinels name a primary
+// other than the node `from`, and that node answers as a primary.
+func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, error) {
 	old, err := l.mustNode(from)
 	if err != nil {
 		return Node{}, err
@@ -82,22 +124,16 @@ func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
 	}
 }
 
-// WaitReady waits until one primary is named by every live Sentinel, every live
-// replica's link to it is up, and every Sentinel sees all live replicas and the
-// other Sentinels.
+// WaitReady waits until the deployment is ready: on Sentinel's, one primary
+// named by every live Sentinel, every live replica's link to it up, and every
+// Sentinel seeing all live replicas and the other Sentinels.
 func (l *Local) WaitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	ready := l.readyOnce
-	if l.cfg.IsRedlock() {
-		ready = l.redlockReadyOnce
-	}
-	if l.cfg.IsCluster() {
-		ready = l.clusterReadyOnce
-	}
+	d := l.cfg.Deployment()
 	var last error
 	for {
-		if last = ready(ctx); last == nil {
+		if last = d.readyOnce(ctx, l); last == nil {
 			return nil
 		}
 		select {
@@ -108,6 +144,7 @@ func (l *Local) WaitReady(ctx context.Context) error {
 	}
 }
 
+// readyOnce is one look at the Sentinel topology's readiness.
 func (l *Local) readyOnce(ctx context.Context) error {
 	primary, err := l.Primary(ctx)
 	if err != nil {

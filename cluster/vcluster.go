@@ -32,8 +32,60 @@ const Slots = 16384
 // WaitFailover on the cluster topology mean the shard that owns its slot.
 const LockKey = "lock:{job-1}"
 
-// IsCluster reports whether the topology is Valkey Cluster.
-func (c *Config) IsCluster() bool { return c.Topology == TopologyCluster }
+func init() { register(3, clusterDeployment{}) }
+
+type clusterDeployment struct{ valkeyDeployment }
+
+func (clusterDeployment) Name() string { return TopologyCluster }
+func (clusterDeployment) Doc() string {
+	return "Valkey Cluster: --shards primaries with --replicas replicas each, failed over by the cluster bus"
+}
+func (clusterDeployment) Banner(c Config, version string) string {
+	return fmt.Sprintf("cluster: Valkey Cluster, %d shards of 1 primary and %d replica(s), failover by the cluster bus (cluster-node-timeout %v), no Sentinel (Valkey %s)",
+		c.Shards, c.Replicas, c.DownAfter, version)
+}
+func (clusterDeployment) Settled() string {
+	return "waiting for cluster_state:ok on every node, replicas in sync"
+}
+func (clusterDeployment) Endpoints(rt Runtime) Endpoints { return Endpoints{Cluster: Addrs(rt)} }
+func (clusterDeployment) Offers(need string) bool {
+	return need == TopologyCluster || need == NeedAny
+}
+func (clusterDeployment) ValidateRun(k RunKnobs) error {
+	if k.DelayedRestart > 0 {
+		return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed cluster primary rejoins as a replica): add --topology redlock")
+	}
+	return nil
+}
+
+// Defaults: --topology cluster on a Sentinel scenario starts one replica per
+// shard unless --replicas says otherwise (Sentinel's default of 2 would
+// triple the processes).
+func (clusterDeployment) Defaults(c *Config, set func(string) bool) {
+	if !set("replicas") {
+		c.Replicas = 1
+	}
+}
+func (clusterDeployment) validate(c *Config) error { return c.validateCluster() }
+
+// layout: the shards' primaries valkey-0..S-1, then their replicas.
+func (clusterDeployment) layout(c Config) []Node {
+	return layoutValkey(c, c.Shards, c.Shards*c.Replicas)
+}
+func (clusterDeployment) up(ctx context.Context, l *Local) error { return l.upCluster(ctx) }
+func (clusterDeployment) readyOnce(ctx context.Context, l *Local) error {
+	return l.clusterReadyOnce(ctx)
+}
+func (clusterDeployment) primary(ctx context.Context, l *Local) (Node, error) {
+	return l.clusterPrimary(ctx)
+}
+func (clusterDeployment) waitFailover(ctx context.Context, l *Local, from string) (Node, error) {
+	return l.clusterWaitFailover(ctx, from)
+}
+
+// rejoinsAsReplica is false: a cluster node keeps its nodes.conf and
+// rejoins as a replica of whoever took its slots (the cluster bus demotes it).
+func (clusterDeployment) rejoinsAsReplica() bool { return false }
 
 func (c *Config) validateCluster() error {
 	if c.Shards == 0 {
@@ -62,27 +114,6 @@ func (c *Config) validateCluster() error {
 
 // ClusterNodes is the number of Valkey processes of the cluster topology.
 func (c *Config) ClusterNodes() int { return c.Shards * (1 + c.Replicas) }
-
-// newClusterLocal lays out the shards' primaries and replicas.
-func newClusterLocal(cfg Config, bins Binaries) (*Local, error) {
-	n := cfg.ClusterNodes()
-	ports, err := allocateClusterPorts(cfg.BasePort, n)
-	if err != nil {
-		return nil, err
-	}
-	l := &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("valkey-%d", i)
-		kind := RolePrimary
-		if i >= cfg.Shards {
-			kind = RoleReplica
-		}
-		d := filepath.Join(cfg.Dir, name)
-		l.nodes = append(l.nodes, Node{Name: name, Kind: kind, Dir: d, LogFile: filepath.Join(d, name+".log"),
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))})
-	}
-	return l, nil
-}
 
 // allocateClusterPorts picks ports whose cluster-bus port (+10000) is free
 // too.
@@ -350,7 +381,7 @@ var _ Sharded = (*Local)(nil)
 // Shard asks a live node which primary owns key's slot, and which replicas
 // follow that primary.
 func (l *Local) Shard(ctx context.Context, key string) (Shard, error) {
-	if !l.cfg.IsCluster() {
+	if !l.cfg.Deployment().Offers(TopologyCluster) {
 		return Shard{}, fmt.Errorf("the %s topology has no shards", l.cfg.TopologyName())
 	}
 	slot := KeySlot(key)

@@ -96,6 +96,22 @@ type Recipe struct {
 // program can, if it returns fences: the run's start checks that it does.
 func (r Recipe) Fences() bool { return r.Ours || r.Name == Exec }
 
+// DrawsFence reports whether the recipe's clients draw a fencing token with
+// every grant in a run with this --fence and --fence-source: never when the
+// resource issues the number; an exec program and etcd-mutex only when the
+// run fences (a program need not implement fences; etcd's revision is asked
+// for only then), the other recipes that can always, so that an unfenced
+// run's history still shows which grant came after which.
+func (r Recipe) DrawsFence(fence, source string) bool {
+	if !r.Fences() || source == knob.FenceSourceResource {
+		return false
+	}
+	if r.Name == Exec || r.Name == EtcdMutex {
+		return fence != knob.FenceNone
+	}
+	return true
+}
+
 func needsNative(c Caps) []string {
 	var missing []string
 	if !c.IFEQ {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/marks"
 )
 
@@ -99,9 +100,42 @@ func Describe(name string) string {
 	return ""
 }
 
-// Check says whether a run with this topology can inject the fault; the
-// error names the fault and the fix.
-func (f *Fault) Check(runtime string, replicas int) error {
+// Available says whether a run on this deployment, runtime and replica count
+// can inject the fault; the error names the fault and the fix. It is the one
+// check: the runner, the sweep and the docs ask it.
+func (f *Fault) Available(d cluster.Deployment, runtime string, replicas int) error {
+	if f.Needs.FakeTime {
+		if err := d.ClockError(); err != nil {
+			return fmt.Errorf("the %s fault is refused on --topology %s: %w", f.Name, d.Name(), err)
+		}
+	}
+	if need := f.need(); !d.Offers(need) {
+		var offer []string
+		for _, name := range cluster.Topologies {
+			if o, _ := cluster.Lookup(name); o.Offers(need) {
+				offer = append(offer, name)
+			}
+		}
+		return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(offer, " or "), d.Name())
+	}
+	return f.check(runtime, replicas)
+}
+
+// need is what the fault needs of a deployment: its Needs.Topology, or for
+// the faults on "the primary" a primary, failed over automatically when the
+// fault waits for a failover.
+func (f *Fault) need() string {
+	switch {
+	case f.Needs.Topology != "":
+		return f.Needs.Topology
+	case f.Failover:
+		return cluster.NeedFailover
+	}
+	return cluster.NeedPrimary
+}
+
+// check is Available's part that needs no deployment: runtime and replicas.
+func (f *Fault) check(runtime string, replicas int) error {
 	if f.Needs.Runtime != "" && runtime != f.Needs.Runtime {
 		return fmt.Errorf("the %s fault needs --runtime %s: processes on one loopback interface cannot be cut apart ('make images' builds what it needs)", f.Name, f.Needs.Runtime)
 	}

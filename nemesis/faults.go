@@ -82,6 +82,16 @@ var catalog = []*Fault{
 		inject: runFastRestart,
 	},
 	{
+		Name:     "promote-replica",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
+		Marks: []Mark{{Event: "promote-replica", Heal: "promoted", Cause: CauseFailover}},
+		Doc: "an operator's manual promotion (standalone): the replicas' links cut, a fresh grant on the primary alone, " +
+			"then REPLICAOF NO ONE on a replica that never saw it, the service address moved to it, the old primary demoted",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 6*time.Second },
+		inject: runPromoteReplica,
+	},
+	{
 		Name:     "pause-primary",
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
@@ -495,24 +505,127 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	return failoverAndRejoin(ctx, env, p)
 }
 
+// runPromoteReplica is the Sentinel race done by hand. The replicas are
+// paused and their links dropped (as cut-replication does), so a grant made
+// now lives on the primary alone; once one is made, the operator promotes a
+// replica that never saw it. REPLICAOF NO ONE is queued on the stopped
+// replica and runs in its first event-loop turn after SIGCONT: resumed
+// first, it would reconnect at once and copy the grant before the command
+// landed (what cluster.Queued says of TAKEOVER). Then the service address
+// moves to it, dropping every client's connection, and the old primary and
+// the other replicas are made its replicas.
+func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
+	c := env.Cluster()
+	rp, ok := c.(cluster.Repointer)
+	if !ok {
+		return fmt.Errorf("promote-replica needs a service address to move (--topology standalone)")
+	}
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	replicas := replicasOf(c, p.Name)
+	if len(replicas) == 0 {
+		return fmt.Errorf("promote-replica: %s has no live replica to promote", p.Name)
+	}
+	r := replicas[0]
+	q, err := cluster.DialQueued(ctx, r.Addr)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	for _, n := range replicas {
+		if err := c.Pause(n.Name); err != nil {
+			return err
+		}
+	}
+	if _, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+		return err
+	}
+	logf(env, "promote-replica", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	got := env.AwaitAcquire(actx, nowTrue())
+	cancel()
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		return err
+	}
+	if err := q.Send("REPLICAOF", "NO", "ONE"); err != nil {
+		return err
+	}
+	if err := c.Resume(r.Name); err != nil {
+		return err
+	}
+	if _, err := q.Reply(ctx); err != nil {
+		return fmt.Errorf("REPLICAOF NO ONE on %s: %w", r.Name, err)
+	}
+	if err := rp.Repoint(r.Name); err != nil {
+		return err
+	}
+	logf(env, "promoted", r.Name, cluster.RolePrimary, "REPLICAOF NO ONE on %s, the service address moved to it (an acquire landed on %s after the cut: %v)", r.Name, p.Name, got)
+	host, port, _ := strings.Cut(r.Addr, ":")
+	for _, n := range append([]cluster.Node{p}, replicas[1:]...) {
+		if n.Name != p.Name {
+			if err := c.Resume(n.Name); err != nil {
+				return err
+			}
+		}
+		if _, err := c.Command(ctx, n.Name, "REPLICAOF", host, port); err != nil {
+			return fmt.Errorf("demote %s: %w", n.Name, err)
+		}
+	}
+	logf(env, "demote", p.Name, cluster.RoleReplica, "%s and the other replicas now replicate %s; the grant %s held alone is gone", p.Name, r.Name, p.Name)
+	return nil
+}
+
 func runFastRestart(ctx context.Context, env Env, _ Step) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
 	if err != nil {
 		return err
 	}
-	logf(env, "fast-restart", p.Name, cluster.RolePrimary, "SIGKILL %s and restart it at once with its old config", p.Name)
+	// Strike a lease that was just granted or renewed. The lock comes back
+	// only once a replica has resynced from the empty primary (WAIT needs
+	// one) and its replication cron has reconnected, about 1.8 s on this
+	// machine; a lease renewed a second before the kill has 2 s left, and on
+	// a loaded CI machine the regrant came after it ended (lab 3 checked
+	// valid). A fresh lease leaves the whole TTL.
+	wctx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	h, fresh := awaitFreshLease(wctx, env, nowTrue())
+	cancel()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	why := "no lease was granted or renewed in 2 x TTL + 2 s"
+	if fresh {
+		why = fmt.Sprintf("client %d's lease on %s was just granted or renewed", h.Client, h.Key)
+	}
+	logf(env, "fast-restart", p.Name, cluster.RolePrimary, "SIGKILL %s and restart it at once with its old config; %s", p.Name, why)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
 	if err := c.Restart(ctx, p.Name, cluster.WithOldConfig); err != nil {
 		return err
 	}
-	logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back before Sentinel noticed; replicas resync from it", p.Name)
+	logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back, faster than any failover; replicas resync from it", p.Name)
 	// Polled, not slept: the fault is over once the replicas have resynced
 	// from the empty primary (the runner then waits for Sentinel's view).
 	_, err = awaitOnline(ctx, c, p.Name, len(replicasOf(c, p.Name)), 5*time.Second)
 	return err
+}
+
+// awaitFreshLease waits for a holder whose lease was granted or renewed
+// after true time `after`: a lease with nearly its whole TTL ahead.
+func awaitFreshLease(ctx context.Context, env Env, after int64) (Holder, bool) {
+	for {
+		for _, h := range env.Holders() {
+			if max(h.Since, h.Renewed) > after {
+				return h, true
+			}
+		}
+		if sleep(ctx, 2*time.Millisecond) != nil {
+			return Holder{}, false
+		}
+	}
 }
 
 // awaitOnline polls the primary's INFO until it lists n replicas online, or

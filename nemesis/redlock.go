@@ -13,13 +13,14 @@ import (
 	"github.com/lockjepsen/lockjepsen/marks"
 )
 
-// Topology needs: a fault's Needs.Topology is "" for the Sentinel topology
-// (every fault that acts on "the primary"), TopologyRedlock for the per-node
-// faults of Redlock's N independent primaries, TopologyAny for the faults
-// that act on clients only.
+// Topology needs: a fault's Needs.Topology is "" for the faults that act on
+// "the primary" (a deployment offering cluster.NeedPrimary; with Failover,
+// cluster.NeedFailover), TopologyRedlock for the per-node faults of
+// Redlock's N independent primaries, TopologyAny for the faults that act on
+// clients only.
 const (
-	TopologyRedlock = "redlock"
-	TopologyAny     = "any"
+	TopologyRedlock = cluster.TopologyRedlock
+	TopologyAny     = cluster.NeedAny
 )
 
 // Causes of the redlock and stuck-lock faults.
@@ -46,18 +47,6 @@ type ClientEnv interface {
 	ClientAlive(i int) bool
 	// DelayedRestart is --delayed-restart: how long a crashed node stays down.
 	DelayedRestart() time.Duration
-}
-
-// CheckTopology says whether a run on this topology can inject the fault.
-func (f *Fault) CheckTopology(topology string) error {
-	want := f.Needs.Topology
-	if want == "" {
-		want = cluster.TopologySentinel
-	}
-	if want == TopologyAny || want == topology || (topology == "" && want == cluster.TopologySentinel) {
-		return nil
-	}
-	return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, want, topology)
 }
 
 func clientEnv(env Env) (ClientEnv, error) {

@@ -6,32 +6,27 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/workload"
 )
 
+// lockConfig is how every client reaches the lock: the deployment's
+// endpoints and the run's recipe knobs.
 func (r *run) lockConfig() lock.Config {
-	if r.cfg.Cluster.IsEtcd() {
-		return r.etcdLockConfig()
-	}
-	if r.cfg.Cluster.IsRedlock() {
-		return lock.Config{Recipe: r.cfg.Recipe, Addrs: cluster.Addrs(r.cluster), DriftFactor: r.cfg.DriftFactor}
-	}
+	ep := r.cfg.Cluster.Deployment().Endpoints(r.cluster)
+	rec, _ := lock.Lookup(r.cfg.Recipe)
 	lc := lock.Config{
 		Recipe:    r.cfg.Recipe,
-		Sentinels: r.cluster.SentinelAddrs(),
-		MasterSet: cluster.MasterName,
-		Fencing: fences(r.cfg.Recipe) && r.cfg.FenceSource != knob.FenceSourceResource &&
-			(lock.ExecProgram(r.cfg.Recipe) == "" || r.cfg.Fence != knob.FenceNone),
+		Sentinels: ep.Sentinels, MasterSet: ep.MasterSet,
+		Addr: ep.Addr, Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd,
+		Fencing:  rec.DrawsFence(r.cfg.Fence, r.cfg.FenceSource),
 		ExecArgs: r.cfg.ExecArgs,
 		Wait:     r.cfg.Wait,
 		WaitAOF:  r.cfg.WaitAOF,
 	}
-	if r.cfg.Cluster.IsCluster() {
-		lc.Sentinels, lc.MasterSet, lc.ClusterAddrs = nil, "", cluster.Addrs(r.cluster)
+	if len(ep.Addrs) > 0 {
+		lc.DriftFactor = r.cfg.DriftFactor // Redlock's N instances
 	}
 	return lc
 }
@@ -73,11 +68,3 @@ var startClient = func(ctx context.Context, exe string, cfg workload.ClientConfi
 type clientAdapter struct{ *workload.Client }
 
 func (c clientAdapter) Stop() { _ = c.Client.Stop() }
-
-// fences reports whether the recipe draws fencing tokens
-// (MULTI/SET NX/INCR/EXEC); Validate has refused unknown recipes. An exec
-// program is asked for fences only when the resource checks them.
-func fences(recipe string) bool {
-	r, _ := lock.Lookup(recipe)
-	return r.Fences()
-}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestClusterScenarios(t *testing.T) {
 					c.Faults = tt.faults
 				}
 			})
-			if !cfg.Cluster.IsCluster() || cfg.Cluster.Shards != 3 || cfg.Cluster.Replicas != 1 {
+			if cfg.Cluster.TopologyName() != cluster.TopologyCluster || cfg.Cluster.Shards != 3 || cfg.Cluster.Replicas != 1 {
 				t.Fatalf("scenario %s runs on topology %q, %d shards of %d replicas; want cluster, 3 of 1", tt.scenario, cfg.Cluster.Topology, cfg.Cluster.Shards, cfg.Cluster.Replicas)
 			}
 			expectLesson(t, cfg, tt.exit)

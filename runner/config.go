@@ -100,8 +100,7 @@ func FromScenario(s scenario.Scenario) Config {
 		Cluster: cluster.Defaults(),
 	}
 	c.Cluster.FakeTime = s.FakeTime
-	fromRedlockScenario(&c, s)
-	fromClusterScenario(&c, s)
+	fromScenarioDeployment(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
@@ -185,10 +184,7 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("--faults: %w", err)
 		}
-		if err := f.CheckTopology(c.Cluster.TopologyName()); err != nil {
-			return err
-		}
-		if err := f.Check(c.Cluster.Runtime, c.Cluster.Replicas); err != nil {
+		if err := f.Available(c.Cluster.Deployment(), c.Cluster.Runtime, c.Cluster.Replicas); err != nil {
 			return err
 		}
 		if f.Needs.FakeTime {

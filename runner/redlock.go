@@ -11,15 +11,15 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 	"github.com/lockjepsen/lockjepsen/truetime"
 )
 
-// fromRedlockScenario applies a scenario's topology, recipe and fence.
-func fromRedlockScenario(c *Config, s scenario.Scenario) {
+// fromScenarioDeployment applies a scenario's topology, recipe and fence,
+// and the deployment's defaults for what the scenario leaves unset.
+func fromScenarioDeployment(c *Config, s scenario.Scenario) {
 	if s.Topology != "" {
 		c.Cluster.Topology = s.Topology
 	}
@@ -29,10 +29,13 @@ func fromRedlockScenario(c *Config, s scenario.Scenario) {
 	if s.Fence != "" {
 		c.Fence = s.Fence
 	}
+	if d, err := cluster.Lookup(c.Cluster.Topology); err == nil {
+		d.Defaults(&c.Cluster, func(string) bool { return false })
+	}
 }
 
-// validateTopology refuses the knobs and recipes of one topology on the other,
-// in one line naming the knob.
+// validateTopology refuses the knobs and recipes that mean nothing on the
+// run's deployment, in one line naming the knob.
 func (c *Config) validateTopology() error {
 	if err := lock.RunsOn(c.Recipe, c.Cluster.TopologyName()); err != nil {
 		return err
@@ -43,29 +46,12 @@ func (c *Config) validateTopology() error {
 	if c.DelayedRestart < 0 {
 		return fmt.Errorf("--delayed-restart %v: want 0 or more", c.DelayedRestart)
 	}
-	if c.Cluster.IsEtcd() {
-		return c.validateEtcd()
+	d, err := cluster.Lookup(c.Cluster.Topology)
+	if err != nil {
+		return err
 	}
-	if c.Cluster.IsCluster() {
-		return c.validateCluster()
-	}
-	if !c.Cluster.IsRedlock() {
-		if c.DelayedRestart > 0 {
-			return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed Sentinel-managed primary rejoins as a replica): add --topology redlock")
-		}
-		return nil
-	}
-	switch {
-	case c.Wait.On():
-		return fmt.Errorf("--wait counts replicas: the redlock topology has none")
-	case c.WaitAOF.On():
-		return fmt.Errorf("--waitaof is refused on the redlock topology: the recipes there write on N nodes, and WAITAOF counts one connection's writes")
-	case c.Fence != knob.FenceNone && c.FenceSource != knob.FenceSourceResource:
-		// The database's own sequence needs nothing of the N nodes: Redlock
-		// can be fenced that way (--fence-source resource), not by INCR.
-		return fmt.Errorf("--fence %s: Redlock has no monotonic counter to fence with (no single node can keep one); use --fence none, or --fence-source resource (the database issues the number)", c.Fence)
-	}
-	return nil
+	return d.ValidateRun(cluster.RunKnobs{Wait: c.Wait.On(), WaitAOF: c.WaitAOF.On(),
+		Fence: c.Fence, FenceSource: c.FenceSource, DelayedRestart: c.DelayedRestart})
 }
 
 // unreachabler and crasher are the client controls of the redlock and
@@ -127,7 +113,7 @@ func (e env) DelayedRestart() time.Duration { return e.r.cfg.DelayedRestart }
 // -1 on a lock key is a lock nobody can ever take again: the checker's
 // liveness verdict reads these events.
 func (r *run) auditPTTL(keys []string) {
-	if r.cfg.Cluster.IsEtcd() {
+	if !r.cfg.Cluster.Deployment().Expires() {
 		return // no PTTL on etcd: a lock key lives exactly as long as its lease
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -209,15 +209,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		o.Err = err
 		return o
 	}
-	if cfg.Cluster.IsEtcd() {
-		phase(etcdPhase(cfg, r.cluster.Version()))
-	} else if cfg.Cluster.IsRedlock() {
-		phase(fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", cfg.Cluster.Nodes, bins.Version))
-	} else if cfg.Cluster.IsCluster() {
-		phase(clusterPhase(cfg, bins.Version))
-	} else {
-		phase(fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", cfg.Cluster.Replicas, cfg.Cluster.Sentinels, bins.Version))
-	}
+	phase(cfg.Cluster.Deployment().Banner(cfg.Cluster, r.cluster.Version()))
 	if err := r.cluster.Up(ctx); err != nil {
 		o.Err = fmt.Errorf("cluster up: %w", err)
 		return o
@@ -300,15 +292,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		fmt.Fprintln(progress)
 	}
 
-	if cfg.Cluster.IsEtcd() {
-		phase("heal: every fault healed; waiting for every etcd member to answer and one leader")
-	} else if cfg.Cluster.IsRedlock() {
-		phase("heal: every fault healed; waiting for every node to answer PING")
-	} else if cfg.Cluster.IsCluster() {
-		phase("heal: every fault healed; waiting for cluster_state:ok on every node, replicas in sync")
-	} else {
-		phase("heal: every fault healed; waiting for one primary with replicas in sync")
-	}
+	phase("heal: every fault healed; " + cfg.Cluster.Deployment().Settled())
 	r.healAll()
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	healErr := r.cluster.WaitReady(hctx)
@@ -488,10 +472,10 @@ func (r *run) playBackToBack(ctx context.Context) error {
 // Sentinel promotes among the replicas it sees healthy, of which the one not
 // restarted is always one. The end of a run still waits for WaitReady.
 func (r *run) awaitFaultReady(ctx context.Context) error {
-	if r.cfg.Cluster.IsRedlock() || r.cfg.Cluster.IsEtcd() {
-		// No primary and replicas to settle: every live node answers PING
-		// (redlock), every live member answers and all name one leader
-		// (etcd). WaitReady polls that every 50 ms.
+	if !r.cfg.Cluster.Deployment().Replicated() {
+		// No primary and replicas to settle (redlock: every live node
+		// answers PING; etcd: every live member answers and all name one
+		// leader). WaitReady polls that every 50 ms.
 		return r.cluster.WaitReady(ctx)
 	}
 	var last error

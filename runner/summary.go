@@ -23,10 +23,10 @@ func summarize(dir string, res *checker.Result, cfg Config, hasCfg bool) string 
 			cfg.Scenario, cfg.Recipe, fence, cfg.Seed, checker.Count(cfg.Clients, "client"), checker.Count(cfg.Keys, "key"),
 			checker.HumanDuration(float64(cfg.TTL)/1e6), checker.HumanDuration(float64(cfg.TimeLimit)/1e6))
 	}
-	if hasCfg && cfg.Cluster.IsRedlock() && cfg.Fence != knob.FenceNone {
-		fmt.Fprintf(&b, "topology redlock: %d independent primaries. Redlock has no monotonic counter of its own; the fence numbers here come from the resource's own sequence, asked for after each grant (--fence-source resource).\n\n", cfg.Cluster.Nodes)
-	} else if hasCfg && cfg.Cluster.IsRedlock() {
-		fmt.Fprintf(&b, "topology redlock: %d independent primaries. Redlock has no monotonic counter (no single node could keep one), so no fence number is drawn: a paused holder's late write can only be stopped by a number the resource issues itself (%q).\n\n", cfg.Cluster.Nodes, checker.RedlockTitle)
+	if hasCfg {
+		if note := cfg.Cluster.Deployment().Note(cfg.Cluster, cfg.Fence != knob.FenceNone); note != "" {
+			b.WriteString(note + "\n\n")
+		}
 	}
 	b.WriteString(res.Summary())
 	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, runfolder.Index))

@@ -20,13 +20,7 @@ var clusterScenarios = map[string]Scenario{
 		Faults: []string{"cluster-cut-replication"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: longJob,
 		Expect: "lock invalid (double grant, failover)",
-		expect: func(k Knobs) []Predicate {
-			ps := []Predicate{LockIs(checker.Invalid), DoubleGrantBy("failover")}
-			if k.Fenced && k.FenceSource != "resource" {
-				return append(ps, ResourceIs(checker.Valid), SomeoneTurnedAway())
-			}
-			return ps
-		},
+		expect: grantLostInFailover,
 	},
 	"cluster-graceful-failover": {
 		Teaches: "the same cut and fresh grant, then a graceful CLUSTER FAILOVER: the replica catches up with the " +

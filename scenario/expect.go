@@ -293,3 +293,16 @@ func LockValidOrBlamedOn(cause string) Predicate {
 			r.Lock.Valid == checker.Valid || (r.Lock.Valid == checker.Invalid && len(other) == 0)
 	}}
 }
+
+// grantLostInFailover is the failover race's prediction where the fence
+// counter lives on the lock's own nodes (Valkey Cluster, a standalone
+// primary promoted by hand): a double grant blamed on the failover; fenced
+// from Valkey, the resource stays valid and someone is turned away (which of
+// the two depends on the counter the promotion set back).
+func grantLostInFailover(k Knobs) []Predicate {
+	ps := []Predicate{LockIs(checker.Invalid), DoubleGrantBy("failover")}
+	if k.Fenced && k.FenceSource != "resource" {
+		return append(ps, ResourceIs(checker.Valid), SomeoneTurnedAway())
+	}
+	return ps
+}

@@ -775,9 +775,12 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	// --fence-source --nodes` would set it; Validate below is its check.
 	if c.Topology != "" {
 		cfg.Cluster.Topology = c.Topology
-		if cfg.Cluster.IsCluster() && c.Replicas == 0 {
-			cfg.Cluster.Replicas = 1 // as `run --topology cluster` without --replicas
+		d, err := cluster.Lookup(c.Topology)
+		if err != nil {
+			return cfg, err
 		}
+		// As `run --topology T` without the flags the cell leaves unset.
+		d.Defaults(&cfg.Cluster, func(flag string) bool { return flag == "replicas" && c.Replicas != 0 })
 	}
 	if c.Recipe != "" {
 		cfg.Recipe = c.Recipe

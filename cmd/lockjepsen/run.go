@@ -131,7 +131,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 		}
 	})
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
-	clusterDefaults(fs, &cfg)
+	topologyDefaults(fs, &cfg)
 	cfg.Cluster.Runtime = runtimeName
 	if cfg.Cluster.Build == "default" {
 		cfg.Cluster.Build = ""

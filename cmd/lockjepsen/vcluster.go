@@ -16,13 +16,3 @@ func shardFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	}
 	fs.Var(knob.Int{N: &cfg.Cluster.Shards, Min: 3, Max: 9}, "shards", "cluster topology: shards, each a primary with --replicas replicas (Valkey Cluster, failover by the cluster bus)")
 }
-
-// clusterDefaults: --topology cluster on a Sentinel scenario starts one
-// replica per shard unless --replicas says otherwise.
-func clusterDefaults(fs *flag.FlagSet, cfg *runner.Config) {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if cfg.Cluster.IsCluster() && set["topology"] && !set["replicas"] {
-		cfg.Cluster.Replicas = 1
-	}
-}

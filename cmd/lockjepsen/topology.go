@@ -2,11 +2,36 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runner"
 )
+
+// topologyHelp is --topology's help: every deployment with its doc line.
+func topologyHelp() string {
+	var parts []string
+	for _, name := range cluster.Topologies {
+		d, _ := cluster.Lookup(name)
+		parts = append(parts, fmt.Sprintf("%s (%s)", name, d.Doc()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// topologyDefaults applies what --topology changes when the user left the
+// flags it concerns unset (Valkey Cluster: one replica per shard).
+func topologyDefaults(fs *flag.FlagSet, cfg *runner.Config) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["topology"] {
+		return
+	}
+	if d, err := cluster.Lookup(cfg.Cluster.Topology); err == nil {
+		d.Defaults(&cfg.Cluster, func(flag string) bool { return set[flag] })
+	}
+}
 
 // redlockFlags registers the topology's flags and Redlock's knobs; they are
 // checked once, in runner.Config.Validate.
@@ -17,8 +42,7 @@ func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	if cfg.Cluster.Nodes == 0 {
 		cfg.Cluster.Nodes = cluster.DefaultRedlockNodes
 	}
-	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology",
-		"sentinel (one primary, replicas, Sentinels), redlock (--nodes independent primaries, no replication, no Sentinel), etcd (--members etcd members, recipe etcd-mutex) or cluster (Valkey Cluster: --shards primaries with --replicas each, no Sentinel)")
+	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology", topologyHelp())
 	etcdFlags(fs, cfg)
 	fs.Var(knob.Int{N: &cfg.Cluster.Nodes, Min: 1, Max: 9}, "nodes", "redlock topology: independent primaries (the distlock page's N)")
 	fs.Float64Var(&cfg.DriftFactor, "drift-factor", 0.01, "Redlock's clock drift factor: validity = TTL - elapsed - TTL*factor - 2ms")

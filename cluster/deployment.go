@@ -1,0 +1,168 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Deployment is one shape a cluster can take, the value --topology names:
+// Sentinel's primary and replicas, Redlock's independent primaries, an etcd
+// cluster, Valkey Cluster, a standalone primary. Everything that differs
+// between them is a method here, so that a new deployment is one file of
+// this package (its type, registered in init) plus its scenarios; callers
+// ask the value, never the name. What only some deployments have (shards,
+// partitions, a database to restart) stays an optional interface found by
+// type assertion, as Sharded and Partitioner are.
+type Deployment interface {
+	Name() string
+	// Doc is one line for --topology's help and the docs.
+	Doc() string
+	// Banner is the run's "cluster:" phase line.
+	Banner(c Config, version string) string
+	// Note is what a run's summary says of the deployment before the
+	// verdict ("" for nothing); fenced: the run checks fence numbers.
+	Note(c Config, fenced bool) string
+	// Settled says what the end of a run waits for (the "heal:" line).
+	Settled() string
+	// Replicated: between two faults the runner waits for one primary with
+	// every live replica linked; otherwise WaitReady is the whole wait.
+	Replicated() bool
+	// Endpoints says how a lock client reaches the lock service.
+	Endpoints(rt Runtime) Endpoints
+	// Expires reports whether the lock keys live on Valkey nodes with a
+	// PTTL a run's end can audit (etcd's keys live as long as their lease).
+	Expires() bool
+	// Offers reports whether the deployment has what a fault needs (a
+	// fault's Needs.Topology: "primary", "failover", "redlock", ...).
+	Offers(need string) bool
+	// ClockError is why a node's clock cannot be moved here, nil if it can.
+	ClockError() error
+	// ValidateRun refuses the run knobs that mean nothing here, naming the fix.
+	ValidateRun(k RunKnobs) error
+	// Defaults fills what --topology changes when the user did not set it
+	// (set reports whether a flag was given).
+	Defaults(c *Config, set func(flag string) bool)
+
+	validate(c *Config) error
+	// layout lists the nodes in start order, names and kinds only.
+	layout(c Config) []Node
+	// newLocal makes the local runtime (most deployments: newLocal).
+	newLocal(c Config, bins Binaries) (Runtime, error)
+	up(ctx context.Context, l *Local) error
+	readyOnce(ctx context.Context, l *Local) error
+	primary(ctx context.Context, l *Local) (Node, error)
+	waitFailover(ctx context.Context, l *Local, from string) (Node, error)
+	// rejoinsAsReplica: Restart(AsReplica) rewrites a data node's config to
+	// follow the current primary (a redlock node comes back as the primary
+	// it was; a cluster node is demoted by the cluster bus).
+	rejoinsAsReplica() bool
+	// meshed (docker runtime): every node sits on every node's network.
+	meshed() bool
+	// layoutDocker lays out the docker runtime's containers.
+	layoutDocker(d *Docker)
+}
+
+// Endpoints is how clients reach a deployment; runner copies it into the
+// lock configuration.
+type Endpoints struct {
+	Sentinels []string // Sentinel: the Sentinels and the master set they name
+	MasterSet string
+	Addr      string   // standalone: the one primary
+	Addrs     []string // Redlock: the N independent primaries
+	Cluster   []string // Valkey Cluster: every node, the client follows MOVED
+	Etcd      []string // etcd: the members' client endpoints
+}
+
+// RunKnobs are the run's knobs (runner.Config's) that a deployment may refuse.
+type RunKnobs struct {
+	Wait, WaitAOF      bool
+	Fence, FenceSource string
+	DelayedRestart     time.Duration
+}
+
+// Capabilities a fault can need (Needs.Topology) that more than one
+// deployment offers.
+const (
+	// NeedPrimary: one primary the clients write to, with replicas.
+	NeedPrimary = "primary"
+	// NeedFailover: an automatic failover of that primary (Sentinel's).
+	NeedFailover = "failover"
+	// NeedAny: every deployment (faults that act on clients only).
+	NeedAny = "any"
+)
+
+var (
+	deployments = map[string]Deployment{}
+	ranks       = map[string]int{}
+)
+
+// Topologies lists the registered deployments' names by rank: the order
+// --topology's help and its errors list them in, Sentinel (the default) first.
+var Topologies []string
+
+// register adds a deployment (from its file's init); rank places it in
+// Topologies.
+func register(rank int, d Deployment) {
+	if _, dup := deployments[d.Name()]; dup {
+		panic("cluster: deployment " + d.Name() + " registered twice")
+	}
+	deployments[d.Name()], ranks[d.Name()] = d, rank
+	Topologies = append(Topologies, d.Name())
+	sort.SliceStable(Topologies, func(i, j int) bool { return ranks[Topologies[i]] < ranks[Topologies[j]] })
+}
+
+// Lookup returns the deployment --topology names ("" is Sentinel).
+func Lookup(name string) (Deployment, error) {
+	if name == "" {
+		name = TopologySentinel
+	}
+	if d, ok := deployments[name]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("--topology %q: want %s or %s", name, strings.Join(Topologies[:len(Topologies)-1], ", "), Topologies[len(Topologies)-1])
+}
+
+// Deployment is the config's deployment; Validate has refused unknown names,
+// so an unknown one here is a programming error.
+func (c *Config) Deployment() Deployment {
+	d, err := Lookup(c.Topology)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// TopologyName is the topology with its default filled in.
+func (c *Config) TopologyName() string {
+	if c.Topology == "" {
+		return TopologySentinel
+	}
+	return c.Topology
+}
+
+func (c *Config) validateTopology() error {
+	d, err := Lookup(c.Topology)
+	if err != nil {
+		return err
+	}
+	return d.validate(c)
+}
+
+// valkeyDeployment holds what most Valkey deployments share: a local runtime
+// of Valkey processes, a primary found by its role, every node meshed.
+type valkeyDeployment struct{}
+
+func (valkeyDeployment) Expires() bool                       { return true }
+func (valkeyDeployment) Note(Config, bool) string            { return "" }
+func (valkeyDeployment) ClockError() error                   { return nil }
+func (valkeyDeployment) Replicated() bool                    { return true }
+func (valkeyDeployment) meshed() bool                        { return true }
+func (valkeyDeployment) Defaults(*Config, func(string) bool) {}
+func (valkeyDeployment) newLocal(c Config, bins Binaries) (Runtime, error) {
+	return newLocal(c, bins)
+}
+func (valkeyDeployment) rejoinsAsReplica() bool { return true }
+func (valkeyDeployment) layoutDocker(d *Docker) { d.layoutValkey() }

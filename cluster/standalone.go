@@ -1,0 +1,289 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+)
+
+func init() { register(4, standaloneDeployment{}) }
+
+// TopologyStandalone is the single-instance lock both seed documents start
+// from ("SET key token NX EX ttl is an atomic best-effort lock on a single
+// Redis"): one primary and optional replicas, no Sentinel, no automatic
+// failover. Clients reach the primary at one service address, as they would
+// through a DNS name or a virtual IP; an operator who promotes a replica
+// moves that address (Repoint), and the clients' open connections drop.
+const TopologyStandalone = "standalone"
+
+// errNoFailover answers WaitFailover: nothing promotes a replica on its own.
+var errNoFailover = errors.New("the standalone topology has no automatic failover (no Sentinel): use promote-replica, the operator's manual promotion")
+
+type standaloneDeployment struct{ valkeyDeployment }
+
+func (standaloneDeployment) Name() string { return TopologyStandalone }
+func (standaloneDeployment) Doc() string {
+	return "one primary and --replicas replicas, no Sentinel, no automatic failover; clients reach the primary at one service address"
+}
+func (standaloneDeployment) Banner(c Config, version string) string {
+	return fmt.Sprintf("cluster: standalone, 1 primary and %d replica(s), no Sentinel, no automatic failover; clients reach the primary at one service address (Valkey %s)", c.Replicas, version)
+}
+func (standaloneDeployment) Settled() string {
+	return "waiting for one primary with its replicas in sync"
+}
+
+// Endpoints is the service address on the runner's runtime; a runtime made
+// without one (NewLocal, `cluster up`) hands out the first primary directly.
+func (standaloneDeployment) Endpoints(rt Runtime) Endpoints {
+	if s, ok := rt.(*standaloneLocal); ok && s.front != nil {
+		return Endpoints{Addr: s.front.addr()}
+	}
+	for _, n := range rt.Nodes() {
+		if n.Kind == RolePrimary {
+			return Endpoints{Addr: n.Addr}
+		}
+	}
+	return Endpoints{}
+}
+func (standaloneDeployment) Offers(need string) bool {
+	return need == NeedPrimary || need == TopologyStandalone || need == NeedAny
+}
+func (standaloneDeployment) ValidateRun(k RunKnobs) error {
+	if k.DelayedRestart > 0 {
+		return fmt.Errorf("--delayed-restart is a redlock-topology knob (a standalone primary comes back at once): add --topology redlock")
+	}
+	return nil
+}
+func (standaloneDeployment) validate(c *Config) error {
+	if c.runtime() != "local" {
+		return fmt.Errorf("--topology standalone runs on --runtime local only in this version (its service address is a forwarder in lockjepsen's own process)")
+	}
+	return nil
+}
+func (standaloneDeployment) layout(c Config) []Node { return layoutValkey(c, 1, c.Replicas) }
+func (standaloneDeployment) newLocal(c Config, bins Binaries) (Runtime, error) {
+	l, err := NewLocal(c, bins)
+	if err != nil {
+		return nil, err
+	}
+	return &standaloneLocal{Local: l}, nil
+}
+func (standaloneDeployment) up(ctx context.Context, l *Local) error { return l.upReplicated(ctx) }
+
+// readyOnce: one live node answers as primary and every other live node
+// replicates it with its link up.
+func (standaloneDeployment) readyOnce(ctx context.Context, l *Local) error {
+	p, err := l.rolePrimary(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range l.ValkeyNodes() {
+		if n.Name == p.Name || n.PID == 0 || n.Paused {
+			continue
+		}
+		ri, err := l.adm.info(ctx, n.Addr, "replication")
+		if err != nil {
+			return err
+		}
+		if ri["role"] != "slave" || ri["master_host"]+":"+ri["master_port"] != p.Addr || ri["master_link_status"] != "up" {
+			return fmt.Errorf("%s does not replicate %s with its link up yet (role %s, link %s)", n.Name, p.Name, ri["role"], ri["master_link_status"])
+		}
+	}
+	return nil
+}
+
+// primary is the one live node that answers as a primary: nobody else names
+// it, so its own word is all there is.
+func (standaloneDeployment) primary(ctx context.Context, l *Local) (Node, error) {
+	return l.rolePrimary(ctx)
+}
+func (standaloneDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
+	return Node{}, errNoFailover
+}
+
+// rolePrimary finds the one live, unpaused data node whose INFO says
+// role:master.
+func (l *Local) rolePrimary(ctx context.Context) (Node, error) {
+	var found []Node
+	for _, n := range l.ValkeyNodes() {
+		if n.PID == 0 || n.Paused {
+			continue
+		}
+		if inf, err := l.adm.info(ctx, n.Addr, "replication"); err == nil && inf["role"] == "master" {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return Node{}, fmt.Errorf("no live node answers as primary")
+	}
+	var names []string
+	for _, n := range found {
+		names = append(names, n.Name)
+	}
+	return Node{}, fmt.Errorf("%s all answer as primary", strings.Join(names, ", "))
+}
+
+// Repointer is a runtime whose clients reach the primary at a service
+// address the operator can move (the standalone topology).
+type Repointer interface {
+	// Repoint sends new connections to node and drops the open ones, as a
+	// moved virtual IP does: each client reconnects to node.
+	Repoint(node string) error
+}
+
+// standaloneLocal is the local runtime with the service address in front.
+type standaloneLocal struct {
+	*Local
+	front *frontDoor
+}
+
+var (
+	_ Runtime   = (*standaloneLocal)(nil)
+	_ Repointer = (*standaloneLocal)(nil)
+)
+
+// Up starts the nodes, then opens the service address on the first primary.
+func (s *standaloneLocal) Up(ctx context.Context) error {
+	if err := s.Local.Up(ctx); err != nil {
+		return err
+	}
+	p, err := s.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := openFrontDoor(p.Addr)
+	if err != nil {
+		s.Local.Down()
+		return err
+	}
+	s.front = f
+	return nil
+}
+
+// Down closes the service address, then stops the nodes.
+func (s *standaloneLocal) Down() error {
+	if s.front != nil {
+		s.front.close()
+	}
+	return s.Local.Down()
+}
+
+func (s *standaloneLocal) Repoint(node string) error {
+	n, ok := s.Node(node)
+	if !ok {
+		return fmt.Errorf("no node %s", node)
+	}
+	if s.front == nil {
+		return fmt.Errorf("no service address to repoint: the runtime is not up")
+	}
+	s.front.repoint(n.Addr)
+	return nil
+}
+
+// frontDoor forwards each connection on a loopback port to the current
+// target. It is the service address, not a network fault: it adds nothing
+// to a connection but a copy in each direction.
+type frontDoor struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	target string
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+func openFrontDoor(target string) (*frontDoor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("service address: %w", err)
+	}
+	f := &frontDoor{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	go f.serve()
+	return f, nil
+}
+
+func (f *frontDoor) addr() string { return f.ln.Addr().String() }
+
+func (f *frontDoor) serve() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		go f.forward(c)
+	}
+}
+
+func (f *frontDoor) forward(c net.Conn) {
+	f.mu.Lock()
+	target := f.target
+	f.mu.Unlock()
+	u, err := net.DialTimeout("tcp", target, commandDeadline)
+	if err != nil {
+		c.Close() // the client sees what a dead primary gives it
+		return
+	}
+	if !f.track(c, u) {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(u, c)
+		u.Close()
+		close(done)
+	}()
+	_, _ = io.Copy(c, u)
+	c.Close()
+	<-done
+	f.untrack(c, u)
+}
+
+// track records a connection pair so that repoint can drop it; false (and
+// both closed) when the door closed meanwhile.
+func (f *frontDoor) track(cs ...net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		f.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (f *frontDoor) untrack(cs ...net.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cs {
+		delete(f.conns, c)
+	}
+}
+
+// repoint moves the address and drops every open connection.
+func (f *frontDoor) repoint(target string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.target = target
+	for c := range f.conns {
+		c.Close()
+	}
+	clear(f.conns)
+}
+
+func (f *frontDoor) close() {
+	f.ln.Close()
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.repoint("")
+}
