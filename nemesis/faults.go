@@ -583,21 +583,23 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 	if err != nil {
 		return err
 	}
-	// Strike a lease that was just granted or renewed. The lock comes back
-	// only once a replica has resynced from the empty primary (WAIT needs
-	// one) and its replication cron has reconnected, about 1.8 s on this
-	// machine; a lease renewed a second before the kill has 2 s left, and on
-	// a loaded CI machine the regrant came after it ended (lab 3 checked
-	// valid). A fresh lease leaves the whole TTL.
+	// Strike a lease just granted: its holder has its whole job ahead and
+	// its first renewal TTL/3 away. The lock comes back only once a replica
+	// has resynced from the empty primary (WAIT needs one), 0.75 or 1.7 s
+	// after the kill on this machine; a holder caught at a random moment
+	// often renewed first, was told "not held" and stopped (CI: lab 3
+	// checked valid), and one caught just after a renewal was often at the
+	// end of its job (6 s: 60 steps of 100 ms).
+	after := nowTrue()
 	wctx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	h, fresh := awaitFreshLease(wctx, env, nowTrue())
+	fresh := env.AwaitAcquire(wctx, after)
 	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	why := "no lease was granted or renewed in 2 x TTL + 2 s"
-	if fresh {
-		why = fmt.Sprintf("client %d's lease on %s was just granted or renewed", h.Client, h.Key)
+	why := "no lock was granted in 2 x TTL + 2 s"
+	if h, ok := newestHolder(env, after); fresh && ok {
+		why = fmt.Sprintf("client %d was just granted %s", h.Client, h.Key)
 	}
 	logf(env, "fast-restart", p.Name, cluster.RolePrimary, "SIGKILL %s and restart it at once with its old config; %s", p.Name, why)
 	if err := c.Kill(p.Name); err != nil {
@@ -611,21 +613,6 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 	// from the empty primary (the runner then waits for Sentinel's view).
 	_, err = awaitOnline(ctx, c, p.Name, len(replicasOf(c, p.Name)), 5*time.Second)
 	return err
-}
-
-// awaitFreshLease waits for a holder whose lease was granted or renewed
-// after true time `after`: a lease with nearly its whole TTL ahead.
-func awaitFreshLease(ctx context.Context, env Env, after int64) (Holder, bool) {
-	for {
-		for _, h := range env.Holders() {
-			if max(h.Since, h.Renewed) > after {
-				return h, true
-			}
-		}
-		if sleep(ctx, 2*time.Millisecond) != nil {
-			return Holder{}, false
-		}
-	}
 }
 
 // awaitOnline polls the primary's INFO until it lists n replicas online, or
