@@ -12,8 +12,11 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // Config is what a simulation generates: how many clients on how many keys,
@@ -134,6 +137,18 @@ func Simulate(cfg Config) ([]history.Event, []history.Attempt, *Sim) {
 		s.events[i].Index = int64(i)
 	}
 	return s.events, s.attempts, s
+}
+
+// WriteRun writes a generated run's history.jsonl and resource.jsonl to dir,
+// a folder `lockjepsen check` (and shrink) reads.
+func WriteRun(dir string, events []history.Event, attempts []history.Attempt) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := history.WriteFile(filepath.Join(dir, runfolder.History), events); err != nil {
+		return err
+	}
+	return history.WriteAttemptsFile(filepath.Join(dir, runfolder.Resource), attempts)
 }
 
 func (s *Sim) at(t int64, fn func()) {
