@@ -369,10 +369,11 @@ func (t Target) judge(res *checker.Result) (bool, *checker.Violation, string) {
 // of them) and of the invokes it names, and the faults in force from the
 // first of those to the violation's end, widened backwards by the longest
 // lease among them (a fault that let the first grant go unreplicated began
-// before it).
+// before it). A fault that began after the violation's end cannot be its
+// cause (docs/checker.md, Cause).
 func (s *shrinker) seed(v *checker.Violation) []int {
 	var out []int
-	lo, hi := v.Start, v.End
+	lo, hi := v.Start, s.clip(v.End)
 	var pad int64
 	for i := range s.units {
 		u := &s.units[i]
@@ -381,7 +382,7 @@ func (s *shrinker) seed(v *checker.Violation) []int {
 		}
 		if slices.Contains(v.Tokens, u.Token) || slices.Contains(v.Events, s.run.Events[u.events[0]].Index) {
 			out = append(out, i)
-			lo, hi, pad = min(lo, u.Start), max(hi, u.end()), max(pad, u.ttl)
+			lo, pad = min(lo, u.Start), max(pad, u.ttl)
 		}
 	}
 	for i := range s.units {
@@ -393,6 +394,10 @@ func (s *shrinker) seed(v *checker.Violation) []int {
 	return out
 }
 
+// clip bounds a violation's end, which may be "never" (a write whose
+// fate is unknown), by the history's last event.
+func (s *shrinker) clip(t int64) int64 { return min(t, s.run.Events[len(s.run.Events)-1].Time) }
+
 // grow is where ddmin starts: the seed when it shows the target, else the
 // seed and every unit that overlaps a window around it, the window's margin
 // doubling from the longest lease (or a second) until it holds every unit.
@@ -402,10 +407,10 @@ func (s *shrinker) grow(v *checker.Violation) []int {
 	if len(seed) > 0 && s.holds(seed) {
 		return seed
 	}
-	lo, hi, pad := v.Start, v.End, int64(time.Second)
+	lo, hi, pad := v.Start, s.clip(v.End), int64(time.Second)
 	for _, i := range seed {
 		u := &s.units[i]
-		lo, hi, pad = min(lo, u.Start), max(hi, min(u.end(), v.End)), max(pad, u.ttl)
+		lo, hi, pad = min(lo, u.Start), max(hi, s.clip(u.end())), max(pad, u.ttl)
 	}
 	for {
 		var set []int

@@ -2,6 +2,7 @@ package shrink
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/checkertest"
+	"github.com/lockjepsen/lockjepsen/marks"
 	// The fault catalog registers the marks of the generator's fault events
 	// (cut-replication, kill, restart, ...), as the lockjepsen binary does.
 	_ "github.com/lockjepsen/lockjepsen/nemesis"
@@ -94,6 +96,9 @@ func TestShrinkKeepsTheViolationAndIsOneMinimal(t *testing.T) {
 				if res.After.Events >= res.Before.Events || res.After.Operations == 0 {
 					t.Fatalf("seed %d: %v before, %v after", seed, res.Before, res.After)
 				}
+				if err := wholeUnits(r, res.Shrunk); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
 				for _, k := range res.Kept {
 					if k.Without == "" {
 						t.Fatalf("seed %d: kept %s without saying why", seed, k.F)
@@ -107,6 +112,40 @@ func TestShrinkKeepsTheViolationAndIsOneMinimal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wholeUnits checks, apart from the package's own pairing, that the shrunk
+// run splits nothing: each operation's invoke and completion (the next event
+// of its process) are both kept or both gone, and so are each fault's begin
+// and its heal (the next event on its node named by its mark's heal).
+func wholeUnits(r, shrunk *Run) error {
+	kept := map[int64]bool{}
+	for _, e := range shrunk.Events {
+		kept[e.Index] = true
+	}
+	invoke := map[history.Process]int64{}
+	begun := map[string][]int64{}
+	for _, e := range r.Events {
+		if !e.IsClient() {
+			if m, ok := marks.Of(e.F); ok {
+				begun[m.Heal+" "+e.Node] = append(begun[m.Heal+" "+e.Node], e.Index)
+			} else if q := begun[e.F+" "+e.Node]; len(q) > 0 && e.F != history.NFailover {
+				if kept[q[0]] != kept[e.Index] {
+					return fmt.Errorf("fault event %d and its heal %s (event %d): one kept, one not", q[0], e.F, e.Index)
+				}
+				begun[e.F+" "+e.Node] = q[1:]
+			}
+			continue
+		}
+		if e.Type == history.Invoke {
+			invoke[e.Process] = e.Index
+			continue
+		}
+		if i := invoke[e.Process]; kept[i] != kept[e.Index] {
+			return fmt.Errorf("operation %s: invoke %d and completion %d, one kept, one not", e.F, i, e.Index)
+		}
+	}
+	return nil
 }
 
 // A legal history has nothing to shrink, with or without its resource log.
