@@ -120,7 +120,7 @@ func (t Target) String() string { return fmt.Sprintf("%s on %s (cause: %s)", t.K
 type Counts struct {
 	Events     int `json:"events"`
 	Operations int `json:"operations"` // client operations (invokes)
-	Faults     int `json:"nemesis_events"`
+	Nemesis    int `json:"nemesis_events"`
 	Attempts   int `json:"resource_attempts"`
 }
 
@@ -130,7 +130,7 @@ func CountOf(r *Run) Counts {
 	for i := range r.Events {
 		switch {
 		case !r.Events[i].IsClient():
-			c.Faults++
+			c.Nemesis++
 		case r.Events[i].Type == history.Invoke:
 			c.Operations++
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
@@ -207,7 +208,7 @@ func TestShrunkRunRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Events) != len(res.Shrunk.Events) || len(back.Attempts) != len(res.Shrunk.Attempts) || len(back.Nemesis) != res.After.Faults {
+	if len(back.Events) != len(res.Shrunk.Events) || len(back.Attempts) != len(res.Shrunk.Attempts) || len(back.Nemesis) != res.After.Nemesis {
 		t.Fatalf("read back %d events, %d attempts, %d nemesis lines; wrote %v", len(back.Events), len(back.Attempts), len(back.Nemesis), res.After)
 	}
 	again := &Result{Target: res.Target, Shrunk: back, Kept: res.Kept}
@@ -291,5 +292,22 @@ func TestShrinkWidensPastTheSeed(t *testing.T) {
 	}
 	if !slices.Contains(tokens, "A") || !slices.Contains(tokens, "B") || slices.Contains(tokens, "N") {
 		t.Fatalf("kept the operations of tokens %v, want A's and B's and not the legal hold N\n%s", tokens, res.Text("generated", "out"))
+	}
+}
+
+// A history whose verdict is unknown (porcupine's budget ran out with no
+// witness) has nothing proven to shrink: ErrUnknown, not a guess.
+func TestShrinkRefusesAnUnknownVerdict(t *testing.T) {
+	r := generated(checkertest.Config{Seed: 5, Clients: 8, Keys: 1, Events: 6000, TTLms: 100, PInfo: 0.2}, true)
+	opts := checker.Options{Budget: time.Nanosecond}
+	whole, err := checker.Check(r.Events, r.Attempts, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Valid != checker.Unknown {
+		t.Fatalf("the history checks %v with a 1 ns budget; the test needs an unknown one", whole.Valid)
+	}
+	if _, err := Shrink(r, Options{Check: opts}); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("%v, want %v", err, ErrUnknown)
 	}
 }

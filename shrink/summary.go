@@ -2,6 +2,7 @@ package shrink
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,9 +125,10 @@ func (r *Result) Text(from, out string) string {
 	}
 	tw.Flush()
 	var legend []string
-	for _, tok := range r.Violation.Tokens {
-		legend = append(legend, labels[tok]+" = "+tok[:min(8, len(tok))])
+	for tok, l := range labels {
+		legend = append(legend, l+" = "+tok[:min(8, len(tok))])
 	}
+	slices.Sort(legend)
 	if len(legend) > 0 {
 		fmt.Fprintf(&b, "  tokens: %s\n", strings.Join(legend, ", "))
 	}
@@ -135,7 +137,7 @@ func (r *Result) Text(from, out string) string {
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d events: %d operations, %d nemesis events, %d resource attempts", c.Events, c.Operations, c.Faults, c.Attempts)
+	return fmt.Sprintf("%d events: %d operations, %d nemesis events, %d resource attempts", c.Events, c.Operations, c.Nemesis, c.Attempts)
 }
 
 // detail is what an operation carried: its reply's end, fence, value,
