@@ -137,7 +137,15 @@ func (r *Result) Text(from, out string) string {
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d events: %d operations, %d nemesis events, %d resource attempts", c.Events, c.Operations, c.Nemesis, c.Attempts)
+	return fmt.Sprintf("%s: %s, %s, %s", count(c.Events, "event"), count(c.Operations, "operation"),
+		count(c.Nemesis, "nemesis event"), count(c.Attempts, "resource attempt"))
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // detail is what an operation carried: its reply's end, fence, value,
@@ -156,8 +164,10 @@ func (k *Kept) detail(end string) string {
 			break
 		}
 	}
+	var value *int64 // a write's in its invoke, a read's in its reply
 	for _, e := range k.Events {
-		if e.Value != nil {
+		if e.Value != nil && value == nil {
+			value = e.Value
 			parts = append(parts, fmt.Sprintf("value %d", *e.Value))
 		}
 		if e.Verdict != "" {
