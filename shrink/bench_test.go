@@ -2,9 +2,11 @@ package shrink
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/internal/checkertest"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // The issue's targets, as benchmarks (a timed test would fail on a loaded
@@ -16,6 +18,7 @@ import (
 //	bin/lockjepsen run --scenario failover-race --seed 1 --out /tmp/fr1
 //	LOCKJEPSEN_SHRINK_RUN=/tmp/fr1 go test ./shrink -run XXX -bench RealRun -benchtime 1x
 //	go test ./shrink -run XXX -bench 1M -benchtime 1x
+//	LOCKJEPSEN_SHRINK_1M=/tmp/shrink1m go test ./shrink -run XXX -bench 1M -benchtime 1x
 
 func BenchmarkShrinkRealRun(b *testing.B) {
 	dir := os.Getenv("LOCKJEPSEN_SHRINK_RUN")
@@ -28,17 +31,23 @@ func BenchmarkShrinkRealRun(b *testing.B) {
 	}
 }
 
+// With LOCKJEPSEN_SHRINK_1M=DIR the generated run is written to DIR and kept
+// (reused when DIR holds it), for `lockjepsen shrink DIR` by hand.
 func BenchmarkShrink1M(b *testing.B) {
-	dir := b.TempDir()
-	events, attempts, sim := checkertest.Simulate(checkertest.Config{Seed: 42, Clients: 64, Keys: 16, Events: 1_000_000,
-		TTLms: 500, PInfo: 0.01, PPause: 0.01, Inject: true})
-	if !sim.Injected {
-		b.Fatal("no double grant injected")
+	dir := os.Getenv("LOCKJEPSEN_SHRINK_1M")
+	if dir == "" {
+		dir = b.TempDir()
 	}
-	if err := checkertest.WriteRun(dir, events, attempts); err != nil {
-		b.Fatal(err)
+	if _, err := os.Stat(filepath.Join(dir, runfolder.History)); err != nil {
+		events, attempts, sim := checkertest.Simulate(checkertest.Config{Seed: 42, Clients: 64, Keys: 16, Events: 1_000_000,
+			TTLms: 500, PInfo: 0.01, PPause: 0.01, Inject: true})
+		if !sim.Injected {
+			b.Fatal("no double grant injected")
+		}
+		if err := checkertest.WriteRun(dir, events, attempts); err != nil {
+			b.Fatal(err)
+		}
 	}
-	events, attempts = nil, nil
 	res := benchShrink(b, dir)
 	if res.Target.Kind != "double-grant" {
 		b.Errorf("shrank a %s, want the injected double grant", res.Target.Kind)
