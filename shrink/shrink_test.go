@@ -311,3 +311,43 @@ func TestShrinkRefusesAnUnknownVerdict(t *testing.T) {
 		t.Fatalf("%v, want %v", err, ErrUnknown)
 	}
 }
+
+// A stuck lock is a liveness violation the end-of-run audit proves (PTTL -1
+// on a node): shrink keeps that audit, a unit of its own, and the operation
+// the violation names, and drops the other keys' audits.
+func TestShrinkKeepsTheAuditOfAStuckLock(t *testing.T) {
+	r := generated(checkertest.Config{Seed: 6, Clients: 4, Keys: 2, Events: 2000, TTLms: 100}, true)
+	last := r.Events[len(r.Events)-1]
+	for i, key := range []string{"lock:{job-0}", "lock:{job-1}"} {
+		pttl := int64(-2)
+		if i == 1 {
+			pttl = -1 // the lock key has no expiry on this node
+		}
+		for _, node := range []string{"valkey-0", "valkey-1"} {
+			r.Events = append(r.Events, history.Event{Index: int64(len(r.Events)), Time: last.Time + int64(len(r.Events)), Process: history.Nemesis,
+				Type: history.Info, F: history.NAuditPTTL, Key: key, Node: node, Value: history.Int64(pttl)})
+		}
+	}
+	res, err := Shrink(r, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Target.Kind != "stuck-lock" || res.Target.Key != "lock:{job-1}" {
+		t.Fatalf("shrank %s, want the stuck lock:{job-1}", res.Target)
+	}
+	if err := res.Verify(r, checker.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	audits := 0
+	for _, e := range res.Shrunk.Events {
+		if e.F == history.NAuditPTTL {
+			audits++
+			if e.Key != "lock:{job-1}" || *e.Value != -1 {
+				t.Fatalf("kept the audit %s %s = %d, want only a -1 of lock:{job-1}", e.Key, e.Node, *e.Value)
+			}
+		}
+	}
+	if audits != 1 {
+		t.Fatalf("kept %d audits, want the one that proves it\n%s", audits, res.Text("generated", "out"))
+	}
+}
