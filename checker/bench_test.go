@@ -23,7 +23,7 @@ func benchHistory(b *testing.B, cfg simConfig) []history.Event {
 		return v.([]history.Event)
 	}
 	events, _, s := simulate(cfg)
-	if cfg.Inject && !s.injected {
+	if cfg.Inject && !s.Injected {
 		b.Fatalf("no double grant injected")
 	}
 	benchCache.Store(key, events)

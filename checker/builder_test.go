@@ -84,8 +84,3 @@ func jsonLine(e history.Event) ([]byte, error) {
 	b, err := json.Marshal(&e)
 	return append(b, '\n'), err
 }
-
-func jsonLineAny(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	return append(b, '\n'), err
-}

@@ -120,8 +120,8 @@ func simulateLeases(cfg leaseCfg) *leaseSim {
 	s.at(simStart+cfg.Until, s.end)
 	for s.q.Len() > 0 {
 		it := heap.Pop(&s.q).(simItem)
-		s.now = it.at
-		it.fn()
+		s.now = it.At
+		it.Fn()
 	}
 	for i := range s.events {
 		s.events[i].Index = int64(i)
@@ -131,7 +131,7 @@ func simulateLeases(cfg leaseCfg) *leaseSim {
 
 func (s *leaseSim) at(t int64, fn func()) {
 	s.seq++
-	heap.Push(&s.q, simItem{t, s.seq, fn})
+	heap.Push(&s.q, simItem{At: t, Seq: s.seq, Fn: fn})
 }
 
 // ms draws a time in [lo, hi] milliseconds at microsecond resolution.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/checkertest"
 )
 
 // TestWriteSampleRuns writes simulated runs for trying `lockjepsen check` by
@@ -57,19 +57,5 @@ func writeSample(dir string, cfg simConfig, hexTokens bool) error {
 			attempts[i].Token = fmt.Sprintf("%040x", attempts[i].Token)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := history.WriteFile(filepath.Join(dir, "history.jsonl"), events); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "resource.jsonl"))
-	if err != nil {
-		return err
-	}
-	for _, a := range attempts {
-		b, _ := jsonLineAny(a)
-		f.Write(b)
-	}
-	return f.Close()
+	return checkertest.WriteRun(dir, events, attempts)
 }

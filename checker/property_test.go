@@ -42,7 +42,7 @@ func TestPropertyInjectedDoubleGrantIsInvalid(t *testing.T) {
 		cfg := simConfig{Seed: seed, Clients: 2 + int(seed%9), Keys: 1 + int(seed%3), Events: 3000,
 			TTLms: 100 + seed%5*50, PInfo: 0.03, PPause: 0.05, Inject: true}
 		events, _, s := simulate(cfg)
-		if !s.injected {
+		if !s.Injected {
 			t.Logf("seed %d: no moment to inject", seed)
 			continue
 		}
@@ -82,15 +82,15 @@ func TestPropertyUnfencedStaleWritesAreRewindsAndLostUpdates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		wantInvalid := s.rewinds+s.repeats > 0
+		wantInvalid := s.Rewinds+s.Repeats > 0
 		if (r.Resource.Valid == Invalid) != wantInvalid {
-			t.Fatalf("seed %d: resource %v, but the simulated value went back %d times and repeated %d times", seed, r.Resource.Valid, s.rewinds, s.repeats)
+			t.Fatalf("seed %d: resource %v, but the simulated value went back %d times and repeated %d times", seed, r.Resource.Valid, s.Rewinds, s.Repeats)
 		}
-		if r.Resource.Rewinds > s.rewinds {
-			t.Errorf("seed %d: %d rewinds found, the value really went back %d times", seed, r.Resource.Rewinds, s.rewinds)
+		if r.Resource.Rewinds > s.Rewinds {
+			t.Errorf("seed %d: %d rewinds found, the value really went back %d times", seed, r.Resource.Rewinds, s.Rewinds)
 		}
-		if r.Resource.LostUpdates > s.repeats+s.rewinds {
-			t.Errorf("seed %d: %d lost updates found, only %d accepted writes did not raise the value", seed, r.Resource.LostUpdates, s.repeats+s.rewinds)
+		if r.Resource.LostUpdates > s.Repeats+s.Rewinds {
+			t.Errorf("seed %d: %d lost updates found, only %d accepted writes did not raise the value", seed, r.Resource.LostUpdates, s.Repeats+s.Rewinds)
 		}
 		for _, v := range r.Violations {
 			if v.Start > v.End {

@@ -321,6 +321,15 @@ type Violation struct {
 	Picture     string   `json:"picture,omitempty"` // HTML file, relative to the run directory
 }
 
+// ViolationKinds are the kinds a Violation can have, those that falsify a
+// verdict (Affects lock, resource or liveness) first, then the ones only
+// reported. Commands that take a kind as input (shrink --kind) check it here.
+var ViolationKinds = []string{
+	"double-grant", "non-holder-release", "non-holder-extend", "lease-lost", "lock-not-linearizable",
+	"lost-update", "rewind", "resource-not-linearizable", "stuck-lock",
+	"stale-write-accepted", "newer-holder-turned-away", "stale-holder-turned-away", "duplicate-fence", "fence-regression",
+}
+
 // MarshalIndent is the form results.json is written in.
 func (r *Result) MarshalIndent() ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")

@@ -71,13 +71,23 @@ func (w *Writer) Close() error {
 
 // WriteFile writes events, already indexed, to path atomically (temp file,
 // fsync and rename), so a reader never sees a half-rewritten history.
-func WriteFile(path string, events []Event) error {
+func WriteFile(path string, events []Event) error { return writeLines(path, events, "event") }
+
+// WriteAttemptsFile writes a resource log (resource.jsonl) the same way:
+// for runs put together from another's lines (lockjepsen shrink) and for
+// generated ones.
+func WriteAttemptsFile(path string, attempts []Attempt) error {
+	return writeLines(path, attempts, "attempt")
+}
+
+// writeLines writes one JSON line per item, atomically.
+func writeLines[T any](path string, items []T, what string) error {
 	return runfolder.WriteAtomic(path, 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		enc := json.NewEncoder(bw)
-		for i := range events {
-			if err := enc.Encode(&events[i]); err != nil {
-				return fmt.Errorf("encode event %d: %w", i, err)
+		for i := range items {
+			if err := enc.Encode(&items[i]); err != nil {
+				return fmt.Errorf("encode %s %d: %w", what, i, err)
 			}
 		}
 		return bw.Flush()

@@ -35,6 +35,9 @@ const (
 	RunLog   = "run.log"        // the phase log and the summary, as the terminal showed them (Jepsen's jepsen.log)
 	Config   = "config.json"    // every knob, the seed, the fault schedule, versions
 	Index    = "index.html"     // start here
+	// Shrink is in a folder `lockjepsen shrink` wrote: the run it came
+	// from, the violation it keeps and why each unit stayed.
+	Shrink = "shrink.json"
 
 	// Timeline is the timeline's base name: report.Save writes TimelinePNG
 	// and TimelineSVG.

@@ -35,41 +35,6 @@ const (
 	ExitUnknown = exitcode.Unknown
 )
 
-// checkKeys are the config.json keys check reads (docs/checker.md): the
-// "check" object's epsilon_ms and budget_s, and epsilon_ns, the --epsilon that
-// `lockjepsen run` records. Nothing else in config.json changes the verdict.
-type checkKeys struct {
-	Check struct {
-		EpsilonMs *float64 `json:"epsilon_ms"`
-		BudgetS   *float64 `json:"budget_s"`
-	} `json:"check"`
-	EpsilonNs *int64 `json:"epsilon_ns"`
-}
-
-// epsilon: the flag, else check.epsilon_ms, else epsilon_ns, else the default.
-func (k checkKeys) epsilon(flag time.Duration) time.Duration {
-	switch {
-	case flag != 0:
-		return flag
-	case k.Check.EpsilonMs != nil:
-		return time.Duration(*k.Check.EpsilonMs * float64(time.Millisecond))
-	case k.EpsilonNs != nil:
-		return time.Duration(*k.EpsilonNs)
-	}
-	return checker.DefaultEpsilon
-}
-
-// budget: the flag, else check.budget_s, else the default.
-func (k checkKeys) budget(flag time.Duration) time.Duration {
-	switch {
-	case flag > 0:
-		return flag
-	case k.Check.BudgetS != nil && *k.Check.BudgetS > 0:
-		return time.Duration(*k.Check.BudgetS * float64(time.Second))
-	}
-	return checker.DefaultBudget
-}
-
 // CheckDir checks a stored run: it reads history.jsonl (and resource.jsonl and
 // config.json when present), writes results.json, summary.txt, the porcupine
 // pictures, the timeline and index.html, and returns the summary and the exit
@@ -104,13 +69,13 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	}
 	attempts := ar.idx
 	var cfg Config
-	var ck checkKeys
+	var ck checker.ConfigKeys
 	hasCfg := false
 	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
 		if err := json.Unmarshal(b, &cfg); err != nil {
 			return "", ExitCannot, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
 		}
-		if err := json.Unmarshal(b, &ck); err != nil {
+		if ck, err = checker.ReadConfigKeys(b); err != nil {
 			return "", ExitCannot, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
 		}
 		hasCfg = true
@@ -121,7 +86,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if len(opt) > 0 {
 		o = opt[0]
 	}
-	opts := checker.Options{Epsilon: ck.epsilon(o.Epsilon), Budget: ck.budget(o.Budget), Pictures: !o.NoHTML}
+	opts := checker.Options{Epsilon: ck.Epsilon(o.Epsilon), Budget: ck.Budget(o.Budget), Pictures: !o.NoHTML}
 	res := checker.CheckHistory(h, attempts, opts)
 	if err := report.DrawPorcupine(dir, res); err != nil {
 		return "", ExitCannot, err

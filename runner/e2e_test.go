@@ -169,6 +169,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 			if tt.scenario == "failover-race" && cfg.Fence != "none" {
 				checkInBrowser(t, cfg.Out)
 				checkReportInBrowser(t, cfg.Out)
+				checkShrinks(t, cfg.Out)
 			}
 		})
 	}

@@ -34,15 +34,9 @@ func runCheck(args []string) int {
 	noHTML := fs.Bool("no-html", false, "do not write porcupine visualisations")
 	quiet := fs.Bool("q", false, "do not print the summary")
 	// Flags may follow the directory too (check DIR --epsilon 20ms).
-	var dirs []string
-	for rest := args; ; {
-		if code, ok := parseFlags(fs, rest); !ok {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs, rest = append(dirs, fs.Arg(0)), fs.Args()[1:]
+	dirs, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
 	}
 	if len(dirs) != 1 {
 		return fail("check: want exactly one run directory, e.g. lockjepsen check results/latest (got %d)", len(dirs))

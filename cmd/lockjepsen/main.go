@@ -138,6 +138,21 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// parseInterspersed is parseFlags for commands whose flags may also follow
+// their arguments (check DIR --epsilon 20ms): it returns the arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var out []string
+	for rest := args; ; {
+		if code, ok := parseFlags(fs, rest); !ok {
+			return nil, code, false
+		}
+		if fs.NArg() == 0 {
+			return out, 0, true
+		}
+		out, rest = append(out, fs.Arg(0)), fs.Args()[1:]
+	}
+}
+
 // fail prints an error in the house style and returns exit code 254 (bad input).
 func fail(format string, a ...any) int {
 	msg := fmt.Sprintf(format, a...)

@@ -38,6 +38,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"+`{"index":1,"time":6,"process":0,"type":"maybe","f":"acquire"}`+"\n"), 0o644)
 	busy := t.TempDir()
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
+	oneGrant := t.TempDir()
+	os.WriteFile(filepath.Join(oneGrant, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"+`{"index":1,"time":6,"process":0,"type":"ok","f":"acquire","key":"k","token":"t"}`+"\n"), 0o644)
 	// A sweep folder whose trials are gone: --aggregate must refuse it and
 	// keep the report it holds.
 	emptySweep := t.TempDir()
@@ -81,6 +83,13 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", "a", "b"}, "one run directory"},
 		{[]string{"check", filepath.Join(t.TempDir(), "missing"), "--budget", "1s"}, "not a run directory"},
 		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
+		{[]string{"shrink"}, "one run directory"},
+		{[]string{"shrink", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
+		{[]string{"shrink", corrupt}, "history.jsonl:2"},
+		{[]string{"shrink", "--kind", "meteor", oneGrant}, "--kind \"meteor\""},
+		{[]string{"shrink", oneGrant, "--key", "lock:{nope}"}, "--key \"lock:{nope}\" is not in"},
+		{[]string{"shrink", oneGrant, "--out", corrupt}, "not empty"},
+		{[]string{"shrink", oneGrant, "--out", oneGrant}, "the run itself"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
 		{[]string{"sweep", "--faults", "meteor"}, "meteor"},

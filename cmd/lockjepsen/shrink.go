@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/runfolder"
+	"github.com/lockjepsen/lockjepsen/shrink"
+)
+
+func init() {
+	register(command{
+		name:    "shrink",
+		summary: "cut a failing run down to a 1-minimal history that shows its violation (exit 1: written, 0: nothing to shrink)",
+		run:     runShrink,
+	})
+}
+
+func runShrink(args []string) int {
+	fs := newFlagSet("shrink", "shrink [flags] DIR\n\n"+
+		"Finds a small sub-history of the run in DIR that `lockjepsen check` still judges invalid with the same\n"+
+		"violation (its kind on its key, its cause, the operations it names), removing whole operations and\n"+
+		"faults until no single one can go, and writes it as a run folder. Exit 1 when it wrote one (the shrunk\n"+
+		"run is invalid, as check says), 0 when the history is valid (nothing to shrink), 2 when its verdict is\n"+
+		"unknown, 254 on bad input.")
+	kind := fs.String("kind", "", "violation kind to keep (default: the first violation that makes the run invalid); one of "+strings.Join(checker.ViolationKinds, ", "))
+	key := fs.String("key", "", "lock key of the violation (default: the first violation's)")
+	out := fs.String("out", "", "folder to write the shrunk run to (default: DIR-shrunk); must not exist or be empty")
+	dirs, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(dirs) != 1 {
+		return fail("shrink: want exactly one run directory, e.g. lockjepsen shrink results/latest (got %d)", len(dirs))
+	}
+	dir := dirs[0]
+	if *kind != "" && !slices.Contains(checker.ViolationKinds, *kind) {
+		return fail("shrink: --kind %q is no violation kind; use one of %s", *kind, strings.Join(checker.ViolationKinds, ", "))
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fail("shrink: %s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
+	}
+	if *out == "" {
+		*out = filepath.Clean(dir) + "-shrunk"
+	}
+	if err := freshFolder(dir, *out); err != nil {
+		return fail("shrink: %v", err)
+	}
+	r, err := shrink.Load(dir)
+	if err != nil {
+		return fail("shrink: %v", err)
+	}
+	if keys := r.Keys(); *key != "" && !slices.Contains(keys, *key) {
+		return fail("shrink: --key %q is not in %s; its lock keys are %s", *key, filepath.Join(dir, runfolder.History), strings.Join(keys, ", "))
+	}
+	opts, err := r.CheckOptions()
+	if err != nil {
+		return fail("shrink: %s: %v", dir, err)
+	}
+	res, err := shrink.Shrink(r, shrink.Options{Kind: *kind, Key: *key, Check: opts})
+	var nf *shrink.NotFoundError
+	switch {
+	case errors.Is(err, shrink.ErrValid):
+		fmt.Println(err)
+		return exitValid
+	case errors.Is(err, shrink.ErrUnknown):
+		fmt.Println(err)
+		return exitcode.Unknown
+	case errors.As(err, &nf):
+		return fail("shrink: %v", err)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "lockjepsen: shrink %s: %v\n", dir, err)
+		return exitCrashed
+	}
+	if err := res.Shrunk.Write(*out); err != nil {
+		fmt.Fprintf(os.Stderr, "lockjepsen: shrink: %v\n", err)
+		return exitCrashed
+	}
+	if err := runfolder.WriteJSON(filepath.Join(*out, runfolder.Shrink), res.Record(dir)); err != nil {
+		fmt.Fprintf(os.Stderr, "lockjepsen: shrink: %v\n", err)
+		return exitCrashed
+	}
+	fmt.Print(res.Text(dir, *out))
+	return exitInvalid
+}
+
+// freshFolder refuses an --out that is the run itself or holds anything:
+// a shrunk run beside an old verdict or another run's files would be read
+// as one.
+func freshFolder(dir, out string) error {
+	a, errA := filepath.Abs(dir)
+	b, errB := filepath.Abs(out)
+	if errA == nil && errB == nil && a == b {
+		return fmt.Errorf("--out %s is the run itself; give a new folder", out)
+	}
+	entries, err := os.ReadDir(out)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s cannot be used: %v", out, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--out %s already exists and is not empty; remove it or give a new folder", out)
+	}
+	return nil
+}
