@@ -59,6 +59,15 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			continue
 		}
 		a := as[j]
+		// Told "not held", the client stops at its next step (a write in
+		// flight still lands and is counted below): its belief ends at the
+		// reply, as a release's does at its call.
+		if (o.F == history.FExtend || o.F == history.FRelease) && o.Outcome == history.Fail && o.Return != never && history.SaysNotHeld(o.Err) {
+			if r, seen := release[a]; !seen || o.Return < r {
+				release[a] = o.Return
+			}
+			continue
+		}
 		switch o.F {
 		case history.FAcquire, history.FExtend:
 			if o.Outcome == history.OK {

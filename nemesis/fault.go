@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,12 +29,54 @@ type Fault struct {
 	// Marks are the events the fault logs, the first one at injection: it
 	// anchors the fault on the history's clock.
 	Marks []Mark
+	// Kind is the deployment-neutral fault it stands for in a comparison
+	// of deployments ("failover", "paused-client", "clock-jump"; "" for
+	// none), and On the backends where it does (nil: wherever it is
+	// available). The sweep maps its per-deployment kinds from these.
+	Kind string
+	On   []string
+	// Cycle is how long one injection and its aftermath take when faults
+	// fire back to back on the 2-core machine (from one injection to the
+	// next: the fault, its heal, replication settled again, the mean gap),
+	// measured with `none` in 1-2 minute sweep trials (docs/sweep.md); the
+	// sweep's --dry-run estimates from it. 0: its planned span.
+	Cycle time.Duration
 
 	// plan draws the step's parameters from the schedule's generator.
 	plan func(rng *rand.Rand, p PlanParams) Step
 	// span is how long the fault and its aftermath (failover, rejoin) occupy.
 	span   func(s Step, p PlanParams) time.Duration
 	inject func(ctx context.Context, env Env, s Step) error
+	// heal undoes what the fault may leave behind when a run ends in the
+	// middle of it (Ctrl-C, a time limit): beyond what every run's end
+	// resets anyway (paused processes and clients, partitions, clock
+	// offsets, killed nodes), nil for most faults.
+	heal func(ctx context.Context, env Env) error
+}
+
+// Heal undoes what an interrupted injection of the fault left behind, beyond
+// the states every run's end resets.
+func (f *Fault) Heal(ctx context.Context, env Env) error {
+	if f.heal == nil {
+		return nil
+	}
+	return f.heal(ctx, env)
+}
+
+// StandsFor lists the catalog's faults of a deployment-neutral kind on a
+// backend whose deployment is d: those whose Kind it is, whose On includes
+// the backend (or is nil), and that d can inject on the local runtime.
+func StandsFor(kind, backend string, d cluster.Deployment) []string {
+	var out []string
+	for _, f := range catalog {
+		if f.Kind != kind || (f.On != nil && !slices.Contains(f.On, backend)) {
+			continue
+		}
+		if f.Available(d, "local", 8) == nil {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // Needs is what a run must have for a fault to be injected.

@@ -20,6 +20,7 @@ func heldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Sec
 var catalog = []*Fault{
 	{
 		Name:     "kill-primary",
+		Cycle:    4 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc:    "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
@@ -28,7 +29,11 @@ var catalog = []*Fault{
 		inject: runKillPrimary,
 	},
 	{
-		Name:     "cut-replication",
+		Name: "cut-replication",
+		Kind: "failover", On: []string{cluster.TopologySentinel},
+		// Fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
+		// resync ~1.2 s (the replica loads the RDB at its next 1 s cron).
+		Cycle:    5 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "cut-replication", Heal: "heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
@@ -38,7 +43,10 @@ var catalog = []*Fault{
 		inject: runCutReplication,
 	},
 	{
-		Name:     "resync-window",
+		Name: "resync-window",
+		// Full resyncs of ~1.3 s until a grant lands 250-900 ms into a window
+		// (one in ten to twenty), then as cut-replication.
+		Cycle:    22 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "resync-window", Heal: "resync-done", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
@@ -50,6 +58,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "pause-replicas",
+		Cycle: 3500 * time.Millisecond,
 		Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "pause-replicas", Heal: "resume-replicas", Cause: CauseReplication}},
 		Doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
@@ -73,7 +82,13 @@ var catalog = []*Fault{
 		inject: runClockStrobe,
 	},
 	{
-		Name:  "fast-restart",
+		Name: "fast-restart",
+		// ~1.5 s when Sentinel does not notice; but a restart loses the PING
+		// in flight on Sentinel's link, and with down-after 1 s a quorum
+		// sometimes marks the primary down and fails over anyway; the cluster
+		// is ready again only once Sentinel demotes the restarted old primary
+		// (~10 s): about one fault in three here.
+		Cycle: 5 * time.Second,
 		Marks: []Mark{{Event: "fast-restart", Heal: "restarted", Cause: CauseFastRestart}},
 		Doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
 			"and without AOF the replicas resync from an empty primary, so every lock vanishes",
@@ -92,7 +107,9 @@ var catalog = []*Fault{
 		inject: runPromoteReplica,
 	},
 	{
-		Name:     "pause-primary",
+		Name: "pause-primary",
+		// Paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary.
+		Cycle:    15 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 		Doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
@@ -105,6 +122,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "pause-client",
+		Kind:  "paused-client",
 		Needs: Needs{Topology: TopologyAny},
 		Marks: []Mark{{Event: "pause-client", Heal: "resume-client", Cause: CauseClientPause}},
 		Doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
@@ -116,7 +134,8 @@ var catalog = []*Fault{
 		inject: runPauseClient,
 	},
 	{
-		Name:  "clock-bump",
+		Name: "clock-bump",
+		Kind: "clock-jump", On: []string{cluster.TopologySentinel},
 		Needs: Needs{FakeTime: true},
 		Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 		Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
@@ -164,6 +183,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "crash-node",
+		Kind:  "failover",
 		Needs: Needs{Topology: TopologyRedlock},
 		Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 		Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
@@ -190,6 +210,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:   "clock-bump-node",
+		Kind:   "clock-jump",
 		Needs:  Needs{Topology: TopologyRedlock, FakeTime: true},
 		Marks:  []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 		Doc:    "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
@@ -242,6 +263,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:     "cluster-cut-replication",
+		Kind:     "failover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
 		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
@@ -326,7 +348,8 @@ var catalog = []*Fault{
 		inject: runReplicaClock,
 	},
 	{
-		Name:  "restart-db",
+		Name: "restart-db",
+		Kind: "failover", On: []string{"sql-lease"},
 		Marks: []Mark{{Event: "restart-db", Heal: "db-restarted", Cause: CauseDBRestart}},
 		Doc: "SIGKILL the resource service and the SQLite database it owns (WAL kept), keep it down for 1-2s, restart " +
 			"it on the same address: the sql-lease recipe's lock is unavailable meanwhile, and grants nothing twice",
@@ -338,6 +361,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:     "etcd-kill-leader",
+		Kind:     "failover",
 		Failover: true, Needs: Needs{Topology: TopologyEtcd},
 		Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(etcd) SIGKILL the Raft leader; the others elect a new one; the old leader restarts from its data dir " +
