@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -745,17 +746,16 @@ func runSkewClient(ctx context.Context, env Env, s Step) error {
 // nothing else knows the node is cut off.
 func runPartition(ctx context.Context, env Env, s Step) error {
 	c := env.Cluster()
-	pc, ok := c.(cluster.Partitioner)
-	if !ok {
-		return fmt.Errorf("this runtime cannot partition a node: run with --runtime docker")
+	pc, err := partitioner(c, "node")
+	if err != nil {
+		return err
 	}
 	p, err := c.Primary(ctx)
 	if err != nil {
 		return err
 	}
 	logf(env, "partition", p.Name, cluster.RolePrimary, "cut %s off from the Sentinels and replicas for %v; the clients still reach it", p.Name, s.Duration.Round(time.Millisecond))
-	if err := pc.Partition(p.Name); err != nil {
-		_ = pc.Heal(p.Name)
+	if err := partitionNode(pc, p.Name); err != nil {
 		return err
 	}
 	sleepErr := sleep(ctx, s.Duration)
@@ -768,6 +768,25 @@ func runPartition(ctx context.Context, env Env, s Step) error {
 	}
 	if np, err := c.Primary(ctx); err == nil && np.Name != p.Name {
 		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was cut off", np.Name, p.Name)
+	}
+	return nil
+}
+
+// partitioner is the runtime's cluster.Partitioner, or the error that names
+// the fix (what: "node", "member").
+func partitioner(c cluster.Runtime, what string) (cluster.Partitioner, error) {
+	pc, ok := c.(cluster.Partitioner)
+	if !ok {
+		return nil, fmt.Errorf("this runtime cannot partition a %s: run with --runtime docker", what)
+	}
+	return pc, nil
+}
+
+// partitionNode cuts a node off; a cut that fails half-way is healed at once,
+// since nothing else knows what it left cut.
+func partitionNode(pc cluster.Partitioner, node string) error {
+	if err := pc.Partition(node); err != nil {
+		return errors.Join(err, pc.Heal(node))
 	}
 	return nil
 }
