@@ -181,6 +181,12 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				if t := b.turnedAway; t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F
 					d.NewTurnedAwayReason = t.Reason()
+					// Sent before the older grant came back, the newer
+					// acquire may have been the one the server ran first:
+					// its lower number is then its own, not a counter set
+					// back (an evicted key granted again while the replies
+					// queued behind the eviction).
+					d.NewSentFirst = b.grant.Call < a.grant.Return
 				}
 				dhs = append(dhs, d)
 			}

@@ -130,7 +130,9 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 		fmt.Fprintf(&b, " The fence turned the stale holder, client %d, away at its %s: the fence numbers were issued by the database's own sequence after each grant, and a sequence does not go backwards, so client %d, granted later, carried the higher number and was the holder protected. The lock still granted twice; the data is safe and the lock's last choice won.", d.StaleClient, d.StaleTurnedAway, d.NewClient)
 		return b.String()
 	}
-	if d.NewTurnedAway != "" {
+	if d.NewTurnedAway != "" && d.NewSentFirst {
+		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its number was lower than client %d's, and its acquire was sent before that grant came back: either the server drew its number first and granted the lock, then lost that grant and granted it again, the replies coming back in the other order, or a failover or restart set the counter on Valkey back. The resource sided with the higher number.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason, d.StaleClient)
+	} else if d.NewTurnedAway != "" {
 		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its fence number came from a counter on Valkey that a failover or restart set back, so the resource sided with the older holder.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason)
 		if d.StaleWrite == "accepted" {
 			fmt.Fprintf(&b, " Client %d's writes kept landing, and only one holder ever wrote: the data is safe, but the lock picked the wrong winner. A number issued by the database itself would not go backwards.", d.StaleClient)

@@ -133,8 +133,8 @@ func (c *Config) validateEtcd() error {
 	if c.FakeTime {
 		return ErrEtcdClock
 	}
-	if c.MinReplicasToWrite > 0 || c.AppendOnly || c.Build != "" || c.OldReplica {
-		return fmt.Errorf("--min-replicas, --appendonly, --valkey-build and --mixed-versions are Valkey knobs: the etcd topology runs no Valkey")
+	if c.MinReplicasToWrite > 0 || c.AppendOnly || c.Build != "" || c.OldReplica || c.MaxMemory > 0 {
+		return fmt.Errorf("--min-replicas, --appendonly, --maxmemory, --valkey-build and --mixed-versions are Valkey knobs: the etcd topology runs no Valkey")
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func StandsFor(kind, backend string, d cluster.Deployment) []string {
 		if f.Kind != kind || (f.On != nil && !slices.Contains(f.On, backend)) {
 			continue
 		}
-		if f.Available(d, "local", 8) == nil {
+		if f.Available(cluster.Config{Topology: d.Name(), Replicas: 8, MaxMemory: cluster.MinMaxMemory}) == nil {
 			out = append(out, f.Name)
 		}
 	}
@@ -84,9 +84,13 @@ type Needs struct {
 	Replicas int    // replicas in the topology (a failover needs one to promote)
 	FakeTime bool   // nodes under libfaketime (the runner turns it on)
 	Runtime  string // "" any, else the only runtime that can inject it
-	// Topology is "" for the Sentinel topology, "redlock" for Redlock's N
-	// independent primaries, "any" for client-side faults (redlock.go).
+	// Topology is what it needs of the deployment (cluster.Deployment's
+	// Offers): "" a primary (with Failover, an automatic failover of it),
+	// "redlock" Redlock's N independent primaries, "any" for client-side
+	// faults, or a deployment's own name.
 	Topology string
+	// MaxMemory: the nodes run with a memory limit (--maxmemory).
+	MaxMemory bool
 }
 
 // Mark is one fault event of the history (package marks, where the readers
@@ -143,10 +147,14 @@ func Describe(name string) string {
 	return ""
 }
 
-// Available says whether a run on this deployment, runtime and replica count
-// can inject the fault; the error names the fault and the fix. It is the one
-// check: the runner, the sweep and the docs ask it.
-func (f *Fault) Available(d cluster.Deployment, runtime string, replicas int) error {
+// Available says whether a run on this cluster (its deployment, runtime,
+// replicas and memory limit) can inject the fault; the error names the fault
+// and the fix. It is the one check: the runner, the sweep and the docs ask it.
+func (f *Fault) Available(c cluster.Config) error {
+	d, err := cluster.Lookup(c.Topology)
+	if err != nil {
+		return err
+	}
 	if f.Needs.FakeTime {
 		if err := d.ClockError(); err != nil {
 			return fmt.Errorf("the %s fault is refused on --topology %s: %w", f.Name, d.Name(), err)
@@ -161,7 +169,10 @@ func (f *Fault) Available(d cluster.Deployment, runtime string, replicas int) er
 		}
 		return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(offer, " or "), d.Name())
 	}
-	return f.check(runtime, replicas)
+	if f.Needs.MaxMemory && c.MaxMemory == 0 {
+		return fmt.Errorf("the %s fault fills the primary past its memory limit: add --maxmemory (e.g. 16mb) and a --maxmemory-policy", f.Name)
+	}
+	return f.check(c.Runtime, c.Replicas)
 }
 
 // need is what the fault needs of a deployment: its Needs.Topology, or for

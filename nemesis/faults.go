@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // failoverSpan covers detection (down-after), election and the old node's rejoin.
@@ -96,6 +97,19 @@ var catalog = []*Fault{
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
 		inject: runFastRestart,
+	},
+	{
+		Name:  "memory-pressure",
+		Needs: Needs{MaxMemory: true},
+		Marks: []Mark{{Event: "memory-pressure", Heal: "memory-drained", Cause: marks.CauseEviction}},
+		Doc: "a shared cache's burst on the primary while a lock is held: valkey-benchmark writes 1 KiB entries (half with " +
+			"a 1 h TTL, half with none) to 1.5x --maxmemory, then the cache is drained; logs evicted_keys and which lock keys went",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
+		},
+		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 4*time.Second },
+		inject: runMemoryPressure,
+		heal:   drainCache,
 	},
 	{
 		Name:     "promote-replica",

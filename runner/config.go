@@ -102,6 +102,7 @@ func FromScenario(s scenario.Scenario) Config {
 	c.Cluster.FakeTime = s.FakeTime
 	fromScenarioDeployment(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
+	c.Cluster.MaxMemory, c.Cluster.MaxMemoryPolicy = s.MaxMemory, s.MaxMemoryPolicy
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
 	}
@@ -184,7 +185,7 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("--faults: %w", err)
 		}
-		if err := f.Available(c.Cluster.Deployment(), c.Cluster.Runtime, c.Cluster.Replicas); err != nil {
+		if err := f.Available(c.Cluster); err != nil {
 			return err
 		}
 		if f.Needs.FakeTime {
