@@ -99,6 +99,26 @@ var catalog = []*Fault{
 		inject: runFastRestart,
 	},
 	{
+		Name:     "failover-coordinated",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.NeedPrimary},
+		Marks: []Mark{{Event: "failover-coordinated", Heal: "coordinated-done", Cause: CauseFailover}},
+		Doc: "a maintenance switch: the replicas' links cut and a fresh grant on the primary, the links back, then a " +
+			"coordinated failover (SENTINEL FAILOVER ... COORDINATED; FAILOVER TO on standalone): writes paused until the replica caught up",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+		inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, false) },
+	},
+	{
+		Name:     "failover-coordinated-force",
+		Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
+		Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover}},
+		Doc: "the same switch with the replica paused behind the fresh grant: FAILOVER TO ... TIMEOUT 300 FORCE on the " +
+			"primary, so the switch happens before the replica caught up",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+		inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, true) },
+	},
+	{
 		Name:  "memory-pressure",
 		Needs: Needs{MaxMemory: true},
 		Marks: []Mark{{Event: "memory-pressure", Heal: "memory-drained", Cause: marks.CauseEviction}},

@@ -1,0 +1,158 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// A coordinated failover is how an operator moves a primary for
+// maintenance (Valkey's FAILOVER command; Sentinel's SENTINEL FAILOVER ...
+// COORDINATED, which sends it): the primary pauses writes, waits until the
+// chosen replica has consumed its whole replication stream, demotes itself
+// and hands over with PSYNC FAILOVER. Such a switch should lose no grant,
+// even one the primary made while its replicas were cut off: the links
+// come back first, and the switch waits for the replica to catch up. FORCE
+// with a TIMEOUT switches when the timeout expires whether or not it has.
+
+// runCoordinated is both faults: the graceful one cuts the replicas' links,
+// lets a grant land on the primary alone, restores the links and switches;
+// the forced one pauses the target replica behind that grant and switches
+// with FAILOVER TO ... TIMEOUT 300 FORCE.
+func runCoordinated(ctx context.Context, env Env, force bool) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	replicas := replicasOf(c, p.Name)
+	if len(replicas) == 0 {
+		return fmt.Errorf("a coordinated failover needs a live replica of %s", p.Name)
+	}
+	// The forced switch runs on standalone only (its catalog entry):
+	// Sentinel's own switch has no FORCE, and a FAILOVER it did not order
+	// would be fought over by its next check.
+	sentinels := liveSentinels(c)
+	event := "failover-coordinated"
+	if force {
+		event = "failover-coordinated-force"
+	}
+	for _, r := range replicas {
+		if err := c.Pause(r.Name); err != nil {
+			return err
+		}
+	}
+	if !force {
+		if _, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+			return err
+		}
+	}
+	logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
+		map[bool]string{false: " and dropped their links", true: " (links kept: the stream waits in their sockets)"}[force], p.Name)
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	got := env.AwaitAcquire(actx, nowTrue())
+	cancel()
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		return errorsJoinResume(err, c, replicas)
+	}
+	target := replicas[0]
+	var how string
+	switch {
+	case force:
+		host, port, _ := strings.Cut(target.Addr, ":")
+		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
+			return errorsJoinResume(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), c, replicas)
+		}
+		// The timeout passes with the target still stopped: the primary
+		// demotes itself and sends PSYNC FAILOVER, which waits in the
+		// target's socket beside the stream it has not read.
+		_ = sleep(ctx, 500*time.Millisecond)
+		if err := resumeAll(c, replicas); err != nil {
+			return err
+		}
+		how = fmt.Sprintf("FAILOVER TO %s TIMEOUT 300 FORCE while it was paused", target.Name)
+	default:
+		if err := resumeAll(c, replicas); err != nil {
+			return err
+		}
+		if ok, err := awaitOnline(ctx, c, p.Name, len(replicas), 10*time.Second); err != nil || !ok {
+			return fmt.Errorf("the replicas of %s did not link again within 10 s (%v): no coordinated failover", p.Name, err)
+		}
+		if len(sentinels) > 0 {
+			if _, err := c.Command(ctx, sentinels[0].Name, "SENTINEL", "FAILOVER", cluster.MasterName, "COORDINATED"); err != nil {
+				return fmt.Errorf("SENTINEL FAILOVER %s COORDINATED on %s: %w", cluster.MasterName, sentinels[0].Name, err)
+			}
+			how = "SENTINEL FAILOVER " + cluster.MasterName + " COORDINATED"
+		} else {
+			host, port, _ := strings.Cut(target.Addr, ":")
+			if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port); err != nil {
+				return fmt.Errorf("FAILOVER TO %s on %s: %w", target.Name, p.Name, err)
+			}
+			how = "FAILOVER TO " + target.Name
+		}
+	}
+	np, err := awaitSwitch(ctx, env, p, len(sentinels) > 0)
+	if err != nil {
+		return err
+	}
+	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
+	logf(env, "coordinated-done", np.Name, cluster.RolePrimary, "%s: %s is primary, %s its replica (an acquire landed on %s alone before: %v)",
+		how, np.Name, p.Name, p.Name, got)
+	return nil
+}
+
+// awaitSwitch waits until a node other than old serves as primary: as
+// Sentinel names it, or (standalone) as it says of itself, and then moves
+// the service address to it, as the operator would once the switch is done.
+func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) (cluster.Node, error) {
+	c := env.Cluster()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if sentinel {
+		return c.WaitFailover(wctx, old.Name)
+	}
+	for {
+		if np, err := c.Primary(wctx); err == nil && np.Name != old.Name {
+			if rp, ok := c.(cluster.Repointer); ok {
+				if err := rp.Repoint(np.Name); err != nil {
+					return cluster.Node{}, err
+				}
+			}
+			return np, nil
+		}
+		if err := sleep(wctx, 20*time.Millisecond); err != nil {
+			return cluster.Node{}, fmt.Errorf("no node took over from %s: %w", old.Name, err)
+		}
+	}
+}
+
+func liveSentinels(c cluster.Runtime) []cluster.Node {
+	var out []cluster.Node
+	for _, n := range c.Nodes() {
+		if n.Kind == cluster.RoleSentinel && n.PID != 0 && !n.Paused {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func resumeAll(c cluster.Runtime, nodes []cluster.Node) error {
+	for _, n := range nodes {
+		if err := c.Resume(n.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errorsJoinResume resumes the paused nodes on the way out of a failed step.
+func errorsJoinResume(err error, c cluster.Runtime, nodes []cluster.Node) error {
+	if rerr := resumeAll(c, nodes); rerr != nil {
+		return fmt.Errorf("%w (and resuming: %v)", err, rerr)
+	}
+	return err
+}
