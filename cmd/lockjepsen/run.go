@@ -92,6 +92,16 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 		}
 		return nil
 	})
+	fs.Func("faults-at", "explicit fault schedule, OFFSET:FAULT,... from the workload's start, e.g. 3.0s:cut-replication,12.5s:kill-primary: "+
+		"these faults fire at these offsets instead of where --seed puts them (each step's duration and the like are still drawn from --seed, "+
+		"so a run's recorded schedule given here repeats it); replaces --faults", func(v string) error {
+		steps, err := nemesis.ParseFaultsAt(v)
+		if err != nil {
+			return err
+		}
+		cfg.FaultsAt = steps
+		return nil
+	})
 	dur(&cfg.Interval, "interval", time.Millisecond, "mean gap between faults")
 	fs.Var(&knob.Parsed[knob.Wait]{V: &cfg.Wait, Parse: knob.ParseWait}, "wait", "WAIT after acquire, replicas:timeout, e.g. 1:100ms (fewer acks: release, acquire failed)")
 	fs.Var(&knob.Parsed[knob.WaitAOF]{V: &cfg.WaitAOF, Parse: knob.ParseWaitAOF}, "waitaof", "WAITAOF after acquire, local:replicas:timeout, e.g. 1:1:100ms (needs --appendonly for local 1)")
@@ -125,11 +135,16 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	if fs.NArg() > 0 {
 		return cfg, fail("%s: unexpected argument %q (flags go before it? see lockjepsen %s -h)", name, fs.Arg(0), name), false
 	}
+	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
 		if f.Name == "appendfsync" {
 			cfg.Cluster.AppendOnly = true
 		}
 	})
+	if set["faults"] && set["faults-at"] {
+		return cfg, fail("%s: --faults and --faults-at both given: --faults-at names its own faults; drop --faults", name), false
+	}
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
 	topologyDefaults(fs, &cfg)
 	cfg.Cluster.Runtime = runtimeName
