@@ -86,10 +86,12 @@ type Versions struct {
 	Go         string `json:"go"`
 }
 
-// Warmup and Settle bracket the fault schedule.
+// Warmup and Settle bracket the fault schedule; MinTimeLimit is the
+// shortest workload a run accepts.
 const (
-	Warmup = 3 * time.Second
-	Settle = 2 * time.Second
+	Warmup       = 3 * time.Second
+	Settle       = 2 * time.Second
+	MinTimeLimit = 5 * time.Second
 )
 
 func (c *Config) planParams() nemesis.PlanParams {
@@ -161,8 +163,8 @@ func (c *Config) Validate() error {
 	if c.TTL < 100*time.Millisecond {
 		return fmt.Errorf("--ttl %v: want 100ms or more (renewals happen every TTL/3)", c.TTL)
 	}
-	if c.TimeLimit < 5*time.Second {
-		return fmt.Errorf("--time-limit %v: want 5s or more", c.TimeLimit)
+	if c.TimeLimit < MinTimeLimit {
+		return fmt.Errorf("--time-limit %v: want %v or more", c.TimeLimit, MinTimeLimit)
 	}
 	if c.Job.Steps < 1 {
 		return fmt.Errorf("--steps %d: want 1 or more critical sections per hold", c.Job.Steps)

@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	defer logf.Close()
 	if len(cfg.Command) > 0 {
-		fmt.Fprintf(logf, "$ %s\n", shellJoin(cfg.Command))
+		fmt.Fprintf(logf, "$ %s\n", ShellJoin(cfg.Command))
 	}
 	term := tty.IsTerminal(progress)
 	progress = io.MultiWriter(progress, logf)
@@ -638,8 +638,8 @@ func (r *run) teardown() {
 	fmt.Fprintf(r.out, "%-14s %s\n", "["+time.Now().Format("15:04:05.000")+"]", "down: every process stopped")
 }
 
-// shellJoin quotes a command line so that it can be pasted into a shell.
-func shellJoin(args []string) string {
+// ShellJoin quotes a command line so that it can be pasted into a shell.
+func ShellJoin(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=:/.,+@%") == "" {
