@@ -40,6 +40,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
 	oneGrant := t.TempDir()
 	os.WriteFile(filepath.Join(oneGrant, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"+`{"index":1,"time":6,"process":0,"type":"ok","f":"acquire","key":"k","token":"t"}`+"\n"), 0o644)
+	configOnly := t.TempDir()
+	os.WriteFile(filepath.Join(configOnly, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(configOnly, "config.json"), []byte(`{"scenario":"failover-race"}`), 0o644)
 	// A sweep folder whose trials are gone: --aggregate must refuse it and
 	// keep the report it holds.
 	emptySweep := t.TempDir()
@@ -102,6 +105,10 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"shrink", oneGrant, "--key", "lock:{nope}"}, "--key \"lock:{nope}\" is not in"},
 		{[]string{"shrink", oneGrant, "--out", corrupt}, "not empty"},
 		{[]string{"shrink", oneGrant, "--out", oneGrant}, "the run itself"},
+		{[]string{"shrink", "--rerun", oneGrant, "--out", filepath.Join(t.TempDir(), "r")}, "has no readable config.json"},
+		{[]string{"shrink", "--rerun", configOnly, "--out", filepath.Join(t.TempDir(), "r")}, "results.json"},
+		{[]string{"shrink", "--seeds", "3", oneGrant}, "--seeds and --min are for --rerun"},
+		{[]string{"shrink", "--rerun", "--min", "6", oneGrant}, "--min 6 of --seeds 5 can never hold"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
 		{[]string{"sweep", "--faults", "meteor"}, "meteor"},
@@ -152,6 +159,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run"}, "metrics-addr", []string{"bogus", "127.0.0.1", "127.0.0.1:99999"}},
 		{[]string{"sweep"}, "metrics-addr", []string{"x:y:z"}},
 		{[]string{"bench", "scenario"}, "seeds", []string{"0", "x"}},
+		{[]string{"shrink"}, "seeds", []string{"0", "101", "x"}},
+		{[]string{"shrink"}, "min", []string{"0", "x"}},
 		{[]string{"bench", "locks"}, "clients", []string{"0"}},
 		{[]string{"bench", "locks"}, "recipe", []string{"bogus"}},
 		{[]string{"bench", "locks"}, "time-limit", []string{"0", "x"}},
