@@ -77,7 +77,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")
 	fs.Var(knob.Int{N: &cfg.Keys, Min: 1, Max: 1024}, "keys", "lock keys lock:{job-N}, each protecting row job-N (at most 4x --clients)")
 	dur(&cfg.TTL, "ttl", 100*time.Millisecond, "lease TTL; clients renew every TTL/3")
-	dur(&cfg.TimeLimit, "time-limit", 5*time.Second, "workload length (a duration, or seconds)")
+	dur(&cfg.TimeLimit, "time-limit", runner.MinTimeLimit, "workload length (a duration, or seconds)")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule and the clients' choices; the same seed replays the same schedule")
 	fs.Func("faults", "comma-separated faults, replacing the scenario's (see above; none for no faults)", func(v string) error {
 		cfg.Faults = nil
