@@ -290,12 +290,18 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 				Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
 			if w.regrant != nil {
 				v.Clients = []int{w.holder.grant.Client}
+				if w.regrant.Client != w.holder.grant.Client {
+					v.Clients = append(v.Clients, w.regrant.Client)
+				}
 				v.Tokens = []string{w.holder.token, w.regrant.Token}
 				v.Events = append(v.Events, w.regrant.InvokeIndex)
 			}
 			dg := w.kind == "double-grant"
 			if dg {
 				grants[[2]string{w.holder.token, w.op.Token}] = true
+			}
+			for _, p := range w.folded {
+				grants[p] = true
 			}
 			// A lease the server ended early is blamed, like a double grant,
 			// on what the server went through, never on the client.

@@ -117,6 +117,29 @@ func TestCheckClasses(t *testing.T) {
 			want: want{lock: Invalid, resource: Valid, kinds: []string{"lease-lost"}, cause: "failover"},
 		},
 		{
+			// Before: each grant after the told extend was a double grant
+			// ("client 0 and client 7 held the lock at the same time"), 31 in
+			// one lab-3 fast-restart run, though client 0 had stopped.
+			name: "grants to others after the holder was told 'not held': one lease lost; the grant before it a double grant",
+			h: newHB().
+				nem("fast-restart", "valkey-0", 5).
+				acq(0, "A", 1000, 1, 2, ok, 1).
+				acq(1, "B", 1000, 20, 21, ok, 2).rel(1, "B", 100, 101, ok).
+				op(0, history.Event{F: history.FExtend, Token: "A"}, 300, 301, fail,
+					history.Event{Error: "SET IFEQ returned nil: the lock expired or another client holds it (not held)"}).
+				acq(2, "C", 1000, 400, 401, ok, 3).rel(2, "C", 450, 451, ok).
+				acq(3, "D", 1000, 500, 501, ok, 4),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"double-grant", "lease-lost"}, cause: "fast-restart", doubleHolders: 1, dhCause: "fast-restart"},
+		},
+		{
+			name: "a release that finds its own token while another holds: the unknown acquire was granted",
+			h: newHB().
+				acq(0, "A", 1000, 1, 2, ok, 1).
+				acq(1, "B", 1000, 20, 21, info, 0).
+				rel(1, "B", 30, 31, ok),
+			want: want{lock: Invalid, resource: Valid, kinds: []string{"non-holder-release"}},
+		},
+		{
 			name: "expired lease, stale write rejected",
 			h: newHB().
 				acq(0, "A", 100, 10, 11, ok, 1).

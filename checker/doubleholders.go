@@ -59,6 +59,15 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			continue
 		}
 		a := as[j]
+		// Told "not held", the client stops at its next step (a write in
+		// flight still lands and is counted below): its belief ends at the
+		// reply, as a release's does at its call.
+		if (o.F == history.FExtend || o.F == history.FRelease) && o.Outcome == history.Fail && o.Return != never && history.SaysNotHeld(o.Err) {
+			if r, seen := release[a]; !seen || o.Return < r {
+				release[a] = o.Return
+			}
+			continue
+		}
 		switch o.F {
 		case history.FAcquire, history.FExtend:
 			if o.Outcome == history.OK {
@@ -172,6 +181,12 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				if t := b.turnedAway; t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F
 					d.NewTurnedAwayReason = t.Reason()
+					// Sent before the older grant came back, the newer
+					// acquire may have been the one the server ran first:
+					// its lower number is then its own, not a counter set
+					// back (an evicted key granted again while the replies
+					// queued behind the eviction).
+					d.NewSentFirst = b.grant.Call < a.grant.Return
 				}
 				dhs = append(dhs, d)
 			}

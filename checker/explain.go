@@ -48,11 +48,18 @@ func explainWitness(w witness, t0 int64, cause string, faults []string) string {
 	h := w.holder
 	a, b := names(h.grant.Client, h.token, w.op.Client, w.op.Token)
 	switch w.kind {
+	case "non-holder-release", "non-holder-extend":
+		if w.unknownGrant {
+			return fmt.Sprintf("%s's %s of its own token succeeded on %s at %s while %s certainly held the lock (its lease ran from %s to at least %s). %s's acquire had ended with an unknown outcome: the server granted it the lock while %s's lease was alive, and the %s found that grant. A correct lock server never grants a lock whose lease cannot have expired. %s",
+				capital(b), w.op.F, w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0), capital(b), a, w.op.F, causeClause(cause, faults))
+		}
+	}
+	switch w.kind {
 	case "non-holder-release":
 		return fmt.Sprintf("%s released %s at %s while %s certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
 	case "lease-lost":
-		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and granted the lock to client %d again (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
+		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and then granted the lock again, to client %d (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
 			h.grant.Client, w.key, shortToken(h.token), secs(h.start, t0), secs(h.end, t0), secs(w.op.Return, t0), w.op.F,
 			w.regrant.Client, shortToken(w.regrant.Token), secs(w.regrant.Return, t0), causeClause(cause, faults))
 	case "non-holder-extend":
@@ -123,7 +130,9 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 		fmt.Fprintf(&b, " The fence turned the stale holder, client %d, away at its %s: the fence numbers were issued by the database's own sequence after each grant, and a sequence does not go backwards, so client %d, granted later, carried the higher number and was the holder protected. The lock still granted twice; the data is safe and the lock's last choice won.", d.StaleClient, d.StaleTurnedAway, d.NewClient)
 		return b.String()
 	}
-	if d.NewTurnedAway != "" {
+	if d.NewTurnedAway != "" && d.NewSentFirst {
+		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its number was lower than client %d's, and its acquire was sent before that grant came back: either the server drew its number first and granted the lock, then lost that grant and granted it again, the replies coming back in the other order, or a failover or restart set the counter on Valkey back. The resource sided with the higher number.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason, d.StaleClient)
+	} else if d.NewTurnedAway != "" {
 		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its fence number came from a counter on Valkey that a failover or restart set back, so the resource sided with the older holder.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason)
 		if d.StaleWrite == "accepted" {
 			fmt.Fprintf(&b, " Client %d's writes kept landing, and only one holder ever wrote: the data is safe, but the lock picked the wrong winner. A number issued by the database itself would not go backwards.", d.StaleClient)

@@ -77,32 +77,46 @@ func checkLockKey(key string, ops []*Op, opts Options, t0 int64, draw bool) *key
 	kc.res.Porcupine = "ok"
 	segs := lockSegments(live, opts.ChunkOps)
 	kc.res.Segments = len(segs)
-	for _, seg := range segs {
+	i, m, pops, ok := firstIllegal(kc, len(segs), deadline, func(i int) (porcupine.Model, []porcupine.Operation) {
+		return modelFrom(segs[i].init, t0), toOperations(segs[i].ops, eps)
+	})
+	if !ok {
+		return kc
+	}
+	kc.segFrom, kc.segTo = span(segs[i].ops)
+	_, info := porcupine.CheckOperationsVerbose(m, pops, remaining(deadline)+time.Second)
+	kc.stuck = stuckOp(segs[i].ops, info)
+	if draw {
+		kc.model, kc.info = m, &info
+		kc.from, kc.to = kc.segFrom, kc.segTo
+	}
+	return kc
+}
+
+// firstIllegal checks n segments in order within the deadline, a lock key's
+// or a resource row's alike. It records the verdict in kc: unknown when the
+// budget runs out first, illegal at the first segment porcupine cannot
+// linearize, whose index, model and operations it returns (ok) for the
+// caller to explain and draw.
+func firstIllegal(kc *keyCheck, n int, deadline time.Time, seg func(i int) (porcupine.Model, []porcupine.Operation)) (int, porcupine.Model, []porcupine.Operation, bool) {
+	for i := 0; i < n; i++ {
 		left := remaining(deadline)
 		if left <= 0 {
 			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
-			return kc
+			return 0, porcupine.Model{}, nil, false
 		}
-		m := modelFrom(seg.init, t0)
-		pops := toOperations(seg.ops, eps)
+		m, pops := seg(i)
 		switch porcupine.CheckOperationsTimeout(m, pops, left) {
 		case porcupine.Ok:
 			continue
 		case porcupine.Unknown:
 			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
-			return kc
+			return 0, porcupine.Model{}, nil, false
 		}
 		kc.res.Valid, kc.res.Porcupine = Invalid, "illegal"
-		kc.segFrom, kc.segTo = span(seg.ops)
-		_, info := porcupine.CheckOperationsVerbose(m, pops, remaining(deadline)+time.Second)
-		kc.stuck = stuckOp(seg.ops, info)
-		if draw {
-			kc.model, kc.info = m, &info
-			kc.from, kc.to = kc.segFrom, kc.segTo
-		}
-		return kc
+		return i, m, pops, true
 	}
-	return kc
+	return 0, porcupine.Model{}, nil, false
 }
 
 // stuckOp names the first operation porcupine could not place.

@@ -45,29 +45,18 @@ func checkResourceKey(key string, secs []*Section, opts Options, draw bool) *key
 	kc.res.Porcupine = "ok"
 	segs := resourceSegments(secs, opts.ChunkOps)
 	kc.res.Segments = len(segs)
-	for _, seg := range segs {
-		left := remaining(deadline)
-		if left <= 0 {
-			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
-			return kc
-		}
-		pops := sectionOperations(seg)
-		switch porcupine.CheckOperationsTimeout(m, pops, left) {
-		case porcupine.Ok:
-			continue
-		case porcupine.Unknown:
-			kc.res.Valid, kc.res.Porcupine = Unknown, "unknown"
-			return kc
-		}
-		kc.res.Valid, kc.res.Porcupine = Invalid, "illegal"
-		kc.segFrom, kc.segTo = sectionSpan(seg)
-		_, info := porcupine.CheckOperationsVerbose(m, pops, remaining(deadline)+time.Second)
-		kc.stuckS = stuckSection(seg, info)
-		if draw {
-			kc.model, kc.info = m, &info
-			kc.from, kc.to = kc.segFrom, kc.segTo
-		}
+	i, _, pops, ok := firstIllegal(kc, len(segs), deadline, func(i int) (porcupine.Model, []porcupine.Operation) {
+		return m, sectionOperations(segs[i])
+	})
+	if !ok {
 		return kc
+	}
+	kc.segFrom, kc.segTo = sectionSpan(segs[i])
+	_, info := porcupine.CheckOperationsVerbose(m, pops, remaining(deadline)+time.Second)
+	kc.stuckS = stuckSection(segs[i], info)
+	if draw {
+		kc.model, kc.info = m, &info
+		kc.from, kc.to = kc.segFrom, kc.segTo
 	}
 	return kc
 }

@@ -287,6 +287,9 @@ type DoubleHolder struct {
 	// the stale holder's: the counter on Valkey lost INCRs); empty otherwise.
 	NewTurnedAway       string `json:"new_turned_away,omitempty"`
 	NewTurnedAwayReason string `json:"new_turned_away_reason,omitempty"`
+	// NewSentFirst: the newer holder's acquire was sent before the older
+	// grant's reply, so the server may have drawn its number first.
+	NewSentFirst bool `json:"new_sent_first,omitempty"`
 	// StaleTurnedAway is "read" or "write" when the fence turned the stale
 	// holder away after the newer holder's grant; empty otherwise.
 	StaleTurnedAway string `json:"stale_turned_away,omitempty"`

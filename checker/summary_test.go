@@ -22,7 +22,10 @@ func TestWhoHeldAgreesWithDoubleGrants(t *testing.T) {
 			Violations: []Violation{{Kind: "double-grant"}, {Kind: "newer-holder-turned-away"}}},
 			"1 time it granted the lock while another client's lease was still alive", "never to two clients"},
 		{"lease lost only", Result{Ops: map[string]*OpCounts{"acquire": {OK: 3}},
-			Violations: []Violation{{Kind: "lease-lost"}}},
+			Violations: []Violation{{Kind: "lease-lost", Affects: "lock"}}},
+			"no two clients acted as holder at the same moment", "never to two clients"},
+		{"a finding that does not count against the lock", Result{Ops: map[string]*OpCounts{"acquire": {OK: 3}},
+			Violations: []Violation{{Kind: "stale-write-accepted", Affects: "resource"}}},
 			"never to two clients at once", ""},
 	}
 	for _, tt := range tests {

@@ -31,11 +31,22 @@ type witness struct {
 	holder *tenure // the grant that certainly held the lock
 	other  *tenure // the second holder, for double grants
 	op     *Op     // the offending grant, release or extend; for lease-lost, the not-held reply
-	// regrant is, for lease-lost, the same client's later grant under
-	// another token.
+	// regrant is, for lease-lost, the first grant under another token after
+	// the holder was told it no longer held the lock (to it or another
+	// client).
 	regrant *Op
-	start   int64 // when both were in force
-	end     int64
+	// unknownGrant: for a release or extend, its token's own acquire ended
+	// with an unknown outcome before it, so the server may well have granted
+	// that token too (WAIT released a grant no replica acknowledged, and the
+	// release was answered in kind).
+	unknownGrant bool
+	// folded are, for lease-lost, the token pairs (lost lease, later grant)
+	// of every grant folded into it, the regrant's first: each was granted
+	// while the lost lease could not have expired, so a holder that still
+	// acted then (a step in flight) was one of two at once.
+	folded [][2]string
+	start  int64 // when both were in force
+	end    int64
 }
 
 // tokenOps are one token's lock operations on one key that may have taken
@@ -239,9 +250,15 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 	// token's tenure. A tenure enters the sweep only once it started strictly
 	// before the query's call, so a grant never meets its own tenure.
 	var qs []*Op
+	unknownBefore := make(map[string]int64) // token → call of its first unknown acquire
 	for _, o := range ops {
 		if o.Outcome == history.OK && o.Return != never {
 			qs = append(qs, o)
+		}
+		if o.F == history.FAcquire && o.Outcome == history.Info {
+			if c, ok := unknownBefore[o.Token]; !ok || o.Call < c {
+				unknownBefore[o.Token] = o.Call
+			}
 		}
 	}
 	sort.Slice(qs, func(i, j int) bool { return qs[i].Call < qs[j].Call })
@@ -275,21 +292,27 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 			if q.F == history.FExtend {
 				kind = "non-holder-extend"
 			}
-			ws = append(ws, witness{kind: kind, key: q.Key, holder: h, op: q, start: q.Call, end: q.Return})
+			ws = append(ws, witness{kind: kind, key: q.Key, holder: h, op: q, start: q.Call, end: q.Return,
+				unknownGrant: unknownBefore[q.Token] != 0 && unknownBefore[q.Token] < q.Call})
 		}
 	}
-	leaseLost(ops, ws)
+	ws = leaseLost(ops, ws)
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].start < ws[j].start })
 	return ws
 }
 
-// leaseLost rewords the double grants of one client to itself. A client
-// takes the lock again only after its hold ended; when the server had
-// answered its extend or release "not held" before the new grant, there were
-// never two holders: the server ended the first lease early and said so.
-// That is still no correct lease server's reply (the verdict stands), but it
-// is a lease lost, not a lock handed to two clients at once.
-func leaseLost(ops []*Op, ws []witness) {
+// leaseLost rewords the double grants made after the server had told the
+// first holder that it no longer held the lock. Once its extend or release
+// was answered "not held", the client knows and stops: a grant after that,
+// to another client or to itself, is no second holder. The server did end
+// the lease before it could have expired, which no correct lease server does
+// (the verdict stands), so the first such grant makes one lease-lost finding
+// for the lease, and the later ones against the same lease are dropped: they
+// are that one lost lease, not new double grants. Grants before the reply
+// stay double grants: then both clients believed. (A fast restart without
+// persistence shows both: the holder's next renewal is told, and the grants
+// after it, 31 in one lab-3 run, were each reported as two holders at once.)
+func leaseLost(ops []*Op, ws []witness) []witness {
 	told := make(map[string]*Op) // token → its first not-held reply
 	for _, o := range ops {
 		if o.Outcome == history.Fail && (o.F == history.FRelease || o.F == history.FExtend) && history.SaysNotHeld(o.Err) {
@@ -298,18 +321,27 @@ func leaseLost(ops []*Op, ws []witness) {
 			}
 		}
 	}
-	for i := range ws {
-		w := &ws[i]
-		if w.kind != "double-grant" || w.holder.grant.Client != w.op.Client || w.holder.token == w.op.Token {
-			continue
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].op.Call < ws[j].op.Call })
+	lost := make(map[*tenure]int) // lost lease → its lease-lost in out
+	var out []witness
+	for _, w := range ws {
+		if w.kind == "double-grant" && w.holder.token != w.op.Token {
+			r := told[w.holder.token]
+			if r != nil && r.Return != never && r.Return <= w.op.Call && r.Call >= w.holder.start {
+				pair := [2]string{w.holder.token, w.op.Token}
+				if i, ok := lost[w.holder]; ok {
+					out[i].folded = append(out[i].folded, pair)
+					continue
+				}
+				lost[w.holder] = len(out)
+				w.kind, w.regrant, w.op, w.other = "lease-lost", w.op, r, nil
+				w.start, w.end = r.Call, r.Return
+				w.folded = [][2]string{pair}
+			}
 		}
-		r := told[w.holder.token]
-		if r == nil || r.Return == never || r.Return > w.op.Call || r.Call < w.holder.start {
-			continue
-		}
-		w.kind, w.regrant, w.op, w.other = "lease-lost", w.op, r, nil
-		w.start, w.end = r.Call, r.Return
+		out = append(out, w)
 	}
+	return out
 }
 
 // grantedInside reports whether q's token was granted inside h's tenure

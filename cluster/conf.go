@@ -28,6 +28,7 @@ func valkeyConf(c *Config, n *Node, port int, replicaOf string) string {
 	// restarted node rejoins quickly.
 	b.WriteString("repl-diskless-sync yes\nrepl-diskless-sync-delay 0\n")
 	b.WriteString("enable-debug-command local\n")
+	b.WriteString(maxMemoryConf(c))
 	if old := c.OldNode(); old != "" {
 		// Sentinel promotes the replica with the lowest priority: the old
 		// build's node, so a failover lands the upgrade's weak spot.

@@ -30,6 +30,13 @@ type Config struct {
 	AppendOnly         bool
 	AppendFsync        string // always | everysec | no
 
+	// MaxMemory (bytes, 0: none) and MaxMemoryPolicy are maxmemory and
+	// maxmemory-policy on every node, as a managed cache sets them: with a
+	// volatile-* policy the lock keys, which all have an expire, are
+	// candidates for eviction (eviction.go).
+	MaxMemory       int64  `json:"maxmemory,omitempty"`
+	MaxMemoryPolicy string `json:"maxmemory_policy,omitempty"`
+
 	// FakeTime starts every Valkey process under libfaketime so that its wall
 	// clock can be moved at run time (SetClockOffset).
 	FakeTime bool
@@ -147,6 +154,9 @@ func (c *Config) Validate() error {
 	case "always", "everysec", "no":
 	default:
 		return fmt.Errorf("--appendfsync %q: want always, everysec or no", c.AppendFsync)
+	}
+	if err := c.validateMaxMemory(); err != nil {
+		return err
 	}
 	if err := knob.OneOf("runtime", c.runtime(), knob.Runtimes); err != nil {
 		return err

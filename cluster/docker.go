@@ -734,25 +734,12 @@ func (d *Docker) Stop(name string) error {
 
 // Pause freezes the container (cgroup freezer): like SIGSTOP, the node keeps
 // its sockets and answers nothing, and it cannot notice or handle it.
-func (d *Docker) Pause(name string) error {
-	n, id, err := d.container(name)
-	if err != nil {
-		return err
-	}
-	if n.PID == 0 {
-		return fmt.Errorf("%s is down", name)
-	}
-	ctx, cancel := apiCtx()
-	defer cancel()
-	if _, err := d.api.ContainerPause(ctx, id, client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("pause %s: %w", name, err)
-	}
-	d.update(name, func(x *Node) { x.Paused = true })
-	return nil
-}
+func (d *Docker) Pause(name string) error { return d.freeze(name, true) }
 
 // Resume thaws a paused container.
-func (d *Docker) Resume(name string) error {
+func (d *Docker) Resume(name string) error { return d.freeze(name, false) }
+
+func (d *Docker) freeze(name string, paused bool) error {
 	n, id, err := d.container(name)
 	if err != nil {
 		return err
@@ -762,10 +749,17 @@ func (d *Docker) Resume(name string) error {
 	}
 	ctx, cancel := apiCtx()
 	defer cancel()
-	if _, err := d.api.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{}); err != nil {
-		return fmt.Errorf("unpause %s: %w", name, err)
+	verb := "pause"
+	if paused {
+		_, err = d.api.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+	} else {
+		verb = "unpause"
+		_, err = d.api.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
 	}
-	d.update(name, func(x *Node) { x.Paused = false })
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, name, err)
+	}
+	d.update(name, func(x *Node) { x.Paused = paused })
 	return nil
 }
 

@@ -133,8 +133,8 @@ func (c *Config) validateEtcd() error {
 	if c.FakeTime {
 		return ErrEtcdClock
 	}
-	if c.MinReplicasToWrite > 0 || c.AppendOnly || c.Build != "" || c.OldReplica {
-		return fmt.Errorf("--min-replicas, --appendonly, --valkey-build and --mixed-versions are Valkey knobs: the etcd topology runs no Valkey")
+	if c.MinReplicasToWrite > 0 || c.AppendOnly || c.Build != "" || c.OldReplica || c.MaxMemory > 0 {
+		return fmt.Errorf("--min-replicas, --appendonly, --maxmemory, --valkey-build and --mixed-versions are Valkey knobs: the etcd topology runs no Valkey")
 	}
 	return nil
 }
@@ -439,11 +439,7 @@ func (e *EtcdLocal) mustNode(name string) (Node, error) {
 }
 
 func (e *EtcdLocal) setPID(name string, pid int, killed bool) {
-	e.mu.Lock()
-	if i := e.index(name); i >= 0 {
-		e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = pid, killed, false
-	}
-	e.mu.Unlock()
+	e.nodeSet.setPID(name, pid, killed)
 	_ = e.saveState()
 }
 
@@ -461,13 +457,9 @@ func (e *EtcdLocal) Kill(name string) error {
 	if err != nil {
 		return err
 	}
-	if n.PID == 0 {
-		return fmt.Errorf("%s is already down", name)
-	}
-	if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
+	if err := killProc(n); err != nil {
 		return err
 	}
-	waitGone(n.PID, 5*time.Second)
 	e.setPID(name, 0, true)
 	return nil
 }
@@ -478,13 +470,8 @@ func (e *EtcdLocal) Stop(name string) error {
 	if err != nil || n.PID == 0 {
 		return err
 	}
-	_ = signalPID(n.PID, syscall.SIGCONT)
-	if err := signalPID(n.PID, syscall.SIGTERM); err != nil {
+	if err := stopProc(n); err != nil {
 		return err
-	}
-	if !waitGone(n.PID, 10*time.Second) {
-		_ = signalPID(n.PID, syscall.SIGKILL)
-		waitGone(n.PID, 5*time.Second)
 	}
 	e.setPID(name, 0, true)
 	return nil

@@ -392,12 +392,40 @@ func (l *Local) Down() error {
 	return l.saveState()
 }
 
-func (l *Local) setPID(name string, pid int, killed bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i := l.index(name); i >= 0 {
-		l.nodes[i].PID, l.nodes[i].Killed, l.nodes[i].Paused = pid, killed, false
+// setPID records a node's process (0: down; killed: by a fault, for the
+// run's end to restart).
+func (s *nodeSet) setPID(name string, pid int, killed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.index(name); i >= 0 {
+		s.nodes[i].PID, s.nodes[i].Killed, s.nodes[i].Paused = pid, killed, false
 	}
+}
+
+// killProc sends SIGKILL to a node's process and waits until it is gone.
+func killProc(n Node) error {
+	if n.PID == 0 {
+		return fmt.Errorf("%s is already down", n.Name)
+	}
+	if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
+		return err
+	}
+	waitGone(n.PID, 5*time.Second)
+	return nil
+}
+
+// stopProc sends SIGTERM (SIGCONT first, in case it is paused), waits, and
+// SIGKILLs what is still there after 10 s.
+func stopProc(n Node) error {
+	_ = signalPID(n.PID, syscall.SIGCONT)
+	if err := signalPID(n.PID, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if !waitGone(n.PID, 10*time.Second) {
+		_ = signalPID(n.PID, syscall.SIGKILL)
+		waitGone(n.PID, 5*time.Second)
+	}
+	return nil
 }
 
 func (l *Local) mustNode(name string) (Node, error) {
@@ -414,13 +442,9 @@ func (l *Local) Kill(name string) error {
 	if err != nil {
 		return err
 	}
-	if n.PID == 0 {
-		return fmt.Errorf("%s is already down", name)
-	}
-	if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
+	if err := killProc(n); err != nil {
 		return err
 	}
-	waitGone(n.PID, 5*time.Second)
 	l.adm.drop(n.Addr)
 	l.setPID(name, 0, true)
 	return l.saveState()
@@ -435,13 +459,8 @@ func (l *Local) Stop(name string) error {
 	if n.PID == 0 {
 		return nil
 	}
-	_ = signalPID(n.PID, syscall.SIGCONT)
-	if err := signalPID(n.PID, syscall.SIGTERM); err != nil {
+	if err := stopProc(n); err != nil {
 		return err
-	}
-	if !waitGone(n.PID, 10*time.Second) {
-		_ = signalPID(n.PID, syscall.SIGKILL)
-		waitGone(n.PID, 5*time.Second)
 	}
 	l.adm.drop(n.Addr)
 	l.setPID(name, 0, true)

@@ -291,3 +291,31 @@ func (p *Parsed[T]) Set(v string) error {
 	*p.V, p.Raw = x, v
 	return nil
 }
+
+// MaxMemoryPolicies are the maxmemory-policy values Valkey accepts (Valkey's
+// "Key eviction" docs): noeviction refuses writes with an OOM error once
+// maxmemory is reached; the allkeys-* policies evict any key, the volatile-*
+// ones only keys with an expire set, which every lock key has.
+var MaxMemoryPolicies = []string{"noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random",
+	"volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}
+
+// ParseBytes reads a memory size as Valkey's config does: a number of bytes,
+// or with a unit kb, mb, gb (powers of 1024; k, m and g too), case ignored.
+func ParseBytes(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("%q is no memory size: want bytes or a number with kb, mb or gb, e.g. 16mb", s)
+	}
+	return n * mult, nil
+}

@@ -111,3 +111,21 @@ func check(t *testing.T, name string, got any, err error, want any, wantErr stri
 		t.Errorf("%s = %+v, %v; want %+v", name, got, err, want)
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"16mb", 16 << 20, true}, {"16MB", 16 << 20, true}, {"4m", 4 << 20, true}, {"512kb", 512 << 10, true},
+		{"1gb", 1 << 30, true}, {"1048576", 1 << 20, true}, {"100b", 100, true},
+		{"", 0, false}, {"lots", 0, false}, {"-1mb", 0, false}, {"1.5mb", 0, false}, {"16 tb", 0, false}, {"99999999gb", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseBytes(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

@@ -51,26 +51,3 @@ func extendNoPX(ctx context.Context, c valkey.Client, key, token string, _ time.
 	err := c.Do(ctx, c.B().Arbitrary("SET").Keys(key).Args(token, "IFEQ", token).Build()).Error()
 	return nilOK("SET IFEQ (no PX: the TTL is dropped)", err, "the lock expired or another client holds it")
 }
-
-// onRedlock lists the recipes that run on the redlock topology (N
-// independent primaries); every other recipe needs the Sentinel topology.
-var onRedlock = map[string]bool{Redlock: true, Redsync: true}
-
-// RunsOn says whether a recipe can run on a topology; the error names the fix.
-func RunsOn(recipe, topology string) error {
-	if topology == "cluster" {
-		return runsOnCluster(recipe)
-	}
-	redlockTopo := topology == "redlock"
-	switch {
-	case topology == "etcd" && recipe != EtcdMutex:
-		return fmt.Errorf("--recipe %s talks to Valkey: on --topology etcd use etcd-mutex", recipe)
-	case topology != "etcd" && recipe == EtcdMutex:
-		return fmt.Errorf("--recipe etcd-mutex needs an etcd cluster: add --topology etcd")
-	case redlockTopo && !onRedlock[recipe]:
-		return fmt.Errorf("--recipe %s talks to one primary through Sentinel: on --topology redlock use redlock or redsync", recipe)
-	case !redlockTopo && recipe == Redlock:
-		return fmt.Errorf("--recipe redlock needs N independent primaries: add --topology redlock")
-	}
-	return nil
-}

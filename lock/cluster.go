@@ -1,8 +1,6 @@
 package lock
 
 import (
-	"fmt"
-
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -25,22 +23,4 @@ func (c *Config) clusterOption(o valkey.ClientOption) valkey.ClientOption {
 	o.InitAddress = append([]string(nil), c.ClusterAddrs...)
 	o.ShuffleInit = true
 	return o
-}
-
-// onCluster lists the recipes that run on the cluster topology: every one
-// that opens its client with the recipe's connection options (and sql-lease,
-// which does not use Valkey). exec:PATH programs are handed Sentinel
-// addresses, and Redlock wants independent primaries.
-var onCluster = map[string]bool{Native: true, Lua: true, Unsafe: true, Redsync: true, Valkeylock: true,
-	SQLLease: true, SetnxExpire: true, ExtendNoPX: true}
-
-func runsOnCluster(recipe string) error {
-	name := recipe
-	if ExecProgram(recipe) != "" {
-		name = Exec
-	}
-	if !onCluster[name] {
-		return fmt.Errorf("--recipe %s does not run on --topology cluster (an exec program is handed Sentinel addresses; redlock wants independent primaries): use native, lua, unsafe, redsync or valkeylock", recipe)
-	}
-	return nil
 }

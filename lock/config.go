@@ -2,6 +2,7 @@ package lock
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +91,8 @@ type Recipe struct {
 	// when it can run there.
 	Lacks func(Caps) []string
 	open  func(cfg Config) (Lock, error)
+	// On lists the deployments (--topology) it runs on.
+	On []string
 }
 
 // Fences reports whether the recipe can draw a fencing token. An exec
@@ -130,18 +133,28 @@ func needsLua(c Caps) []string {
 	return nil
 }
 
+// The deployments a recipe reaches. One primary: a Sentinel's or a
+// standalone one's. The cluster client (cluster.go): every recipe that opens
+// its client with the recipe's connection options, and sql-lease, which does
+// not use Valkey; an exec program is handed Sentinel addresses or one
+// server's, not a cluster's, and Redlock wants independent primaries.
+var (
+	onePrimary   = []string{"sentinel", "standalone"}
+	primaryOrBus = []string{"sentinel", "standalone", "cluster"}
+)
+
 var recipes = []Recipe{
-	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative},
-	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua},
-	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe},
-	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync},
-	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock},
-	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease},
-	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec},
-	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock},
-	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire},
-	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX},
-	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex},
+	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative, primaryOrBus},
+	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua, primaryOrBus},
+	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus},
+	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, append([]string{"redlock"}, primaryOrBus...)},
+	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus},
+	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus},
+	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, onePrimary},
+	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}},
+	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus},
+	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus},
+	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex, []string{"etcd"}},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -159,6 +172,29 @@ func Lookup(name string) (Recipe, error) {
 		}
 	}
 	return Recipe{}, fmt.Errorf("unknown recipe %q: want one of %s", name, strings.Join(Names(), ", "))
+}
+
+// RunsOn says whether a recipe can run on a topology (its entry's On); the
+// error names where it runs and which recipes run here.
+func RunsOn(recipe, topology string) error {
+	r, err := Lookup(recipe)
+	if err != nil {
+		return err
+	}
+	if topology == "" {
+		topology = "sentinel"
+	}
+	if slices.Contains(r.On, topology) {
+		return nil
+	}
+	var here []string
+	for _, o := range recipes {
+		if slices.Contains(o.On, topology) {
+			here = append(here, o.Name)
+		}
+	}
+	return fmt.Errorf("--recipe %s does not run on --topology %s (it runs on %s): on %s use %s", recipe, topology,
+		strings.Join(r.On, ", "), topology, strings.Join(here, ", "))
 }
 
 // Names lists the recipes.

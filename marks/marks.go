@@ -49,6 +49,7 @@ const (
 	CauseClientCrash       = "client-crash"
 	CausePartialPartition  = "partial-partition"
 	CauseMinorityPartition = "minority-partition" // some nodes cut off from every client
+	CauseEviction          = "eviction"           // a node over maxmemory evicted a lock key
 )
 
 // Cause is what a violation is blamed on: its rank among causes in force
@@ -78,6 +79,7 @@ var causes = []Cause{
 	{CauseNodeRestart, 0, false, "It happened around a node restart%s: the node came back without the lock it had granted (no persistence), so another client found a majority free."},
 	{CausePartialPartition, 9, false, "It happened while the clients reached different majorities of the nodes%s."},
 	{CauseClientCrash, 10, true, "A client crashed%s in the middle of its lock's life."},
+	{CauseEviction, 5, false, "It happened while the primary was over its maxmemory%s: the lock key, which has an expire like every lock key, was evicted (the eviction's DEL reached the replicas too), so the lock was free to grant again, with no failover at all."},
 	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
 }
 

@@ -98,9 +98,9 @@ func leaderOut(ctx context.Context, env Env, s Step, leader string, undo func() 
 // down. The heal runs even when the run is interrupted.
 func runEtcdPartitionLeader(ctx context.Context, env Env, s Step) error {
 	c := env.Cluster()
-	pc, ok := c.(cluster.Partitioner)
-	if !ok {
-		return fmt.Errorf("this runtime cannot partition a member: run with --runtime docker")
+	pc, err := partitioner(c, "member")
+	if err != nil {
+		return err
 	}
 	l, err := c.Primary(ctx)
 	if err != nil {
@@ -108,8 +108,7 @@ func runEtcdPartitionLeader(ctx context.Context, env Env, s Step) error {
 	}
 	logf(env, "partition", l.Name, "leader", "cut etcd leader %s off from the other members for %v (election timeout %v); the clients still reach it",
 		l.Name, s.Duration.Round(time.Millisecond), cluster.EtcdElectionTimeout)
-	if err := pc.Partition(l.Name); err != nil {
-		_ = pc.Heal(l.Name)
+	if err := partitionNode(pc, l.Name); err != nil {
 		return err
 	}
 	return leaderOut(ctx, env, s, l.Name, func() error { return pc.Heal(l.Name) }, "heal-partition",

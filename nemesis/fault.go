@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,12 +29,54 @@ type Fault struct {
 	// Marks are the events the fault logs, the first one at injection: it
 	// anchors the fault on the history's clock.
 	Marks []Mark
+	// Kind is the deployment-neutral fault it stands for in a comparison
+	// of deployments ("failover", "paused-client", "clock-jump"; "" for
+	// none), and On the backends where it does (nil: wherever it is
+	// available). The sweep maps its per-deployment kinds from these.
+	Kind string
+	On   []string
+	// Cycle is how long one injection and its aftermath take when faults
+	// fire back to back on the 2-core machine (from one injection to the
+	// next: the fault, its heal, replication settled again, the mean gap),
+	// measured with `none` in 1-2 minute sweep trials (docs/sweep.md); the
+	// sweep's --dry-run estimates from it. 0: its planned span.
+	Cycle time.Duration
 
 	// plan draws the step's parameters from the schedule's generator.
 	plan func(rng *rand.Rand, p PlanParams) Step
 	// span is how long the fault and its aftermath (failover, rejoin) occupy.
 	span   func(s Step, p PlanParams) time.Duration
 	inject func(ctx context.Context, env Env, s Step) error
+	// heal undoes what the fault may leave behind when a run ends in the
+	// middle of it (Ctrl-C, a time limit): beyond what every run's end
+	// resets anyway (paused processes and clients, partitions, clock
+	// offsets, killed nodes), nil for most faults.
+	heal func(ctx context.Context, env Env) error
+}
+
+// Heal undoes what an interrupted injection of the fault left behind, beyond
+// the states every run's end resets.
+func (f *Fault) Heal(ctx context.Context, env Env) error {
+	if f.heal == nil {
+		return nil
+	}
+	return f.heal(ctx, env)
+}
+
+// StandsFor lists the catalog's faults of a deployment-neutral kind on a
+// backend whose deployment is d: those whose Kind it is, whose On includes
+// the backend (or is nil), and that d can inject on the local runtime.
+func StandsFor(kind, backend string, d cluster.Deployment) []string {
+	var out []string
+	for _, f := range catalog {
+		if f.Kind != kind || (f.On != nil && !slices.Contains(f.On, backend)) {
+			continue
+		}
+		if f.Available(cluster.Config{Topology: d.Name(), Replicas: 8, MaxMemory: cluster.MinMaxMemory}) == nil {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // Needs is what a run must have for a fault to be injected.
@@ -41,9 +84,13 @@ type Needs struct {
 	Replicas int    // replicas in the topology (a failover needs one to promote)
 	FakeTime bool   // nodes under libfaketime (the runner turns it on)
 	Runtime  string // "" any, else the only runtime that can inject it
-	// Topology is "" for the Sentinel topology, "redlock" for Redlock's N
-	// independent primaries, "any" for client-side faults (redlock.go).
+	// Topology is what it needs of the deployment (cluster.Deployment's
+	// Offers): "" a primary (with Failover, an automatic failover of it),
+	// "redlock" Redlock's N independent primaries, "any" for client-side
+	// faults, or a deployment's own name.
 	Topology string
+	// MaxMemory: the nodes run with a memory limit (--maxmemory).
+	MaxMemory bool
 }
 
 // Mark is one fault event of the history (package marks, where the readers
@@ -100,10 +147,14 @@ func Describe(name string) string {
 	return ""
 }
 
-// Available says whether a run on this deployment, runtime and replica count
-// can inject the fault; the error names the fault and the fix. It is the one
-// check: the runner, the sweep and the docs ask it.
-func (f *Fault) Available(d cluster.Deployment, runtime string, replicas int) error {
+// Available says whether a run on this cluster (its deployment, runtime,
+// replicas and memory limit) can inject the fault; the error names the fault
+// and the fix. It is the one check: the runner, the sweep and the docs ask it.
+func (f *Fault) Available(c cluster.Config) error {
+	d, err := cluster.Lookup(c.Topology)
+	if err != nil {
+		return err
+	}
 	if f.Needs.FakeTime {
 		if err := d.ClockError(); err != nil {
 			return fmt.Errorf("the %s fault is refused on --topology %s: %w", f.Name, d.Name(), err)
@@ -118,7 +169,10 @@ func (f *Fault) Available(d cluster.Deployment, runtime string, replicas int) er
 		}
 		return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(offer, " or "), d.Name())
 	}
-	return f.check(runtime, replicas)
+	if f.Needs.MaxMemory && c.MaxMemory == 0 {
+		return fmt.Errorf("the %s fault fills the primary past its memory limit: add --maxmemory (e.g. 16mb) and a --maxmemory-policy", f.Name)
+	}
+	return f.check(c.Runtime, c.Replicas)
 }
 
 // need is what the fault needs of a deployment: its Needs.Topology, or for

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // failoverSpan covers detection (down-after), election and the old node's rejoin.
@@ -20,6 +22,7 @@ func heldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Sec
 var catalog = []*Fault{
 	{
 		Name:     "kill-primary",
+		Cycle:    4 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc:    "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
@@ -28,7 +31,11 @@ var catalog = []*Fault{
 		inject: runKillPrimary,
 	},
 	{
-		Name:     "cut-replication",
+		Name: "cut-replication",
+		Kind: "failover", On: []string{cluster.TopologySentinel},
+		// Fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
+		// resync ~1.2 s (the replica loads the RDB at its next 1 s cron).
+		Cycle:    5 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "cut-replication", Heal: "heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
@@ -38,7 +45,10 @@ var catalog = []*Fault{
 		inject: runCutReplication,
 	},
 	{
-		Name:     "resync-window",
+		Name: "resync-window",
+		// Full resyncs of ~1.3 s until a grant lands 250-900 ms into a window
+		// (one in ten to twenty), then as cut-replication.
+		Cycle:    22 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "resync-window", Heal: "resync-done", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
@@ -50,6 +60,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "pause-replicas",
+		Cycle: 3500 * time.Millisecond,
 		Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "pause-replicas", Heal: "resume-replicas", Cause: CauseReplication}},
 		Doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
@@ -73,13 +84,32 @@ var catalog = []*Fault{
 		inject: runClockStrobe,
 	},
 	{
-		Name:  "fast-restart",
+		Name: "fast-restart",
+		// ~1.5 s when Sentinel does not notice; but a restart loses the PING
+		// in flight on Sentinel's link, and with down-after 1 s a quorum
+		// sometimes marks the primary down and fails over anyway; the cluster
+		// is ready again only once Sentinel demotes the restarted old primary
+		// (~10 s): about one fault in three here.
+		Cycle: 5 * time.Second,
 		Marks: []Mark{{Event: "fast-restart", Heal: "restarted", Cause: CauseFastRestart}},
 		Doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
 			"and without AOF the replicas resync from an empty primary, so every lock vanishes",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
 		inject: runFastRestart,
+	},
+	{
+		Name:  "memory-pressure",
+		Needs: Needs{MaxMemory: true},
+		Marks: []Mark{{Event: "memory-pressure", Heal: "memory-drained", Cause: marks.CauseEviction}},
+		Doc: "a shared cache's burst on the primary while a lock is held: valkey-benchmark writes 1 KiB entries (half with " +
+			"a 1 h TTL, half with none) to 1.5x --maxmemory, then the cache is drained; logs evicted_keys and which lock keys went",
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
+		},
+		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 4*time.Second },
+		inject: runMemoryPressure,
+		heal:   drainCache,
 	},
 	{
 		Name:     "promote-replica",
@@ -92,7 +122,9 @@ var catalog = []*Fault{
 		inject: runPromoteReplica,
 	},
 	{
-		Name:     "pause-primary",
+		Name: "pause-primary",
+		// Paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary.
+		Cycle:    15 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
 		Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 		Doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
@@ -105,6 +137,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "pause-client",
+		Kind:  "paused-client",
 		Needs: Needs{Topology: TopologyAny},
 		Marks: []Mark{{Event: "pause-client", Heal: "resume-client", Cause: CauseClientPause}},
 		Doc: "SIGSTOP a client that holds a lock for longer than the TTL, then SIGCONT: it wakes up believing it " +
@@ -116,7 +149,8 @@ var catalog = []*Fault{
 		inject: runPauseClient,
 	},
 	{
-		Name:  "clock-bump",
+		Name: "clock-bump",
+		Kind: "clock-jump", On: []string{cluster.TopologySentinel},
 		Needs: Needs{FakeTime: true},
 		Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 		Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
@@ -164,6 +198,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "crash-node",
+		Kind:  "failover",
 		Needs: Needs{Topology: TopologyRedlock},
 		Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 		Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
@@ -190,6 +225,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:   "clock-bump-node",
+		Kind:   "clock-jump",
 		Needs:  Needs{Topology: TopologyRedlock, FakeTime: true},
 		Marks:  []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 		Doc:    "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
@@ -242,6 +278,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:     "cluster-cut-replication",
+		Kind:     "failover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
 		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
@@ -326,7 +363,8 @@ var catalog = []*Fault{
 		inject: runReplicaClock,
 	},
 	{
-		Name:  "restart-db",
+		Name: "restart-db",
+		Kind: "failover", On: []string{"sql-lease"},
 		Marks: []Mark{{Event: "restart-db", Heal: "db-restarted", Cause: CauseDBRestart}},
 		Doc: "SIGKILL the resource service and the SQLite database it owns (WAL kept), keep it down for 1-2s, restart " +
 			"it on the same address: the sql-lease recipe's lock is unavailable meanwhile, and grants nothing twice",
@@ -338,6 +376,7 @@ var catalog = []*Fault{
 	},
 	{
 		Name:     "etcd-kill-leader",
+		Kind:     "failover",
 		Failover: true, Needs: Needs{Topology: TopologyEtcd},
 		Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(etcd) SIGKILL the Raft leader; the others elect a new one; the old leader restarts from its data dir " +
@@ -721,17 +760,16 @@ func runSkewClient(ctx context.Context, env Env, s Step) error {
 // nothing else knows the node is cut off.
 func runPartition(ctx context.Context, env Env, s Step) error {
 	c := env.Cluster()
-	pc, ok := c.(cluster.Partitioner)
-	if !ok {
-		return fmt.Errorf("this runtime cannot partition a node: run with --runtime docker")
+	pc, err := partitioner(c, "node")
+	if err != nil {
+		return err
 	}
 	p, err := c.Primary(ctx)
 	if err != nil {
 		return err
 	}
 	logf(env, "partition", p.Name, cluster.RolePrimary, "cut %s off from the Sentinels and replicas for %v; the clients still reach it", p.Name, s.Duration.Round(time.Millisecond))
-	if err := pc.Partition(p.Name); err != nil {
-		_ = pc.Heal(p.Name)
+	if err := partitionNode(pc, p.Name); err != nil {
 		return err
 	}
 	sleepErr := sleep(ctx, s.Duration)
@@ -744,6 +782,25 @@ func runPartition(ctx context.Context, env Env, s Step) error {
 	}
 	if np, err := c.Primary(ctx); err == nil && np.Name != p.Name {
 		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was cut off", np.Name, p.Name)
+	}
+	return nil
+}
+
+// partitioner is the runtime's cluster.Partitioner, or the error that names
+// the fix (what: "node", "member").
+func partitioner(c cluster.Runtime, what string) (cluster.Partitioner, error) {
+	pc, ok := c.(cluster.Partitioner)
+	if !ok {
+		return nil, fmt.Errorf("this runtime cannot partition a %s: run with --runtime docker", what)
+	}
+	return pc, nil
+}
+
+// partitionNode cuts a node off; a cut that fails half-way is healed at once,
+// since nothing else knows what it left cut.
+func partitionNode(pc cluster.Partitioner, node string) error {
+	if err := pc.Partition(node); err != nil {
+		return errors.Join(err, pc.Heal(node))
 	}
 	return nil
 }

@@ -1,10 +1,10 @@
 package runner
 
 import (
-	"github.com/lockjepsen/lockjepsen/cluster"
 	"strings"
 	"testing"
 
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 

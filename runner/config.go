@@ -116,6 +116,7 @@ func FromScenario(s scenario.Scenario) Config {
 	c.Cluster.FakeTime = s.FakeTime
 	fromScenarioDeployment(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
+	c.Cluster.MaxMemory, c.Cluster.MaxMemoryPolicy = s.MaxMemory, s.MaxMemoryPolicy
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
 	}
@@ -212,7 +213,7 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", flagName, err)
 		}
-		if err := f.Available(c.Cluster.Deployment(), c.Cluster.Runtime, c.Cluster.Replicas); err != nil {
+		if err := f.Available(c.Cluster); err != nil {
 			if len(c.FaultsAt) > 0 {
 				return fmt.Errorf("--faults-at: %w", err)
 			}

@@ -591,6 +591,14 @@ func (r *run) healAll() {
 			_ = r.cluster.Restart(ctx, n.Name, cluster.AsReplica)
 		}
 	}
+	// What only a fault knows it may leave behind (its catalog entry's heal).
+	for _, name := range r.cfg.Faults {
+		if f, err := nemesis.Lookup(name); err == nil {
+			if err := f.Heal(ctx, env{r}); err != nil {
+				fmt.Fprintf(r.out, "warning: heal %s: %v\n", name, err)
+			}
+		}
+	}
 }
 
 // finishLogs closes the history, exports the resource's attempts and copies

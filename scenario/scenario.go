@@ -32,6 +32,10 @@ type Scenario struct {
 	// OldReplica runs one replica on Valkey 8.1 as Sentinel's preferred
 	// candidate (--mixed-versions).
 	OldReplica bool `json:"old_replica,omitempty"`
+	// MaxMemory (bytes) and MaxMemoryPolicy are --maxmemory and
+	// --maxmemory-policy: a lock sharing a cache's memory limit.
+	MaxMemory       int64  `json:"maxmemory,omitempty"`
+	MaxMemoryPolicy string `json:"maxmemory_policy,omitempty"`
 	// Runtime, when set, is the only runtime that can carry the scenario out
 	// ("docker" for partitions); `lockjepsen run` refuses the others.
 	Runtime string `json:"runtime,omitempty"`

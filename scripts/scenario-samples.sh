@@ -64,5 +64,9 @@ run sql-lease-restart
 run cluster-failover-race
 run cluster-failover-race --faults cluster-takeover
 run cluster-graceful-failover
+run standalone-baseline
+run standalone-restart
+run standalone-restart --appendonly --appendfsync always
+run standalone-promote
 mv "$DOC.tmp" "$DOC"
 echo "wrote $DOC"

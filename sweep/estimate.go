@@ -23,30 +23,6 @@ const BackToBackTimeLimit = 2 * time.Minute
 // waits out its clients' last acquires on top.
 const TrialOverhead = 8 * time.Second
 
-// Cycle is how long one injection of a nemesis fault and its aftermath take
-// when faults fire back to back on the 2-core machine (from one injection to
-// the next: the fault, its heal, replication settled again, the mean gap),
-// measured with `none` in 1-2 minute trials (docs/sweep.md); a fault not
-// listed is estimated by its planned span.
-var Cycle = map[string]time.Duration{
-	// fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
-	// resync ~1.2 s (the replica loads the RDB at its next 1 s cron)
-	"cut-replication": 5 * time.Second,
-	// full resyncs of ~1.3 s until a grant lands 250-900 ms into a window
-	// (one in ten to twenty), then as cut-replication
-	"resync-window": 22 * time.Second,
-	// ~1.5 s when Sentinel does not notice; but a restart loses the PING
-	// in flight on Sentinel's link, and with down-after 1 s a quorum
-	// sometimes marks the primary down and fails over anyway; the cluster is
-	// ready again only once Sentinel demotes the restarted old primary
-	// (~10 s): about one fault in three here
-	"fast-restart": 5 * time.Second,
-	// paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary
-	"pause-primary":  15 * time.Second,
-	"pause-replicas": 3500 * time.Millisecond,
-	"kill-primary":   4 * time.Second,
-}
-
 // FaultEstimate is what one fault axis point is expected to yield.
 type FaultEstimate struct {
 	Name          string
@@ -131,8 +107,11 @@ func opportunitiesPerTrial(p Plan, cell Cell, limit time.Duration) float64 {
 	}
 	var cycle time.Duration
 	for _, k := range f.Faults {
-		c, ok := Cycle[k]
-		if !ok {
+		var c time.Duration
+		if nf, err := nemesis.Lookup(k); err == nil {
+			c = nf.Cycle // measured, in the catalog entry
+		}
+		if c == 0 {
 			// The planned span of the fault's steps (their held durations
 			// drawn from the seed), or of a bare step.
 			step := nemesis.Step{Fault: k}

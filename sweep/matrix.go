@@ -21,6 +21,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -425,6 +426,28 @@ var Deployments = []Config{
 // deployment, each mapped onto the nemesis faults of each backend.
 var DeploymentFaults = []string{"failover", "paused-client", "clock-jump"}
 
+// standFor maps a deployment-neutral fault kind onto each backend's nemesis
+// faults, as the nemesis catalog's entries say (their Kind and On). The
+// sql-lease backend's lock lives in the resource's database beside a
+// Sentinel deployment.
+func standFor(kind string) map[string][]string {
+	out := map[string][]string{}
+	for _, b := range Backends {
+		topo := b
+		if b == BackendSQLLease {
+			topo = BackendSentinel
+		}
+		d, err := cluster.Lookup(topo)
+		if err != nil {
+			continue
+		}
+		if fs := nemesis.StandsFor(kind, b, d); len(fs) > 0 {
+			out[b] = fs
+		}
+	}
+	return out
+}
+
 // FaultCatalog holds the named faults; any other nemesis fault is asked for
 // by its own name. replica-lag is the nemesis's pause-replicas under the
 // name the operator's question uses: replicas stopped (SIGSTOP) for 2-4 s,
@@ -439,23 +462,14 @@ var FaultCatalog = []Fault{
 	// The three kinds that map per deployment (Deployments): the lock
 	// service losing its leader/primary/node, a holder paused past its
 	// lease, a server's wall clock jumping forward.
-	{Name: "failover", Faults: []string{"cut-replication"},
-		ByBackend: map[string][]string{
-			BackendSentinel: {"cut-replication"}, BackendCluster: {"cluster-cut-replication"},
-			BackendRedlock: {"crash-node"}, BackendEtcd: {"etcd-kill-leader"}, BackendSQLLease: {"restart-db"},
-		},
+	{Name: "failover", Faults: []string{"cut-replication"}, ByBackend: standFor("failover"),
 		Note: "the lock service loses its primary: sentinel cut-replication (the failover race), cluster " +
 			"cluster-cut-replication, redlock crash-node (one node of N killed, down as long as a Sentinel failover, restarted " +
 			"empty: a minority down), " +
 			"etcd etcd-kill-leader, sql-lease restart-db"},
-	{Name: "paused-client", Faults: []string{"pause-client"},
-		ByBackend: map[string][]string{
-			BackendSentinel: {"pause-client"}, BackendCluster: {"pause-client"}, BackendRedlock: {"pause-client"},
-			BackendEtcd: {"pause-client"}, BackendSQLLease: {"pause-client"},
-		},
+	{Name: "paused-client", Faults: []string{"pause-client"}, ByBackend: standFor("paused-client"),
 		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
-	{Name: "clock-jump", Faults: []string{"clock-bump"},
-		ByBackend: map[string][]string{BackendSentinel: {"clock-bump"}, BackendRedlock: {"clock-bump-node"}},
+	{Name: "clock-jump", Faults: []string{"clock-bump"}, ByBackend: standFor("clock-jump"),
 		NotOn: map[string]string{
 			BackendEtcd: "etcd-clock-bump is refused: libfaketime cannot move a Go program's clock (vDSO), and etcd's leases run on monotonic time",
 			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +

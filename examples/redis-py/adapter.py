@@ -15,18 +15,25 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import redis
 from redis.exceptions import (ConnectionError, LockNotOwnedError, RedisError,
                               ResponseError, TimeoutError)
 from redis.lock import Lock
 from redis.sentinel import Sentinel
 
 op_timeout = int(os.environ.get("LOCKJEPSEN_OP_TIMEOUT_MS", "1000")) / 1000
-sentinels = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1]))
-             for a in os.environ["LOCKJEPSEN_SENTINELS"].split(",")]
 # No retries: a retried SET NX after a lost reply would hide an unknown outcome.
-valkey = Sentinel(sentinels, socket_timeout=op_timeout).master_for(
-    os.environ["LOCKJEPSEN_MASTER_SET"], socket_timeout=op_timeout,
-    socket_connect_timeout=op_timeout, retry_on_timeout=False)
+if os.environ.get("LOCKJEPSEN_ADDR"):
+    # One server named directly (--topology standalone: its service address).
+    host, port = os.environ["LOCKJEPSEN_ADDR"].rsplit(":", 1)
+    valkey = redis.Redis(host=host, port=int(port), socket_timeout=op_timeout,
+                         socket_connect_timeout=op_timeout, retry_on_timeout=False)
+else:
+    sentinels = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1]))
+                 for a in os.environ["LOCKJEPSEN_SENTINELS"].split(",")]
+    valkey = Sentinel(sentinels, socket_timeout=op_timeout).master_for(
+        os.environ["LOCKJEPSEN_MASTER_SET"], socket_timeout=op_timeout,
+        socket_connect_timeout=op_timeout, retry_on_timeout=False)
 out = threading.Lock()
 
 

@@ -18,9 +18,14 @@ printf -v T '%d.%03d' $((MS / 1000)) $((MS % 1000)) # seconds, for timeout(1)
 
 answer() { printf '%s\n' "$1"; }
 
-# primary sets HOST and PORT from the first Sentinel that knows the primary.
+# primary sets HOST and PORT: the one server named directly (LOCKJEPSEN_ADDR,
+# --topology standalone), else the first Sentinel that knows the primary.
 primary() {
   local s out
+  if [[ -n ${LOCKJEPSEN_ADDR:-} ]]; then
+    HOST=${LOCKJEPSEN_ADDR%:*} PORT=${LOCKJEPSEN_ADDR##*:}
+    return 0
+  fi
   for s in "${SENTINELS[@]}"; do
     out=$(timeout "$T" "$CLI" -h "${s%:*}" -p "${s##*:}" SENTINEL get-master-addr-by-name "$SET_NAME" 2>/dev/null) || continue
     HOST=${out%%$'\n'*} PORT=${out##*$'\n'}

@@ -1,0 +1,182 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// The memory-pressure fault: a shared cache's burst on the lock's primary.
+// The cache workload is valkey-benchmark, a real process writing as a
+// cache's clients would: 1 KiB values, half of them with a TTL of an hour
+// (longer than any lock's, so volatile-ttl prefers the locks) and half with
+// none (which no volatile-* policy may evict). Measured on a bare Valkey
+// 9.1.2 with maxmemory 8mb and volatile-ttl: a lock key set with PX 6000 was
+// the first key evicted, then every TTL'd cache entry, then the writes were
+// refused with OOM.
+
+// cachePrefix names every cache entry, so that the drain deletes them and
+// nothing else.
+const cachePrefix = "cache:"
+
+// evictedChannel is where a node with notify-keyspace-events Ee (set with
+// --maxmemory) publishes each evicted key of database 0.
+const evictedChannel = "__keyevent@0__:evicted"
+
+func runMemoryPressure(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	ld, ok := c.(cluster.Loader)
+	if !ok {
+		return fmt.Errorf("memory-pressure needs a runtime that runs valkey-benchmark (--runtime local)")
+	}
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	limit, policy, err := memoryLimit(ctx, c, p.Name)
+	if err != nil {
+		return err
+	}
+	// A lock held at the burst is what an eviction can lose.
+	after := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	got := env.AwaitAcquire(actx, after)
+	cancel()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	before, err := cluster.InfoField(ctx, c, p.Name, "stats", "evicted_keys")
+	if err != nil {
+		return err
+	}
+	// Which lock keys go, as the node says, while the pressure lasts.
+	var mu sync.Mutex
+	var evicted []string
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	if w, ok := c.(cluster.Watcher); ok {
+		go func() {
+			defer close(watched)
+			_ = w.Watch(wctx, p.Name, evictedChannel, func(key string) {
+				if strings.HasPrefix(key, cachePrefix) {
+					return
+				}
+				mu.Lock()
+				evicted = append(evicted, key)
+				mu.Unlock()
+				env.Log(history.Event{F: "evicted", Node: p.Name, Key: key, Role: string(cluster.RolePrimary),
+					Detail: fmt.Sprintf("%s evicted %s (maxmemory-policy %s)", p.Name, key, policy)})
+			})
+		}()
+	} else {
+		close(watched)
+	}
+	entries := int(limit * 3 / 2 / 1024)
+	logf(env, "memory-pressure", p.Name, cluster.RolePrimary,
+		"a cache burst on %s: %d entries of 1 KiB (half with a 1 h TTL, half with none) past maxmemory %d MiB (policy %s); a lock was granted just before: %v",
+		p.Name, entries, limit>>20, policy, got)
+	// The burst fills the node, then keeps writing for the step's duration,
+	// as a cache's clients go on writing: each eviction makes room for more
+	// and may take another lock key. valkey-benchmark stops at its first OOM
+	// reply (noeviction, or a volatile-* policy out of keys with a TTL),
+	// exit 1: the node is full, as meant, and the next round pushes again.
+	var loadErr error
+	full, rounds := false, 0
+	for end := time.Now().Add(s.Duration); rounds == 0 || time.Now().Before(end); rounds++ {
+		n := entries
+		if rounds > 0 {
+			n = entries / 4
+		}
+		out, err := ld.Load(ctx, p.Name, "-c", "4", "-P", "16", "-n", strconv.Itoa(n), "-r", "1000000000", "-d", "1024", "-q",
+			"SET", cachePrefix+"ttl:__rand_int__", "__data__", "EX", "3600", ";", "SET", cachePrefix+"__rand_int__", "__data__")
+		if strings.Contains(out, "OOM") {
+			full, err = true, nil
+			if sleep(ctx, 50*time.Millisecond) != nil {
+				break
+			}
+		}
+		if err != nil || ctx.Err() != nil {
+			loadErr = err
+			break
+		}
+	}
+	sleepErr := ctx.Err()
+	stopWatch()
+	<-watched
+	drainErr := drainCache(context.WithoutCancel(ctx), env)
+	after2, _ := cluster.InfoField(context.WithoutCancel(ctx), c, p.Name, "stats", "evicted_keys")
+	mu.Lock()
+	locks := slices.Clone(evicted)
+	mu.Unlock()
+	logf(env, "memory-drained", p.Name, cluster.RolePrimary,
+		"cache entries deleted after %d rounds of writes; evicted_keys %d -> %d (+%d), lock keys evicted: %d %v; writes refused with OOM during the burst: %v",
+		rounds, before, after2, after2-before, len(locks), locks, full)
+	for _, e := range []error{loadErr, drainErr, sleepErr} {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// memoryLimit reads the primary's maxmemory and policy.
+func memoryLimit(ctx context.Context, c cluster.Runtime, node string) (int64, string, error) {
+	out, err := c.Command(ctx, node, "CONFIG", "GET", "maxmemory")
+	if err != nil {
+		return 0, "", err
+	}
+	f := strings.Fields(out)
+	if len(f) < 2 {
+		return 0, "", fmt.Errorf("CONFIG GET maxmemory on %s: %q", node, out)
+	}
+	limit, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || limit == 0 {
+		return 0, "", fmt.Errorf("%s has no maxmemory (%q): add --maxmemory", node, out)
+	}
+	pol, err := c.Command(ctx, node, "CONFIG", "GET", "maxmemory-policy")
+	if err != nil {
+		return 0, "", err
+	}
+	pf := strings.Fields(pol)
+	if len(pf) < 2 {
+		return 0, "", fmt.Errorf("CONFIG GET maxmemory-policy on %s: %q", node, pol)
+	}
+	return limit, pf[1], nil
+}
+
+// drainCache deletes every cache entry on the primary (SCAN and UNLINK, so
+// that no lock key is touched): the burst is over, the cache below its limit
+// again. It is also the fault's heal when a run ends in the middle of it.
+func drainCache(ctx context.Context, env Env) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	cursor := "0"
+	for {
+		out, err := c.Command(ctx, p.Name, "SCAN", cursor, "MATCH", cachePrefix+"*", "COUNT", "1000")
+		if err != nil {
+			return fmt.Errorf("drain the cache on %s: %w", p.Name, err)
+		}
+		lines := strings.Fields(out)
+		if len(lines) == 0 {
+			return fmt.Errorf("drain the cache on %s: SCAN answered %q", p.Name, out)
+		}
+		if keys := lines[1:]; len(keys) > 0 {
+			if _, err := c.Command(ctx, p.Name, append([]string{"UNLINK"}, keys...)...); err != nil {
+				return fmt.Errorf("drain the cache on %s: %w", p.Name, err)
+			}
+		}
+		if cursor = lines[0]; cursor == "0" {
+			return nil
+		}
+	}
+}
