@@ -1,10 +1,14 @@
 package nemesis
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 // Step is one planned fault: when it fires (offset from the start of the
@@ -116,4 +120,110 @@ func Plan(p PlanParams) ([]Step, error) {
 		return nil, fmt.Errorf("--time-limit %v leaves no room for a %s fault after the %v warm-up: use at least %v", p.TimeLimit, p.Faults[0], p.Warmup, p.Warmup+p.Settle+byName[p.Faults[0]].span(Step{}, p)+time.Second)
 	}
 	return steps, nil
+}
+
+// ParseFaultsAt reads an explicit schedule, "3.0s:cut-replication,12.5s:kill-primary"
+// (--faults-at): each entry an offset from the start of the workload (a
+// duration, or seconds) and a fault. It checks the syntax and the names;
+// PlanAt checks the offsets against the run's time limit and each other.
+// The steps come back in time order: the order they are listed in does not
+// matter.
+func ParseFaultsAt(v string) ([]Step, error) {
+	var steps []Step
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		at, name, ok := strings.Cut(entry, ":")
+		if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(at) == "" {
+			return nil, fmt.Errorf("%q: want OFFSET:FAULT entries separated by commas, e.g. 3.0s:cut-replication,12.5s:kill-primary", entry)
+		}
+		d, err := knob.ParseDuration(at)
+		if err != nil {
+			return nil, fmt.Errorf("%q: offset %w", entry, err)
+		}
+		name = strings.TrimSpace(name)
+		if _, err := Lookup(name); err != nil {
+			return nil, fmt.Errorf("%q: %w", entry, err)
+		}
+		steps = append(steps, Step{At: d, Fault: name})
+	}
+	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+	return steps, nil
+}
+
+// FormatFaultsAt is the --faults-at value of steps (their offsets and
+// faults only), the inverse of ParseFaultsAt.
+func FormatFaultsAt(steps []Step) string {
+	parts := make([]string, len(steps))
+	for i, s := range steps {
+		parts[i] = s.At.String() + ":" + s.Fault
+	}
+	return strings.Join(parts, ",")
+}
+
+// PlanAt is Plan for an explicit schedule (--faults-at): the listed faults
+// fire at the listed offsets instead of where the seed puts them, and
+// everything else of a step (a held fault's duration, a clock fault's
+// offset, a node) is drawn from the seed exactly as Plan draws the step in
+// the same position: the same generator, one draw for the kind (whose
+// answer the listed fault replaces), the fault's own draws, one for the gap.
+// So a --faults-at equal to a run's recorded schedule plans that schedule
+// again, durations included. It refuses an offset before the warm-up or
+// past the time limit, a step whose planned span (heal and failover) does
+// not end before the settle tail, and steps whose spans overlap (the
+// nemesis runs one step at a time: the later one would fire late).
+func PlanAt(p PlanParams, at []Step) ([]Step, error) {
+	if len(at) == 0 {
+		return nil, nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x6c6f636b6a657073))
+	kinds := max(len(p.Faults), 1)
+	steps := make([]Step, 0, len(at))
+	var prevEnd time.Duration
+	for i, a := range at {
+		f, err := Lookup(a.Fault)
+		if err != nil {
+			return nil, err
+		}
+		entry := a.At.String() + ":" + a.Fault
+		switch {
+		case a.At < p.Warmup:
+			return nil, fmt.Errorf("%s fires before the %v warm-up (clients are not holding locks yet): use an offset of %v or more", entry, p.Warmup, p.Warmup)
+		case a.At >= p.TimeLimit:
+			return nil, fmt.Errorf("%s is past --time-limit %v: raise --time-limit or use an earlier offset", entry, p.TimeLimit)
+		}
+		_ = rng.IntN(kinds) // Plan's draw of the kind
+		s := f.plan(rng, p)
+		s.Fault, s.At = a.Fault, a.At
+		if p.BackToBack {
+			_ = rng.Int64N(int64(MaxGap) + 1)
+		} else {
+			_ = rng.Int64N(int64(p.Interval) + 1)
+		}
+		span := f.span(s, p)
+		if i > 0 && s.At < prevEnd {
+			prev := steps[i-1]
+			return nil, fmt.Errorf("%s fires before %s:%s has run its course (planned until %v): the nemesis runs one fault at a time; use an offset of %v or more", entry, prev.At, prev.Fault, prevEnd, prevEnd)
+		}
+		if end := s.At + span; end > p.TimeLimit-p.Settle {
+			return nil, fmt.Errorf("%s is planned to run its course (heal and failover) until %v, past --time-limit %v less its %v settle tail: use --time-limit %v or more, or an earlier offset", entry, end, p.TimeLimit, p.Settle, ceilSecond(end+p.Settle))
+		}
+		prevEnd = s.At + span
+		steps = append(steps, s)
+	}
+	return steps, nil
+}
+
+// MinTimeLimit is the shortest --time-limit that leaves room for planned
+// steps: the last one's span ended and the settle tail after it, in whole
+// seconds.
+func MinTimeLimit(p PlanParams, steps []Step) time.Duration {
+	var end time.Duration
+	for _, s := range steps {
+		end = max(end, s.At+Span(s, p))
+	}
+	return ceilSecond(end + p.Settle)
+}
+
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
 }

@@ -126,3 +126,107 @@ func TestBackToBackSchedule(t *testing.T) {
 		t.Error("same seed, different back-to-back schedule")
 	}
 }
+
+// A --faults-at equal to a run's recorded schedule plans that schedule
+// again: the offsets given, every other field (durations, clock offsets,
+// nodes) drawn from the seed as Plan drew it.
+func TestPlanAtRepeatsARecordedSchedule(t *testing.T) {
+	for _, tt := range []struct {
+		seed   int64
+		faults []string
+	}{
+		{1, []string{"cut-replication"}},
+		{7, []string{"pause-replicas", "clock-bump", "kill-primary"}},
+		{42, Names()},
+	} {
+		p := params(tt.seed, tt.faults...)
+		want, err := Plan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var at []Step
+		for _, s := range want {
+			at = append(at, Step{At: s.At, Fault: s.Fault})
+		}
+		got, err := PlanAt(p, at)
+		if err != nil {
+			t.Fatalf("seed %d: the recorded schedule is refused: %v", tt.seed, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: PlanAt gave\n%v\nwant Plan's\n%v", tt.seed, got, want)
+		}
+		// Through the flag's text form too.
+		parsed, err := ParseFaultsAt(FormatFaultsAt(want))
+		if err != nil || !reflect.DeepEqual(parsed, at) {
+			t.Fatalf("seed %d: ParseFaultsAt(FormatFaultsAt) = %v, %v; want %v", tt.seed, parsed, err, at)
+		}
+	}
+}
+
+func TestPlanAtErrors(t *testing.T) {
+	p := params(1, "cut-replication")
+	p.TimeLimit = 25 * time.Second
+	span := failoverSpan(Step{}, p) // 6 s with a 1 s down-after
+	tests := []struct {
+		name string
+		at   string
+		want string
+	}{
+		{"before the warm-up", "2s:cut-replication", "before the 3s warm-up"},
+		{"past the time limit", "25s:cut-replication", "past --time-limit 25s: raise --time-limit"},
+		{"span past the settle tail", "20s:cut-replication", "use --time-limit 27s or more"},
+		{"overlapping spans", "3s:cut-replication,8s:kill-primary", "fires before 3s:cut-replication has run its course (planned until 9s)"},
+		{"overlap listed out of order", "8s:kill-primary,3s:cut-replication", "fires before 3s:cut-replication"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at, err := ParseFaultsAt(tt.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = PlanAt(p, at)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("PlanAt(%s): error %v, want %q", tt.at, err, tt.want)
+			}
+		})
+	}
+	// The boundaries are allowed: a fault at the end of the warm-up, the
+	// next one as the first's span ends, the last one ending at the tail.
+	at := []Step{{At: 3 * time.Second, Fault: "cut-replication"}, {At: 3*time.Second + span, Fault: "kill-primary"}}
+	steps, err := PlanAt(p, at)
+	if err != nil || len(steps) != 2 {
+		t.Fatalf("back-to-back spans refused: %v", err)
+	}
+	if got := MinTimeLimit(p, steps); got != 3*time.Second+2*span+p.Settle {
+		t.Errorf("MinTimeLimit %v, want %v", got, 3*time.Second+2*span+p.Settle)
+	}
+	p.TimeLimit = MinTimeLimit(p, steps)
+	if _, err := PlanAt(p, at); err != nil {
+		t.Errorf("at MinTimeLimit the schedule is refused: %v", err)
+	}
+}
+
+func TestParseFaultsAt(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []Step
+		err  string
+	}{
+		{"3.0s:cut-replication,12.5s:kill-primary", []Step{{At: 3 * time.Second, Fault: "cut-replication"}, {At: 12500 * time.Millisecond, Fault: "kill-primary"}}, ""},
+		{" 12.5:kill-primary , 3:cut-replication", []Step{{At: 3 * time.Second, Fault: "cut-replication"}, {At: 12500 * time.Millisecond, Fault: "kill-primary"}}, ""},
+		{"3s:meteor", nil, `unknown fault "meteor"`},
+		{"cut-replication", nil, "want OFFSET:FAULT"},
+		{"3s:", nil, "want OFFSET:FAULT"},
+		{"3s:cut-replication,", nil, "want OFFSET:FAULT"},
+		{"soon:cut-replication", nil, `offset "soon" is not a duration`},
+	}
+	for _, tt := range tests {
+		got, err := ParseFaultsAt(tt.in)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("ParseFaultsAt(%q): error %v, want %q", tt.in, err, tt.err)
+		case tt.err == "" && (err != nil || !reflect.DeepEqual(got, tt.want)):
+			t.Errorf("ParseFaultsAt(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}

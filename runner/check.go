@@ -136,7 +136,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 		page.Config = string(b)
 	}
 	if len(cfg.Command) > 0 {
-		page.Rerun = shellJoin(cfg.Command)
+		page.Rerun = ShellJoin(cfg.Command)
 	}
 	if err := report.WriteIndex(dir, page); err != nil {
 		return "", ExitCannot, err

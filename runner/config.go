@@ -5,6 +5,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
@@ -54,6 +55,17 @@ type Config struct {
 	Out         string         `json:"out"`
 
 	Schedule []nemesis.Step `json:"schedule"`
+	// FaultsAt is an explicit schedule (--faults-at): these faults fire at
+	// these offsets instead of where the seed would put them (the steps'
+	// other fields are still drawn from the seed, nemesis.PlanAt); Faults
+	// then lists the faults it names. Empty: the seed plans the schedule.
+	FaultsAt []nemesis.Step `json:"faults_at,omitempty"`
+	// WorkloadStart is when the workload began (r.start), on the history's
+	// clock (truetime nanoseconds); config.json is written again with it
+	// once the workload starts. A fault's offset is its first event's time
+	// less this (shrink --rerun reads nemesis.jsonl that way). 0 in runs
+	// made before it was recorded, and in a config not yet run.
+	WorkloadStart int64 `json:"workload_start_ns,omitempty"`
 	// Command is the command line that made the run, for "rerun this"; empty
 	// when a run was started from code.
 	Command []string `json:"command,omitempty"`
@@ -74,10 +86,12 @@ type Versions struct {
 	Go         string `json:"go"`
 }
 
-// Warmup and Settle bracket the fault schedule.
+// Warmup and Settle bracket the fault schedule; MinTimeLimit is the
+// shortest workload a run accepts.
 const (
-	Warmup = 3 * time.Second
-	Settle = 2 * time.Second
+	Warmup       = 3 * time.Second
+	Settle       = 2 * time.Second
+	MinTimeLimit = 5 * time.Second
 )
 
 func (c *Config) planParams() nemesis.PlanParams {
@@ -150,8 +164,8 @@ func (c *Config) Validate() error {
 	if c.TTL < 100*time.Millisecond {
 		return fmt.Errorf("--ttl %v: want 100ms or more (renewals happen every TTL/3)", c.TTL)
 	}
-	if c.TimeLimit < 5*time.Second {
-		return fmt.Errorf("--time-limit %v: want 5s or more", c.TimeLimit)
+	if c.TimeLimit < MinTimeLimit {
+		return fmt.Errorf("--time-limit %v: want %v or more", c.TimeLimit, MinTimeLimit)
 	}
 	if c.Job.Steps < 1 {
 		return fmt.Errorf("--steps %d: want 1 or more critical sections per hold", c.Job.Steps)
@@ -180,17 +194,42 @@ func (c *Config) Validate() error {
 	if c.WaitAOF.Local > 0 && !c.Cluster.AppendOnly {
 		return fmt.Errorf("--waitaof with a local count needs the AOF: add --appendonly (WAITAOF's first argument must be 0 when AOF is off)")
 	}
+	flagName := "--faults"
+	if len(c.FaultsAt) > 0 {
+		if c.BackToBack {
+			return fmt.Errorf("--faults-at fixes when each fault fires; a back-to-back pace fires each once the previous one healed: use one or the other")
+		}
+		// The faults of an explicit schedule are the ones it lists, so
+		// that config.json says what was injected.
+		flagName, c.Faults = "--faults-at", nil
+		for _, s := range c.FaultsAt {
+			if !slices.Contains(c.Faults, s.Fault) {
+				c.Faults = append(c.Faults, s.Fault)
+			}
+		}
+	}
 	for _, name := range c.Faults {
 		f, err := nemesis.Lookup(name)
 		if err != nil {
-			return fmt.Errorf("--faults: %w", err)
+			return fmt.Errorf("%s: %w", flagName, err)
 		}
 		if err := f.Available(c.Cluster); err != nil {
+			if len(c.FaultsAt) > 0 {
+				return fmt.Errorf("--faults-at: %w", err)
+			}
 			return err
 		}
 		if f.Needs.FakeTime {
 			c.Cluster.FakeTime = true
 		}
+	}
+	if len(c.FaultsAt) > 0 {
+		sched, err := nemesis.PlanAt(c.planParams(), c.FaultsAt)
+		if err != nil {
+			return fmt.Errorf("--faults-at: %w", err)
+		}
+		c.Schedule = sched
+		return nil
 	}
 	sched, err := nemesis.Plan(c.planParams())
 	if err != nil {

@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	defer logf.Close()
 	if len(cfg.Command) > 0 {
-		fmt.Fprintf(logf, "$ %s\n", shellJoin(cfg.Command))
+		fmt.Fprintf(logf, "$ %s\n", ShellJoin(cfg.Command))
 	}
 	term := tty.IsTerminal(progress)
 	progress = io.MultiWriter(progress, logf)
@@ -280,7 +280,15 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 
 	r.start = time.Now()
-	phase(fmt.Sprintf("workload: %v, %d fault(s) scheduled from seed %d", cfg.TimeLimit, len(cfg.Schedule), cfg.Seed))
+	r.cfg.WorkloadStart = truetime.Now()
+	if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.Config), r.cfg); err != nil {
+		fmt.Fprintf(progress, "warning: config.json without the workload's start: %v\n", err)
+	}
+	planned := fmt.Sprintf("scheduled from seed %d", cfg.Seed)
+	if len(cfg.FaultsAt) > 0 {
+		planned = "at the --faults-at offsets"
+	}
+	phase(fmt.Sprintf("workload: %v, %d fault(s) %s", cfg.TimeLimit, len(cfg.Schedule), planned))
 	watchCtx, stopWatch := context.WithCancel(wctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); r.watchPrimary(watchCtx) }()
@@ -350,6 +358,12 @@ func backendName(dsn string) string {
 	return "SQLite"
 }
 
+// StepTick is how often playSchedule looks for a step that is due: a step
+// fires on the first tick at or after its offset, so a fault's first event
+// lies one tick or less after the tick it fired on (shrink --rerun rounds
+// an offset read from nemesis.jsonl down to it to fire on the same tick).
+const StepTick = 500 * time.Millisecond
+
 // playSchedule runs the nemesis steps at their times, printing progress, until
 // the time limit.
 func (r *run) playSchedule(ctx context.Context) error {
@@ -357,7 +371,7 @@ func (r *run) playSchedule(ctx context.Context) error {
 		return r.playBackToBack(ctx)
 	}
 	deadline := r.start.Add(r.cfg.TimeLimit)
-	tick := time.NewTicker(500 * time.Millisecond)
+	tick := time.NewTicker(StepTick)
 	defer tick.Stop()
 	stepErr := make(chan error, 1)
 	next := 0
@@ -632,8 +646,8 @@ func (r *run) teardown() {
 	fmt.Fprintf(r.out, "%-14s %s\n", "["+time.Now().Format("15:04:05.000")+"]", "down: every process stopped")
 }
 
-// shellJoin quotes a command line so that it can be pasted into a shell.
-func shellJoin(args []string) string {
+// ShellJoin quotes a command line so that it can be pasted into a shell.
+func ShellJoin(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=:/.,+@%") == "" {

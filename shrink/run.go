@@ -109,3 +109,15 @@ func (r *Run) Write(dir string) error {
 	}
 	return nil
 }
+
+// WriteDir writes the shrunk run of a shrink of from into out: the run
+// folder and shrink.json, what `lockjepsen shrink` and the workshop leave.
+func (res *Result) WriteDir(from, out string) error {
+	if err := res.Shrunk.Write(out); err != nil {
+		return err
+	}
+	if err := runfolder.WriteJSON(filepath.Join(out, runfolder.Shrink), res.Record(from)); err != nil {
+		return fmt.Errorf("write %s: %w", runfolder.Shrink, err)
+	}
+	return nil
+}

@@ -23,6 +23,7 @@ type Evidence struct {
 	WaitShort  int // WAIT/WAITAOF acknowledged fewer replicas than asked: lock released
 	NoReplicas int // -NOREPLICAS: min-replicas-to-write refused the SET
 	AcquireOK  int
+	Events     int // every event of history.jsonl (a shrunk run's size)
 
 	// Others holds the evidence of the other labs' steps by step name
 	// (KindReport only).
@@ -37,7 +38,7 @@ const TranscriptFile = "transcript.json"
 func Load(s Step, dir string) (*Evidence, error) {
 	ev := &Evidence{Dir: dir}
 	switch s.Kind {
-	case KindRun:
+	case KindRun, KindShrink:
 		ev.Result = &checker.Result{}
 		if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Results), ev.Result); err != nil {
 			return nil, fmt.Errorf("read the run's verdicts: %w", err)
@@ -46,6 +47,7 @@ func Load(s Step, dir string) (*Evidence, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read the run's history: %w", err)
 		}
+		ev.Events = len(events)
 		for _, e := range events {
 			if e.F != "acquire" || !e.IsClient() {
 				continue

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -26,6 +27,11 @@ const (
 	KindScript
 	// KindReport reads the other labs' folders (the closing table).
 	KindReport
+	// KindShrink is `lockjepsen shrink` of the run step From of the same
+	// session: the participant's own run cut down to what its first
+	// violation needs, checked again so that its folder has a timeline of
+	// a dozen events to open; evidence is that folder, read as a run's.
+	KindShrink
 )
 
 // Step is one command of a lab.
@@ -37,6 +43,8 @@ type Step struct {
 	Args []string
 	// Script names a by-hand script (KindScript): see scripts.go.
 	Script string
+	// From names the run step whose folder a KindShrink step shrinks.
+	From string
 	// Claims are what the page says this step shows; each is checked.
 	Claims []Claim
 	// Open lists what to look at, relative to the step folder.
@@ -75,6 +83,8 @@ func (s Step) Command() string {
 		return "lockjepsen run " + strings.Join(s.Args, " ")
 	case KindScript:
 		return fmt.Sprintf("lockjepsen lab %d   # %s", s.Lab, stepBlurb(s))
+	case KindShrink:
+		return fmt.Sprintf("lockjepsen shrink %s --out %s", filepath.Join(DefaultDir, s.From), filepath.Join(DefaultDir, s.Name))
 	}
 	return fmt.Sprintf("lockjepsen lab %d   # %s", s.Lab, stepBlurb(s))
 }
@@ -89,6 +99,9 @@ var scriptVersion = map[string]string{"lock-by-hand": "3", "min-replicas-window"
 func (s Step) Hash() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00", s.Kind, s.Name, strings.Join(s.Args, "\x01"), scriptVersion[s.Script])
+	if s.From != "" { // only then, so that the other steps' hashes stay as captured
+		fmt.Fprintf(h, "from %s\x00", s.From)
+	}
 	for _, c := range s.Claims {
 		fmt.Fprintf(h, "%s\x00", c.Text)
 	}

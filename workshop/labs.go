@@ -69,6 +69,17 @@ func Labs() []Lab {
 					},
 					Open: []string{runfolder.Index, runfolder.Summary, runfolder.ResourceLog},
 				},
+				{
+					// The picture to end on: the participant's own race, cut
+					// down to what its first double grant needs (a tenth of
+					// a second of shrinking, a second of checking).
+					Name: "lab2-shrunk", Kind: KindShrink, From: "lab2",
+					Claims: []Claim{
+						doubleGrantBy("failover", "your run's first double grant, shrunk, is still a double grant blamed on the failover"),
+						eventsAtMost(12, "12 events or fewer are left of your run's thousands: the grants and the fault that left the first unreplicated"),
+					},
+					Open: []string{runfolder.TimelinePNG, runfolder.Index, runfolder.Shrink},
+				},
 			},
 		},
 		{
@@ -268,6 +279,13 @@ func claim(p scenario.Predicate, text string) Claim {
 }
 
 func lockIs(want checker.Validity, text string) Claim { return claim(scenario.LockIs(want), text) }
+
+// eventsAtMost is a shrunk run's size: what is left fits on a slide.
+func eventsAtMost(n int, text string) Claim {
+	return Claim{Text: text, Check: func(ev *Evidence) (string, bool) {
+		return fmt.Sprintf("%d events", ev.Events), ev.Events > 0 && ev.Events <= n
+	}}
+}
 
 func resourceIs(want checker.Validity, text string) Claim {
 	return claim(scenario.ResourceIs(want), text)

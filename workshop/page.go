@@ -41,6 +41,10 @@ func Rendered(l Lab, kind, id string) (string, bool) {
 				fmt.Fprintf(&b, "lockjepsen lab %d    # %s\n", l.N, stepBlurb(s))
 				continue
 			}
+			if s.Kind == KindShrink {
+				b.WriteString(s.Command() + "\n")
+				continue
+			}
 			fmt.Fprintf(&b, "lockjepsen run %s\n", strings.Join(s.Args, " "))
 		}
 		b.WriteString("```\n")
@@ -193,7 +197,7 @@ func outputBlock(r StepReport, dir string, ferr *error) string {
 	if r.Err != nil {
 		fmt.Fprintf(&b, "\n**The step could not be carried out:** %v\n", r.Err)
 	}
-	if r.Step.Kind == KindRun {
+	if r.Step.Kind == KindRun || r.Step.Kind == KindShrink {
 		img := filepath.Join("img", r.Step.Name+"-"+runfolder.TimelinePNG)
 		if err := copyFile(filepath.Join(r.Dir, runfolder.TimelinePNG), filepath.Join(dir, img)); err != nil {
 			*ferr = err

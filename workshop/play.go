@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/runfolder"
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/shrink"
 )
 
 // RunFunc carries out `lockjepsen run ARGS --out DIR`, printing its progress to
@@ -140,6 +142,9 @@ func runStep(ctx context.Context, s Step, args []string, opt Options) StepReport
 		var b strings.Builder
 		r.Err = runScript(ctx, s.Script, dir, opt, io.MultiWriter(opt.Out, &b))
 		r.Summary = b.String()
+	case KindShrink:
+		r.Summary, r.Code, r.Err = shrinkStep(filepath.Join(opt.Dir, s.From), dir)
+		fmt.Fprint(opt.Out, r.Summary)
 	case KindReport:
 		ev, err := Load(s, dir)
 		if err != nil {
@@ -188,4 +193,30 @@ func fresh(dir string) error {
 		return fmt.Errorf("clear the previous session's %s: %w", dir, err)
 	}
 	return os.MkdirAll(dir, 0o755)
+}
+
+// shrinkStep is `lockjepsen shrink FROM --out DIR` on the session's own
+// run, then the check that draws the shrunk run's timeline and index.html
+// (the shrink writes the run folder only). Its code is the check's.
+func shrinkStep(from, dir string) (string, int, error) {
+	run, err := shrink.Load(from)
+	if err != nil {
+		return "", 0, fmt.Errorf("shrink: %w (its run step must run first in the same session)", err)
+	}
+	opts, err := run.CheckOptions()
+	if err != nil {
+		return "", 0, fmt.Errorf("shrink %s: %w", from, err)
+	}
+	res, err := shrink.Shrink(run, shrink.Options{Check: opts})
+	if err != nil {
+		return "", 0, fmt.Errorf("shrink %s: %w", from, err)
+	}
+	if err := res.WriteDir(from, dir); err != nil {
+		return "", 0, fmt.Errorf("shrink %s: %w", from, err)
+	}
+	_, code, err := runner.CheckDir(dir)
+	if err != nil {
+		return "", code, fmt.Errorf("check the shrunk run: %w", err)
+	}
+	return res.Text(from, dir), code, nil
 }

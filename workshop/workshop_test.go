@@ -28,7 +28,7 @@ func TestPagesAreCurrent(t *testing.T) {
 	// Every timeline a page shows is on disk.
 	for _, l := range Labs() {
 		for _, s := range l.Steps {
-			if s.Kind != KindRun {
+			if s.Kind != KindRun && s.Kind != KindShrink {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(pagesDir, "img", s.Name+"-timeline.png")); err != nil {
@@ -57,6 +57,9 @@ func TestLabTableIsConsistent(t *testing.T) {
 			}
 			if s.Kind == KindRun && s.Flag("--scenario") == "" {
 				t.Errorf("%s: name the scenario on the page's command", s.Name)
+			}
+			if from, ok := step(l, s.From); s.Kind == KindShrink && (!ok || from.Kind != KindRun || !names[s.From]) {
+				t.Errorf("%s shrinks %q, which is no run step before it in lab %d", s.Name, s.From, l.N)
 			}
 		}
 	}

@@ -40,6 +40,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	os.WriteFile(filepath.Join(busy, "history.jsonl"), []byte("\n"), 0o644)
 	oneGrant := t.TempDir()
 	os.WriteFile(filepath.Join(oneGrant, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"+`{"index":1,"time":6,"process":0,"type":"ok","f":"acquire","key":"k","token":"t"}`+"\n"), 0o644)
+	configOnly := t.TempDir()
+	os.WriteFile(filepath.Join(configOnly, "history.jsonl"), []byte(`{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k","token":"t","ttl_ms":5}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(configOnly, "config.json"), []byte(`{"scenario":"failover-race"}`), 0o644)
 	// A sweep folder whose trials are gone: --aggregate must refuse it and
 	// keep the report it holds.
 	emptySweep := t.TempDir()
@@ -82,6 +85,18 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run", "--time-limit", "6s"}, "--time-limit"},
 		{[]string{"run", "--out", busy}, "already holds a run"},
 		{[]string{"run", "extra-arg"}, "unexpected argument"},
+		// --faults-at: each bad value refused before the banner, naming it.
+		{[]string{"run", "--faults-at", "3s-cut-replication"}, "want OFFSET:FAULT"},
+		{[]string{"run", "--faults-at", "soon:cut-replication"}, `offset "soon" is not a duration`},
+		{[]string{"run", "--faults-at", "3s:meteor"}, `unknown fault "meteor"`},
+		{[]string{"run", "--faults-at", "3s:redlock-clock-jump"}, "--faults-at: the redlock-clock-jump fault needs --topology redlock"},
+		{[]string{"run", "--faults-at", "3s:partition"}, "--faults-at: the partition fault needs --runtime docker"},
+		{[]string{"run", "--faults-at", "1s:cut-replication"}, "before the 3s warm-up"},
+		{[]string{"run", "--faults-at", "40s:cut-replication"}, "past --time-limit 25s"},
+		{[]string{"run", "--faults-at", "20s:cut-replication"}, "use --time-limit 28s or more"},
+		{[]string{"run", "--faults-at", "3s:cut-replication,6s:kill-primary"}, "fires before 3s:cut-replication has run its course"},
+		{[]string{"run", "--faults-at", "3s:cut-replication", "--faults", "kill-primary"}, "--faults and --faults-at both given"},
+		{[]string{"bench", "scenario", "--faults-at", "1s:cut-replication"}, "before the 3s warm-up"},
 		{[]string{"cluster", "up", "--min-replicas-to-write", "3"}, "--min-replicas-to-write"},
 		{[]string{"cluster", "up", "extra"}, "unexpected argument"},
 		{[]string{"cluster", "status", "--dir", t.TempDir()}, "no cluster"},
@@ -99,6 +114,10 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"shrink", oneGrant, "--key", "lock:{nope}"}, "--key \"lock:{nope}\" is not in"},
 		{[]string{"shrink", oneGrant, "--out", corrupt}, "not empty"},
 		{[]string{"shrink", oneGrant, "--out", oneGrant}, "the run itself"},
+		{[]string{"shrink", "--rerun", oneGrant, "--out", filepath.Join(t.TempDir(), "r")}, "has no readable config.json"},
+		{[]string{"shrink", "--rerun", configOnly, "--out", filepath.Join(t.TempDir(), "r")}, "results.json"},
+		{[]string{"shrink", "--seeds", "3", oneGrant}, "--seeds and --min are for --rerun"},
+		{[]string{"shrink", "--rerun", "--min", "6", oneGrant}, "--min 6 of --seeds 5 can never hold"},
 		{[]string{"check", "--budget", "x", corrupt}, "budget"},
 		{[]string{"sweep", "--configs", "bogus"}, "bogus"},
 		{[]string{"sweep", "--faults", "meteor"}, "meteor"},
@@ -149,6 +168,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run"}, "metrics-addr", []string{"bogus", "127.0.0.1", "127.0.0.1:99999"}},
 		{[]string{"sweep"}, "metrics-addr", []string{"x:y:z"}},
 		{[]string{"bench", "scenario"}, "seeds", []string{"0", "x"}},
+		{[]string{"shrink"}, "seeds", []string{"0", "101", "x"}},
+		{[]string{"shrink"}, "min", []string{"0", "x"}},
 		{[]string{"bench", "locks"}, "clients", []string{"0"}},
 		{[]string{"bench", "locks"}, "recipe", []string{"bogus"}},
 		{[]string{"bench", "locks"}, "time-limit", []string{"0", "x"}},

@@ -77,7 +77,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")
 	fs.Var(knob.Int{N: &cfg.Keys, Min: 1, Max: 1024}, "keys", "lock keys lock:{job-N}, each protecting row job-N (at most 4x --clients)")
 	dur(&cfg.TTL, "ttl", 100*time.Millisecond, "lease TTL; clients renew every TTL/3")
-	dur(&cfg.TimeLimit, "time-limit", 5*time.Second, "workload length (a duration, or seconds)")
+	dur(&cfg.TimeLimit, "time-limit", runner.MinTimeLimit, "workload length (a duration, or seconds)")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule and the clients' choices; the same seed replays the same schedule")
 	fs.Func("faults", "comma-separated faults, replacing the scenario's (see above; none for no faults)", func(v string) error {
 		cfg.Faults = nil
@@ -90,6 +90,16 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 			}
 			cfg.Faults = append(cfg.Faults, f)
 		}
+		return nil
+	})
+	fs.Func("faults-at", "explicit fault schedule, OFFSET:FAULT,... from the workload's start, e.g. 3.0s:cut-replication,12.5s:kill-primary: "+
+		"these faults fire at these offsets instead of where --seed puts them (each step's duration and the like are still drawn from --seed, "+
+		"so a run's recorded schedule given here repeats it); replaces --faults", func(v string) error {
+		steps, err := nemesis.ParseFaultsAt(v)
+		if err != nil {
+			return err
+		}
+		cfg.FaultsAt = steps
 		return nil
 	})
 	dur(&cfg.Interval, "interval", time.Millisecond, "mean gap between faults")
@@ -127,11 +137,16 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	if fs.NArg() > 0 {
 		return cfg, fail("%s: unexpected argument %q (flags go before it? see lockjepsen %s -h)", name, fs.Arg(0), name), false
 	}
+	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
 		if f.Name == "appendfsync" {
 			cfg.Cluster.AppendOnly = true
 		}
 	})
+	if set["faults"] && set["faults-at"] {
+		return cfg, fail("%s: --faults and --faults-at both given: --faults-at names its own faults; drop --faults", name), false
+	}
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
 	topologyDefaults(fs, &cfg)
 	cfg.Cluster.Runtime = runtimeName
