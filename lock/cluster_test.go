@@ -31,10 +31,14 @@ func TestRecipesOnCluster(t *testing.T) {
 	}
 	defer vc.Down()
 	lc := Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true}
-	if err := RunsOn(Native, cluster.TopologyCluster); err != nil {
+	vd, err := cluster.Lookup(cluster.TopologyCluster)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := RunsOn("redlock", cluster.TopologyCluster); err == nil {
+	if err := RunsOn(Native, vd, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunsOn("redlock", vd, nil); err == nil {
 		t.Fatal("redlock accepted on the cluster topology")
 	}
 	if _, err := Check(ctx, lc); err != nil {

@@ -91,7 +91,7 @@ type Recipe struct {
 	// when it can run there.
 	Lacks func(Caps) []string
 	open  func(cfg Config) (Lock, error)
-	// On lists the deployments (--topology) it runs on.
+	// On lists what it needs of a deployment, any one of them (Offerer).
 	On []string
 }
 
@@ -133,21 +133,22 @@ func needsLua(c Caps) []string {
 	return nil
 }
 
-// The deployments a recipe reaches. One primary: a Sentinel's or a
-// standalone one's. The cluster client (cluster.go): every recipe that opens
-// its client with the recipe's connection options, and sql-lease, which does
-// not use Valkey; an exec program is handed Sentinel addresses or one
-// server's, not a cluster's, and Redlock wants independent primaries.
+// What a recipe needs of its deployment, in cluster.Deployment's Offers
+// terms: one primary (a Sentinel's or a standalone one's), or the cluster
+// client (cluster.go: every recipe that opens its client with the recipe's
+// connection options, and sql-lease, which does not use Valkey; an exec
+// program is handed Sentinel addresses or one server's, not a cluster's),
+// Redlock's independent primaries, etcd.
 var (
-	onePrimary   = []string{"sentinel", "standalone"}
-	primaryOrBus = []string{"sentinel", "standalone", "cluster"}
+	onePrimary   = []string{"primary"}
+	primaryOrBus = []string{"primary", "cluster"}
 )
 
 var recipes = []Recipe{
 	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative, primaryOrBus},
 	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua, primaryOrBus},
 	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus},
-	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, append([]string{"redlock"}, primaryOrBus...)},
+	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, []string{"primary", "cluster", "redlock"}},
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus},
 	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, onePrimary},
@@ -174,27 +175,41 @@ func Lookup(name string) (Recipe, error) {
 	return Recipe{}, fmt.Errorf("unknown recipe %q: want one of %s", name, strings.Join(Names(), ", "))
 }
 
-// RunsOn says whether a recipe can run on a topology (its entry's On); the
-// error names where it runs and which recipes run here.
-func RunsOn(recipe, topology string) error {
+// Offerer is what a recipe asks of a deployment (cluster.Deployment is
+// one): its name, and whether it offers what the recipe needs.
+type Offerer interface {
+	Name() string
+	Offers(need string) bool
+}
+
+// RunsOn says whether a recipe can run on deployment d (some need in its
+// entry's On that d offers); the error names the deployments among all that
+// it runs on, and the recipes that run on d.
+func RunsOn(recipe string, d Offerer, all []Offerer) error {
 	r, err := Lookup(recipe)
 	if err != nil {
 		return err
 	}
-	if topology == "" {
-		topology = "sentinel"
-	}
-	if slices.Contains(r.On, topology) {
+	if r.runsOn(d) {
 		return nil
 	}
-	var here []string
+	var where, here []string
+	for _, o := range all {
+		if r.runsOn(o) {
+			where = append(where, o.Name())
+		}
+	}
 	for _, o := range recipes {
-		if slices.Contains(o.On, topology) {
+		if o.runsOn(d) {
 			here = append(here, o.Name)
 		}
 	}
-	return fmt.Errorf("--recipe %s does not run on --topology %s (it runs on %s): on %s use %s", recipe, topology,
-		strings.Join(r.On, ", "), topology, strings.Join(here, ", "))
+	return fmt.Errorf("--recipe %s does not run on --topology %s (it runs on %s): on %s use %s", recipe, d.Name(),
+		strings.Join(where, ", "), d.Name(), strings.Join(here, ", "))
+}
+
+func (r Recipe) runsOn(d Offerer) bool {
+	return slices.ContainsFunc(r.On, d.Offers)
 }
 
 // Names lists the recipes.

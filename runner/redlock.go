@@ -37,7 +37,16 @@ func fromScenarioDeployment(c *Config, s scenario.Scenario) {
 // validateTopology refuses the knobs and recipes that mean nothing on the
 // run's deployment, in one line naming the knob.
 func (c *Config) validateTopology() error {
-	if err := lock.RunsOn(c.Recipe, c.Cluster.TopologyName()); err != nil {
+	d, err := cluster.Lookup(c.Cluster.Topology)
+	if err != nil {
+		return err
+	}
+	var all []lock.Offerer
+	for _, name := range cluster.Topologies {
+		o, _ := cluster.Lookup(name)
+		all = append(all, o)
+	}
+	if err := lock.RunsOn(c.Recipe, d, all); err != nil {
 		return err
 	}
 	if c.DriftFactor < 0 || c.DriftFactor >= 0.5 {
@@ -45,10 +54,6 @@ func (c *Config) validateTopology() error {
 	}
 	if c.DelayedRestart < 0 {
 		return fmt.Errorf("--delayed-restart %v: want 0 or more", c.DelayedRestart)
-	}
-	d, err := cluster.Lookup(c.Cluster.Topology)
-	if err != nil {
-		return err
 	}
 	return d.ValidateRun(cluster.RunKnobs{Wait: c.Wait.On(), WaitAOF: c.WaitAOF.On(),
 		Fence: c.Fence, FenceSource: c.FenceSource, DelayedRestart: c.DelayedRestart})

@@ -1,0 +1,43 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// Locks lost without a failover, end to end: a real primary with a memory
+// limit, valkey-benchmark as the cache workload, and coordinated switches of
+// the primary. The expectations are the scenarios' own (scenario/eviction.go,
+// scenario/coordinated.go), each measured over 10 seeds before it went in.
+func TestLocksLostWithoutAFailover(t *testing.T) {
+	tests := []struct {
+		name, scenario string
+		exit           int
+		// a nemesis event whose detail must contain the text: the fault did
+		// what it says.
+		event, detail string
+	}{
+		{"volatile-ttl", "eviction-volatile-ttl", 1, "evicted", "lock:"},
+		{"noeviction", "eviction-noeviction", 0, "memory-drained", "lock keys evicted: 0"},
+		{"coordinated", "coordinated-failover", 0, "coordinated-done", "COORDINATED"},
+		{"standalone-coordinated", "standalone-coordinated", 0, "coordinated-done", "FAILOVER TO"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config(t, tt.scenario, nil)
+			expectLesson(t, cfg, tt.exit)
+			evs, err := history.ReadFile(cfg.Out + "/nemesis.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				if e.F == tt.event && strings.Contains(e.Detail, tt.detail) {
+					return
+				}
+			}
+			t.Errorf("no %q event saying %q in nemesis.jsonl", tt.event, tt.detail)
+		})
+	}
+}
