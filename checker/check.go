@@ -290,9 +290,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 				Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
 			if w.regrant != nil {
 				v.Clients = []int{w.holder.grant.Client}
-				if w.regrant.Client != w.holder.grant.Client {
-					v.Clients = append(v.Clients, w.regrant.Client)
-				}
+
 				v.Tokens = []string{w.holder.token, w.regrant.Token}
 				v.Events = append(v.Events, w.regrant.InvokeIndex)
 			}
@@ -375,7 +373,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 		g.res = append(g.res, out)
 	}
 
-	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, slack)
+	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, slack, int64(opts.Epsilon))
 	for i := range g.dhs {
 		g.dhs[i].Explanation = explainDoubleHolder(g.dhs[i], t0)
 	}

@@ -20,6 +20,9 @@ type acting struct {
 	grant  *Op
 	start  int64
 	end    int64
+	// leaseEnd is when its lease could have expired at the earliest, or
+	// its client let go: a grant to another before it is a double grant.
+	leaseEnd int64
 	writes []*Op
 	// turnedAway is the first read or write of this grant the fence rejected.
 	turnedAway *Op
@@ -51,6 +54,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 	}
 	belief := make(map[*acting]*Op)
 	release := make(map[*acting]int64)
+	told := make(map[*acting]int64)
 	for i := range ops {
 		o := &ops[i]
 		as := grants[tokKey{o.Key, o.Token}]
@@ -63,8 +67,8 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		// flight still lands and is counted below): its belief ends at the
 		// reply, as a release's does at its call.
 		if (o.F == history.FExtend || o.F == history.FRelease) && o.Outcome == history.Fail && o.Return != never && history.SaysNotHeld(o.Err) {
-			if r, seen := release[a]; !seen || o.Return < r {
-				release[a] = o.Return
+			if r, seen := told[a]; !seen || o.Return < r {
+				told[a] = o.Return
 			}
 			continue
 		}
@@ -111,6 +115,12 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if r, ok := release[a]; ok {
 			until = min(until, r)
 		}
+		// The lease as a correct server keeps it; the belief ends earlier
+		// when the server said "not held".
+		a.leaseEnd = until
+		if r, ok := told[a]; ok {
+			until = min(until, r)
+		}
 		a.end = max(a.end, until)
 		out[a.key] = append(out[a.key], a)
 	}
@@ -120,7 +130,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 // doubleHolders finds every pair of tokens whose acting intervals overlap and
 // judges the stale holder's writes. grants holds the token pairs the direct
 // check proved were granted at once.
-func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string]bool, slack int64) ([]DoubleHolder, StaleWrites) {
+func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string]bool, slack, eps int64) ([]DoubleHolder, StaleWrites) {
 	var dhs []DoubleHolder
 	var sw StaleWrites
 	stale := make(map[*Op]bool)
@@ -150,7 +160,11 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				if end <= b.start {
 					continue
 				}
-				dg := grants[[2]string{a.token, b.token}] || grants[[2]string{b.token, a.token}]
+				// The direct check reports each grant against one lease
+				// only (the widest); a grant made inside this older lease is
+				// a double grant too.
+				dg := grants[[2]string{a.token, b.token}] || grants[[2]string{b.token, a.token}] ||
+					(b.grant.Call > a.grant.Return && b.grant.Return < a.leaseEnd-eps)
 				cause, names := attribute(fs, a.grant.Call, b.start, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
 					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,

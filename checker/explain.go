@@ -59,12 +59,16 @@ func explainWitness(w witness, t0 int64, cause string, faults []string) string {
 		return fmt.Sprintf("%s released %s at %s while %s certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
 	case "lease-lost":
-		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and then granted the lock again, to client %d (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
+		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and granted the lock to client %d again (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
 			h.grant.Client, w.key, shortToken(h.token), secs(h.start, t0), secs(h.end, t0), secs(w.op.Return, t0), w.op.F,
 			w.regrant.Client, shortToken(w.regrant.Token), secs(w.regrant.Return, t0), causeClause(cause, faults))
 	case "non-holder-extend":
 		return fmt.Sprintf("%s extended %s at %s while %s certainly held it (its lease ran from %s to at least %s): the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
+	}
+	if w.told != nil {
+		return fmt.Sprintf("The lock service granted %s to %s at %s while %s's lease was certainly alive (from %s to %s): it had answered %s's %s at %s that the token no longer held the lock, so it ended that lease early and handed the lock on. A correct lock server never grants a lock whose lease cannot have expired. %s",
+			w.key, b, secs(w.op.Return, t0), a, secs(h.start, t0), secs(h.end, t0), a, w.told.F, secs(w.told.Return, t0), causeClause(cause, faults))
 	}
 	return fmt.Sprintf("%s and %s held %s at the same time: %s's lease was certainly alive from %s to %s, yet the lock service also granted the lock to %s at %s. A correct lock server never grants a lock whose lease cannot have expired. %s",
 		capital(a), b, w.key, a, secs(h.start, t0), secs(h.end, t0), b, secs(w.op.Return, t0), causeClause(cause, faults))

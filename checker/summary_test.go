@@ -40,3 +40,28 @@ func TestWhoHeldAgreesWithDoubleGrants(t *testing.T) {
 		})
 	}
 }
+
+// A grant inside an older lease is a double grant even when the direct check
+// reported it against another, wider lease (it reports each grant once):
+// the double holder must not say the older lease "expired honestly". Before,
+// an eviction run's three such pairs read "client 7's lease expired while it
+// still acted as holder; client 1 was then granted the lock, legitimately"
+// 0.1 s into a 6 s lease.
+func TestDoubleHoldersInsideAnyOlderLeaseAreDoubleGrants(t *testing.T) {
+	h := newHB().
+		acq(0, "A", 1000, 1, 2, ok, 1).read(0, "A", 1, 0, 300, 301, ok).
+		acq(1, "B", 2000, 10, 11, ok, 2).read(1, "B", 2, 0, 302, 303, ok).
+		acq(2, "C", 1000, 20, 21, ok, 3).read(2, "C", 3, 0, 304, 305, ok)
+	r, err := Check(h.build(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.DoubleHolderList) != 3 {
+		t.Fatalf("%d double holders, want 3 (A&B, A&C, B&C)", len(r.DoubleHolderList))
+	}
+	for _, d := range r.DoubleHolderList {
+		if !d.DoubleGrant {
+			t.Errorf("clients %d & %d: granted inside a live lease, yet not called a double grant: %s", d.StaleClient, d.NewClient, d.Explanation)
+		}
+	}
+}

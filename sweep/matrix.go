@@ -71,7 +71,10 @@ type Config struct {
 	AppendOnly  bool   `json:"appendonly,omitempty"`
 	AppendFsync string `json:"appendfsync,omitempty"` // always | everysec | no
 	Replicas    int    `json:"replicas,omitempty"`    // 0: the default (2)
-	Note        string `json:"note,omitempty"`        // one line for the report
+	// MaxMemory and MaxMemoryPolicy are --maxmemory and --maxmemory-policy.
+	MaxMemory       string `json:"maxmemory,omitempty"`
+	MaxMemoryPolicy string `json:"maxmemory_policy,omitempty"`
+	Note            string `json:"note,omitempty"` // one line for the report
 }
 
 // Fault is one point on the fault axis: nemesis fault kinds and their
@@ -400,6 +403,12 @@ var Catalog = []Config{
 	{Name: "min-replicas-1-lag-10", MinReplicas: "1:10", Note: "min-replicas-to-write 1, min-replicas-max-lag 10"},
 	{Name: "min-replicas-1-lag-1", MinReplicas: "1:1", Note: "min-replicas-to-write 1, min-replicas-max-lag 1"},
 	{Name: "fsync-always", AppendOnly: true, AppendFsync: "always", Note: "appendonly yes, appendfsync always (local durability only)"},
+	// A lock sharing a cache's memory limit, under the memory-pressure
+	// fault: which policy loses it (scenario/eviction.go).
+	{Name: "maxmemory-noeviction", MaxMemory: "16mb", MaxMemoryPolicy: "noeviction", Note: "maxmemory 16mb, noeviction: a full node refuses writes with OOM"},
+	{Name: "maxmemory-allkeys-lru", MaxMemory: "16mb", MaxMemoryPolicy: "allkeys-lru", Note: "maxmemory 16mb, allkeys-lru: any key may be evicted"},
+	{Name: "maxmemory-volatile-lru", MaxMemory: "16mb", MaxMemoryPolicy: "volatile-lru", Note: "maxmemory 16mb, volatile-lru (the managed services' default): keys with a TTL, least recently used first"},
+	{Name: "maxmemory-volatile-ttl", MaxMemory: "16mb", MaxMemoryPolicy: "volatile-ttl", Note: "maxmemory 16mb, volatile-ttl: keys with a TTL, shortest first (the locks)"},
 }
 
 // Deployments are the settings-axis points that change the lock service
@@ -543,6 +552,8 @@ func merge(dst *Config, src Config) {
 	over(&dst.AppendOnly, src.AppendOnly)
 	over(&dst.AppendFsync, src.AppendFsync)
 	over(&dst.Replicas, src.Replicas)
+	over(&dst.MaxMemory, src.MaxMemory)
+	over(&dst.MaxMemoryPolicy, src.MaxMemoryPolicy)
 }
 
 // over sets *dst to v when v is set: a later setting of a '+' combination
@@ -565,7 +576,8 @@ func configNames() []string {
 // ParseConfig reads a user-defined setting, NAME=KNOB;KNOB...: knobs are
 // wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly,
 // appendfsync=always, replicas=3, topology=redlock, recipe=redsync,
-// fence=write, fence-source=resource, nodes=7 (the values as `lockjepsen run`
+// fence=write, fence-source=resource, nodes=7, maxmemory=16mb,
+// maxmemory-policy=volatile-lru (the values as `lockjepsen run`
 // takes them, checked by runner.Config.Validate), or the name of a catalog
 // setting or deployment to start from. Semicolons separate knobs because the values use colons and the
 // --configs list uses commas.
@@ -578,7 +590,7 @@ func ParseConfig(s string) (Config, error) {
 	// The knobs that take a value, each pointing at its field.
 	texts := map[string]*string{"wait": &c.Wait, "waitaof": &c.WaitAOF, "min-replicas": &c.MinReplicas,
 		"appendfsync": &c.AppendFsync, "topology": &c.Topology, "recipe": &c.Recipe, "fence": &c.Fence,
-		"fence-source": &c.FenceSource}
+		"fence-source": &c.FenceSource, "maxmemory": &c.MaxMemory, "maxmemory-policy": &c.MaxMemoryPolicy}
 	counts := map[string]*int{"replicas": &c.Replicas, "nodes": &c.Nodes}
 	for _, k := range strings.Split(spec, ";") {
 		k = strings.TrimSpace(k)
@@ -598,7 +610,7 @@ func ParseConfig(s string) (Config, error) {
 		default:
 			base, err := LookupConfig(k)
 			if err != nil {
-				return Config{}, fmt.Errorf("--config %q: knob %q: want wait=, waitaof=, min-replicas=, appendonly, appendfsync=, replicas=, topology=, recipe=, fence=, fence-source=, nodes= or a known configuration", s, k)
+				return Config{}, fmt.Errorf("--config %q: knob %q: want wait=, waitaof=, min-replicas=, appendonly, appendfsync=, replicas=, topology=, recipe=, fence=, fence-source=, nodes=, maxmemory=, maxmemory-policy= or a known configuration", s, k)
 			}
 			merge(&c, base)
 		}
@@ -825,6 +837,14 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	}
 	if c.Replicas > 0 {
 		cfg.Cluster.Replicas = c.Replicas
+	}
+	if c.MaxMemory != "" {
+		if cfg.Cluster.MaxMemory, err = knob.ParseBytes(c.MaxMemory); err != nil {
+			return cfg, fmt.Errorf("configuration %s: maxmemory %w", c.Name, err)
+		}
+	}
+	if c.MaxMemoryPolicy != "" {
+		cfg.Cluster.MaxMemoryPolicy = c.MaxMemoryPolicy
 	}
 	cfg.Out = out
 	if err := cfg.Validate(); err != nil {
