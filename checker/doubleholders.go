@@ -23,7 +23,7 @@ type acting struct {
 	// leaseEnd is when its lease could have expired at the earliest, or
 	// its client let go: a grant to another before it is a double grant.
 	leaseEnd int64
-	writes []*Op
+	writes   []*Op
 	// turnedAway is the first read or write of this grant the fence rejected.
 	turnedAway *Op
 	// fenceSource is where the tenure's number came from: the grant's own
