@@ -16,7 +16,8 @@ import (
 )
 
 func init() {
-	register(command{name: "cluster", summary: "start, inspect, break and stop a local Valkey 9 + Sentinel topology", run: runCluster})
+	register(command{name: "cluster", summary: "start, inspect, break and stop a local Valkey 9 + Sentinel topology", run: runCluster,
+		subcommands: []string{"up", "status", "kill-primary", "down"}})
 }
 
 const defaultClusterDir = ".lockjepsen/cluster"

@@ -16,7 +16,8 @@ import (
 )
 
 func init() {
-	register(command{name: "resource", summary: "serve the fenced SQL resource a lock protects, or export its attempts log", run: runResource})
+	register(command{name: "resource", summary: "serve the fenced SQL resource a lock protects, or export its attempts log", run: runResource,
+		subcommands: []string{"serve", "export"}})
 }
 
 func runResource(args []string) int {

@@ -22,7 +22,8 @@ import (
 )
 
 func init() {
-	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep})
+	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep,
+		subcommands: []string{"merge", "join"}})
 }
 
 // multiFlag collects a repeatable flag.
