@@ -42,10 +42,17 @@ func (b Binaries) ServerFor(cfg Config, node string) string {
 func FindBinaries() (Binaries, error) {
 	env := readSetupEnv()
 	var dirs []string
-	if d := os.Getenv("LOCKJEPSEN_VALKEY_BIN"); d != "" {
-		dirs = append(dirs, d)
+	// The variable, when set, is the only place looked at: a directory
+	// without valkey-server was passed over for setup.sh's build or PATH,
+	// so a run used another server than the one asked for.
+	d, fromEnv := os.Getenv("LOCKJEPSEN_VALKEY_BIN"), false
+	if d != "" {
+		if _, err := os.Stat(filepath.Join(d, "valkey-server")); err != nil {
+			return Binaries{}, fmt.Errorf("LOCKJEPSEN_VALKEY_BIN=%s holds no valkey-server (%v): point it at a directory of Valkey 9 binaries, or unset it", d, err)
+		}
+		dirs, fromEnv = append(dirs, d), true
 	}
-	if d := env["LOCKJEPSEN_VALKEY_BIN"]; d != "" {
+	if d := env["LOCKJEPSEN_VALKEY_BIN"]; d != "" && !fromEnv {
 		dirs = append(dirs, d)
 	}
 	var b Binaries
@@ -72,6 +79,9 @@ func FindBinaries() (Binaries, error) {
 	}
 	v, err := ServerVersion(b.Server)
 	if err != nil {
+		if fromEnv {
+			return b, fmt.Errorf("LOCKJEPSEN_VALKEY_BIN=%s: %w: is it a directory of Valkey binaries?", d, err)
+		}
 		return b, err
 	}
 	b.Version = v

@@ -143,7 +143,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--failover-timeout %v: below 1s failovers abort on Valkey 9.1; use 1s-3s", c.FailoverTimeout)
 	}
 	if c.MinReplicasToWrite < 0 || c.MinReplicasToWrite > c.Replicas {
-		return fmt.Errorf("--min-replicas-to-write %d: want 0 to --replicas (%d)", c.MinReplicasToWrite, c.Replicas)
+		// Both spellings: --min-replicas COUNT:LAG is the flag, the old
+		// --min-replicas-to-write still parses.
+		return fmt.Errorf("--min-replicas %d:%d (--min-replicas-to-write %d): want a count of 0 to --replicas (%d)", c.MinReplicasToWrite, c.MinReplicasMaxLag, c.MinReplicasToWrite, c.Replicas)
 	}
 	if c.MinReplicasMaxLag < 0 {
 		return fmt.Errorf("--min-replicas-max-lag %d: want seconds >= 0", c.MinReplicasMaxLag)

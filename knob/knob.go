@@ -10,6 +10,7 @@ package knob
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,11 +24,17 @@ func ParseDuration(s string) (time.Duration, error) {
 		return d, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	// NaN, the infinities and 1e300 parse as floats, but as nanoseconds
+	// they fit no int64: the conversion would yield -292 years, accepted by
+	// any bound below it (check --epsilon took NaN).
+	if err != nil || math.IsNaN(f) || math.Abs(f) >= maxSeconds {
 		return 0, fmt.Errorf("%q is not a duration: write 30s, 250ms, 1m30s or a number of seconds", s)
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }
+
+// maxSeconds is the longest duration in seconds, about 292 years.
+const maxSeconds = float64(math.MaxInt64) / float64(time.Second)
 
 // Duration is a flag.Value for a duration with bounds. Min is inclusive; a
 // Max of 0 means no upper bound.

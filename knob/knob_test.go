@@ -18,6 +18,14 @@ func TestParseDuration(t *testing.T) {
 		{"1m30s", 90 * time.Second, false},
 		{"soon", 0, true},
 		{"", 0, true},
+		// Floats no int64 of nanoseconds holds: once -292 years, accepted.
+		{"NaN", 0, true},
+		{"Inf", 0, true},
+		{"-Inf", 0, true},
+		{"1e300", 0, true},
+		{"-1e300", 0, true},
+		{"9223372037", 0, true}, // just past MaxInt64 ns
+		{"-2.5", -2500 * time.Millisecond, false},
 	} {
 		got, err := ParseDuration(tt.in)
 		if (err != nil) != tt.err || got != tt.want {

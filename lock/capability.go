@@ -91,23 +91,32 @@ func versionAtLeast(v string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-// Support says whether caps can run cfg's recipe and options; the error names
-// what is missing and the version that has it.
+// Refusal is Support's answer when the server lacks what the recipe or an
+// option needs: the server cannot run this, bad input (exit 254) rather
+// than a run that could not be carried out.
+type Refusal struct{ msg string }
+
+func (r *Refusal) Error() string { return r.msg }
+
+func refuse(format string, a ...any) error { return &Refusal{fmt.Sprintf(format, a...)} }
+
+// Support says whether caps can run cfg's recipe and options; the error (a
+// *Refusal) names what is missing and the version that has it.
 func (c Caps) Support(cfg Config) error {
 	r, err := Lookup(cfg.Recipe)
 	if err != nil {
 		return err
 	}
 	if missing := r.Lacks(c); len(missing) > 0 {
-		return fmt.Errorf("recipe %s refused: %s lacks %s; it must be there on every node that can become primary",
+		return refuse("recipe %s refused: %s lacks %s; it must be there on every node that can become primary",
 			cfg.Recipe, c, strings.Join(missing, " and "))
 	}
 	if cfg.WaitAOF.On() {
 		if !c.Commands["WAITAOF"] {
-			return fmt.Errorf("WAITAOF refused: %s does not know WAITAOF (Redis 7.2 or any Valkey has it)", c)
+			return refuse("WAITAOF refused: %s does not know WAITAOF (Redis 7.2 or any Valkey has it)", c)
 		}
 		if cfg.WaitAOF.Local > 0 && !c.AOF {
-			return fmt.Errorf("WAITAOF %d %d refused: appendonly is off on %s, so no local fsync can be counted; turn on --appendonly or use WAITAOF 0 %d", cfg.WaitAOF.Local, cfg.WaitAOF.Replicas, c, cfg.WaitAOF.Replicas)
+			return refuse("WAITAOF %d %d refused: appendonly is off on %s, so no local fsync can be counted; turn on --appendonly or use WAITAOF 0 %d", cfg.WaitAOF.Local, cfg.WaitAOF.Replicas, c, cfg.WaitAOF.Replicas)
 		}
 	}
 	return nil

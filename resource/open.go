@@ -103,6 +103,32 @@ func openSQLite(cfg Config) (*Store, error) {
 	return &Store{db: db, mode: cfg.Mode, backend: SQLite, where: cfg.Path}, nil
 }
 
+// CheckDSN says whether dsn is a PostgreSQL DSN pgx can read, without
+// connecting: a command checks its --resource-dsn before it starts anything.
+func CheckDSN(dsn string) error {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return fmt.Errorf("not a PostgreSQL DSN (want postgres://user@host:port/db?sslmode=disable): %w", err)
+	}
+	return nil
+}
+
+// ReachDSN connects to the database at dsn once and closes the connection:
+// a run asks before its topology starts, so that an unreachable database is
+// bad input, not a run that fails halfway.
+func ReachDSN(ctx context.Context, dsn string) error {
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s:%d: %w", cc.Host, cc.Port, err)
+	}
+	return conn.Close(ctx)
+}
+
 func openPostgres(cfg Config) (*Store, error) {
 	cc, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {

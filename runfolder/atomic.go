@@ -112,3 +112,32 @@ func HoldsRun(dir string) bool {
 	}
 	return false
 }
+
+// CanCreate says whether the folder dir exists or can be made, by making
+// it and removing again what it made: a command asks before it starts
+// anything, so that an --out no one can create is refused up front, not
+// once a run is under way, and a refused command leaves no folder behind.
+func CanCreate(dir string) error {
+	if dir == "" {
+		return errors.New("empty: name a folder")
+	}
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("%s is a file, not a folder", dir)
+		}
+		return nil
+	}
+	// The folders MkdirAll makes are those from the first missing one down.
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		made = append(made, d)
+	}
+	err := os.MkdirAll(dir, 0o755)
+	for _, d := range made { // deepest first; those a failure left undone are not there
+		os.Remove(d)
+	}
+	return err
+}

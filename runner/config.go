@@ -6,6 +6,7 @@ package runner
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
@@ -14,6 +15,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/resource"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -123,6 +125,12 @@ func FromScenario(s scenario.Scenario) Config {
 	return c
 }
 
+// noLuaCaps is what a --valkey-build nolua server has, known without
+// starting one: Valkey 9 (SET IFEQ, DELIFEQ, WAITAOF), built with
+// BUILD_LUA=no.
+var noLuaCaps = lock.Caps{Product: "valkey", Version: "9.1.2",
+	Commands: map[string]bool{"SET": true, "DELIFEQ": true, "DELEX": true, "WAITAOF": true}, IFEQ: true, Lua: false}
+
 // Validate is the one check of a run's knobs, for every command that starts
 // runs (run, bench scenario, sweep, lab): it runs before anything prints a
 // banner or starts a process, and plans the fault schedule.
@@ -179,11 +187,26 @@ func (c *Config) Validate() error {
 	if c.Interval < 0 || (c.Interval == 0 && len(c.Faults) > 0 && !c.BackToBack) {
 		return fmt.Errorf("--interval %v: want a mean gap between faults above 0, e.g. 5s", c.Interval)
 	}
+	if c.ResourceDSN != "" {
+		if err := resource.CheckDSN(c.ResourceDSN); err != nil {
+			return fmt.Errorf("--resource-dsn: %w", err)
+		}
+	}
 	if err := c.Cluster.Validate(); err != nil {
 		return err
 	}
 	if err := c.validateTopology(); err != nil {
 		return err
+	}
+	// The server cannot run this recipe: a Lua-less build is known from
+	// the flag, so it is refused here with 254 before the topology starts,
+	// as an old server is by Preflight, not found by the capability check
+	// once every node is up.
+	if c.Cluster.Build == "nolua" {
+		if missing := rec.Lacks(noLuaCaps); len(missing) > 0 {
+			return fmt.Errorf("--recipe %s cannot run on --valkey-build nolua: that build lacks %s; choose a recipe without EVAL (native), or the default build",
+				c.Recipe, strings.Join(missing, " and "))
+		}
 	}
 	if sc.Runtime != "" && c.Cluster.Runtime != sc.Runtime {
 		return fmt.Errorf("--scenario %s needs --runtime %s: processes on one loopback interface cannot be partitioned ('make images' builds what it needs)", sc.Name, sc.Runtime)

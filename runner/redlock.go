@@ -49,7 +49,7 @@ func (c *Config) validateTopology() error {
 	if err := lock.RunsOn(c.Recipe, d, all); err != nil {
 		return err
 	}
-	if c.DriftFactor < 0 || c.DriftFactor >= 0.5 {
+	if !(c.DriftFactor >= 0 && c.DriftFactor < 0.5) { // NaN fails both comparisons
 		return fmt.Errorf("--drift-factor %v: want 0 to below 0.5 (the distlock page uses 0.01)", c.DriftFactor)
 	}
 	if c.DelayedRestart < 0 {

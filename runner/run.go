@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/lockjepsen/lockjepsen/exitcode"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/resource"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/truetime"
 )
@@ -115,6 +117,13 @@ func Keys(n int) (keys, runs []string) {
 // input said before the run's banner (it once printed the banner, then
 // exited 255, "not carried out").
 func Preflight(ctx context.Context, cfg Config) error {
+	// The database first: asking it starts nothing, and a DSN nothing
+	// answers is bad input, not a run that fails once the topology is up.
+	if cfg.ResourceDSN != "" {
+		if err := resource.ReachDSN(ctx, cfg.ResourceDSN); err != nil {
+			return fmt.Errorf("--resource-dsn: %w", err)
+		}
+	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {
 		return err
@@ -221,6 +230,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	cancel()
 	if err != nil {
 		o.Err = fmt.Errorf("recipe %s on this server: %w", cfg.Recipe, err)
+		// The server cannot run this recipe: bad input, the one code of
+		// that class, whether it is known before the start (an old
+		// server, a Lua-less build) or only from the running server.
+		var refusal *lock.Refusal
+		if errors.As(err, &refusal) {
+			o.ExitCode = exitcode.BadInput
+		}
 		return o
 	}
 	phase(fmt.Sprintf("server: %s", caps))

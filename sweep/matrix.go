@@ -730,7 +730,8 @@ func (p Plan) Validate() error {
 	if p.Adaptive() && p.MaxTrials < p.Trials {
 		return fmt.Errorf("--max-trials %d is below --trials %d", p.MaxTrials, p.Trials)
 	}
-	if p.UntilCI < 0 || p.UntilCI >= 1 || p.Below < 0 || p.Below >= 1 {
+	// Written so that NaN, which fails every comparison, is refused too.
+	if !(p.UntilCI >= 0 && p.UntilCI < 1 && p.Below >= 0 && p.Below < 1) {
 		return fmt.Errorf("--until-ci %v / --below %v: want an interval width (and a rate) between 0 and 1, e.g. 0.2 and 0.04", p.UntilCI, p.Below)
 	}
 	if p.Below > 0 && p.UntilCI == 0 {

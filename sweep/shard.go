@@ -19,16 +19,19 @@ func ParseShard(s, env string) (Shard, error) {
 	if !ok {
 		i, n = "", s
 	}
+	// Where the index came from, for the message: a pod's bad
+	// JOB_COMPLETION_INDEX is named as such, not as the --shard typed.
+	from := ""
 	if i == "" {
 		if env == "" {
 			return Shard{}, fmt.Errorf("%q: no shard index (give I/N, or run where JOB_COMPLETION_INDEX is set)", s)
 		}
-		i = env
+		i, from = env, " from JOB_COMPLETION_INDEX"
 	}
 	idx, err1 := strconv.Atoi(strings.TrimSpace(i))
 	cnt, err2 := strconv.Atoi(strings.TrimSpace(n))
 	if err1 != nil || err2 != nil || cnt < 1 || idx < 0 || idx >= cnt {
-		return Shard{}, fmt.Errorf("%q (index %q): want I/N with 0 <= I < N", s, i)
+		return Shard{}, fmt.Errorf("%q (index %q%s): want I/N with 0 <= I < N", s, i, from)
 	}
 	return Shard{Index: idx, Count: cnt}, nil
 }

@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET), 'bench scenario' (reproduction rate)", run: runBench})
+	register(command{name: "bench", summary: "print figures: 'bench cluster' (up-to-ready, failover), 'bench locks' (lock ops/s vs SET), 'bench scenario' (reproduction rate)", run: runBench,
+		subcommands: []string{"cluster", "locks", "scenario"}})
 }
 
 const benchUsage = `usage: lockjepsen bench cluster|locks|scenario [flags]   (lockjepsen bench <kind> -h for its flags)

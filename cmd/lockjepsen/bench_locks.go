@@ -42,7 +42,11 @@ func runBenchLocks(args []string) int {
 	if fs.NArg() > 0 {
 		return fail("bench locks: unexpected argument %q", fs.Arg(0))
 	}
-	if rec, _ := lock.Lookup(*recipeName); *fencing && !rec.Fences() {
+	rec, _ := lock.Lookup(*recipeName)
+	if len(execArgs) > 0 && rec.Name != lock.Exec {
+		return fail("bench locks: --exec-arg is for --recipe exec:PATH, not %s", *recipeName)
+	}
+	if *fencing && !rec.Fences() {
 		return fail("bench locks: --recipe %s draws no fencing token (the library is driven unchanged): drop --fence-tokens", *recipeName)
 	}
 	dur, recipe := d, recipeName

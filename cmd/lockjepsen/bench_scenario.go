@@ -32,7 +32,7 @@ func runBenchScenario(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	base := runfolder.NewDir(runfolder.Root, time.Now(), "bench-"+cfg.Scenario)
+	base := cfg.Out // --out, once ignored: the seeds' runs go under it
 	var firsts, runs []float64
 	reproduced := 0
 	for s := 1; s <= seeds; s++ {

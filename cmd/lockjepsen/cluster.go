@@ -7,16 +7,19 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 func init() {
-	register(command{name: "cluster", summary: "start, inspect, break and stop a local Valkey 9 + Sentinel topology", run: runCluster})
+	register(command{name: "cluster", summary: "start, inspect, break and stop a local Valkey 9 + Sentinel topology", run: runCluster,
+		subcommands: []string{"up", "status", "kill-primary", "down"}})
 }
 
 const defaultClusterDir = ".lockjepsen/cluster"
@@ -79,6 +82,11 @@ func clusterUp(args []string) int {
 	if err := cfg.Validate(); err != nil {
 		return fail("cluster up: %v", err)
 	}
+	// Before Valkey is looked for: a --dir no one can create was found by
+	// NewLocal, after the binaries' version probe.
+	if err := runfolder.CanCreate(cfg.Dir); err != nil {
+		return fail("cluster up: --dir %s cannot be created: %v", cfg.Dir, err)
+	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {
 		return fail("%v", err)
@@ -117,6 +125,11 @@ func loadCluster(name string, args []string) (*cluster.Local, int, bool) {
 	dir := fs.String("dir", defaultClusterDir, "run directory given to 'cluster up'")
 	if code, ok := parseFlags(fs, args); !ok {
 		return nil, code, false
+	}
+	// The folder is read before Valkey is looked for, so that a wrong
+	// --dir is named as such (it was "valkey-server not found" without one).
+	if _, err := os.Stat(filepath.Join(*dir, cluster.StateFile)); err != nil {
+		return nil, fail("cluster %s: --dir %q holds no cluster (no %s): start one with 'lockjepsen cluster up --dir DIR', or give its --dir", name, *dir, cluster.StateFile), false
 	}
 	bins, err := cluster.FindBinaries()
 	if err != nil {

@@ -50,6 +50,20 @@ func runLab(args []string) int {
 		}
 		labs = []workshop.Lab{l}
 	}
+	// The folders are checked before the first lab starts anything: a
+	// --dir no one can create failed each step once its run began, and a
+	// --capture folder that is not there only after every lab had run.
+	if err := runfolder.CanCreate(*dir); err != nil {
+		return fail("lab: --dir %q cannot be created: %v", *dir, err)
+	}
+	if *clusterDir == "" {
+		return fail("lab: --cluster-dir is empty: name the 'lockjepsen cluster up --dir' folder (default %s)", workshop.DefaultClusterDir)
+	}
+	if *capture != "" {
+		if st, err := os.Stat(*capture); err != nil || !st.IsDir() {
+			return fail("lab: --capture %s is not a folder of lab pages (docs/workshop)", *capture)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opt := workshop.Options{

@@ -26,6 +26,10 @@ type command struct {
 	summary string
 	hidden  bool // internal subcommands started by the runner, e.g. client
 	run     func(args []string) int
+	// subcommands are the words run dispatches on before it parses flags
+	// (cluster up, bench locks), each with a flag set of its own: the flag
+	// test reaches every flag set through them.
+	subcommands []string
 }
 
 var commands = map[string]command{}
@@ -119,11 +123,23 @@ func printDefaults(fs *flag.FlagSet) {
 	shown.PrintDefaults()
 }
 
+// inspectFlags, when set (by the flag test only), is handed each flag set
+// that reaches parseFlags, which then stops the command as if it had been
+// asked for help: the test walks every command's flags from the flag sets
+// themselves, so that a new flag gets its bad values without editing the
+// test, and no command runs to find them. Every command parses its flags
+// before it touches anything, so a command stopped here did nothing.
+var inspectFlags func(*flag.FlagSet)
+
 // parseFlags parses args; it returns (code, false) when the caller must exit.
 // Help goes to stdout with exit 0, so that `lockjepsen run -h | less` works; a
 // bad flag is one line on stderr naming the flag and the problem, without the
 // whole usage burying it.
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if inspectFlags != nil {
+		inspectFlags(fs)
+		return exitValid, false
+	}
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	fs.SetOutput(os.Stdout)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/sweep"
@@ -28,7 +29,8 @@ func (m *metricsOpts) register(fs *flag.FlagSet) {
 		m.addr = v
 		return nil
 	})
-	fs.DurationVar(&m.linger, "metrics-linger", 0, "with --metrics-addr: keep the endpoint up this long after the end, for a last scrape (Ctrl-C ends it)")
+	// A negative linger was taken as none: refused, as every duration flag.
+	fs.Var(knob.Duration{D: &m.linger, Min: 0}, "metrics-linger", "with --metrics-addr: keep the endpoint up this long after the end, for a last scrape (Ctrl-C ends it)")
 }
 
 // start binds the endpoint before anything else starts; a busy or bad

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -16,7 +18,8 @@ import (
 )
 
 func init() {
-	register(command{name: "resource", summary: "serve the fenced SQL resource a lock protects, or export its attempts log", run: runResource})
+	register(command{name: "resource", summary: "serve the fenced SQL resource a lock protects, or export its attempts log", run: runResource,
+		subcommands: []string{"serve", "export"}})
 }
 
 func runResource(args []string) int {
@@ -53,6 +56,29 @@ func (l *listFlag) Set(v string) error {
 
 const defaultResourceDB = runfolder.ResourceDB
 
+// inFolder says whether file's folder is there, so that file can be made.
+func inFolder(file string) error {
+	d := filepath.Dir(file)
+	if st, err := os.Stat(d); err != nil || !st.IsDir() {
+		return fmt.Errorf("its folder %s is not there", d)
+	}
+	return nil
+}
+
+// checkAddr refuses an --addr that is not host:port; an empty host would
+// listen on every interface (it was taken: the fenced resource served on
+// [::]).
+func checkAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: want host:port, e.g. 127.0.0.1:0: %v", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("--addr %q names no host: want one, e.g. 127.0.0.1:0", addr)
+	}
+	return nil
+}
+
 // databaseFlags registers --db, --dsn and --schema and returns a function that
 // checks them after parsing and fills cfg.
 func databaseFlags(fs *flag.FlagSet, cfg *resource.Config) func() error {
@@ -72,6 +98,15 @@ func databaseFlags(fs *flag.FlagSet, cfg *resource.Config) func() error {
 			return fmt.Errorf("--schema applies to PostgreSQL only; add --resource-dsn or drop --schema")
 		case cfg.Path == "":
 			return fmt.Errorf("--db is empty: name a SQLite file, or give --resource-dsn for PostgreSQL")
+		}
+		// Checked here, so that the message names the flag: opening the
+		// database said "unable to open database file (14)".
+		if cfg.DSN != "" {
+			if err := resource.CheckDSN(cfg.DSN); err != nil {
+				return fmt.Errorf("--resource-dsn: %w", err)
+			}
+		} else if err := inFolder(cfg.Path); err != nil {
+			return fmt.Errorf("--db %s: %w", cfg.Path, err)
 		}
 		return nil
 	}
@@ -101,6 +136,15 @@ func resourceServe(args []string) int {
 	}
 	if err := checkDB(); err != nil {
 		return fail("resource serve: %v", err)
+	}
+	if err := checkAddr(addr); err != nil {
+		return fail("resource serve: %v", err)
+	}
+	// Before serving: a --ready-file in no folder failed once it served.
+	if ready != "" {
+		if err := inFolder(ready); err != nil {
+			return fail("resource serve: --ready-file %s: %v", ready, err)
+		}
 	}
 	m, err := resource.ParseMode(mode)
 	if err != nil {
@@ -156,6 +200,19 @@ func resourceExport(args []string) int {
 	}
 	if err := checkDB(); err != nil {
 		return fail("resource export: %v", err)
+	}
+	if addr != "" {
+		if err := checkAddr(addr); err != nil {
+			return fail("resource export: %v", err)
+		}
+	}
+	switch {
+	case out == "":
+		return fail("resource export: --out is empty: name a file, or - for stdout")
+	case out != "-":
+		if err := inFolder(out); err != nil {
+			return fail("resource export: --out %s: %v", out, err)
+		}
 	}
 	ctx := context.Background()
 

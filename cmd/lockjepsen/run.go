@@ -160,7 +160,17 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	// given (bench scenario and lab add their own --seed and --out).
 	cfg.Command = append([]string{"lockjepsen", "run"}, withoutFlag(withoutFlag(args, "seeds"), "out")...)
 	if cfg.Out == "" {
-		cfg.Out = runfolder.NewDir(runfolder.Root, time.Now(), cfg.Scenario)
+		prefix := "" // bench scenario's folder holds one run per seed
+		if name == "bench scenario" {
+			prefix = "bench-"
+		}
+		cfg.Out = runfolder.NewDir(runfolder.Root, time.Now(), prefix+cfg.Scenario)
+	}
+	// Before anything starts: a folder no one can create was found by
+	// Preflight once Valkey had been looked for, or (bench scenario) only
+	// when the first seed's run began.
+	if err := runfolder.CanCreate(cfg.Out); err != nil {
+		return cfg, fail("%s: --out %s cannot be created: %v (choose a folder you can write)", name, cfg.Out, err), false
 	}
 	return cfg, 0, true
 }

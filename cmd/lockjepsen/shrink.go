@@ -124,6 +124,10 @@ func freshFolder(dir, out string) error {
 	entries, err := os.ReadDir(out)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		// Asked now, not when the shrunk run is written after the search.
+		if err := runfolder.CanCreate(out); err != nil {
+			return fmt.Errorf("--out %s cannot be created: %v", out, err)
+		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("--out %s cannot be used: %v", out, err)

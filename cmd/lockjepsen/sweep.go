@@ -22,7 +22,8 @@ import (
 )
 
 func init() {
-	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep})
+	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep,
+		subcommands: []string{"merge", "join"}})
 }
 
 // multiFlag collects a repeatable flag.
@@ -125,7 +126,7 @@ func runSweep(args []string) int {
 		dir = *resume
 		plan, err := sweep.ReadPlan(dir)
 		if err != nil {
-			return fail("sweep: %v", err)
+			return fail("sweep: --resume: %v", err)
 		}
 		if set["parallel"] || set["min-failovers"] || set["max-trials"] || set["until-ci"] || set["below"] {
 			if set["parallel"] {
@@ -180,6 +181,13 @@ func runSweep(args []string) int {
 		}
 		if plan.BackToBack && plan.TimeLimit == 0 {
 			plan.TimeLimit = sweep.Duration(sweep.BackToBackTimeLimit)
+		}
+		// Before the plan is printed: a folder no one can create was
+		// found by sweep.Start, with no flag named.
+		if *out != "" {
+			if err := runfolder.CanCreate(*out); err != nil {
+				return fail("sweep: --out %s cannot be created: %v", *out, err)
+			}
 		}
 		if *shard != "" {
 			sh, err := sweep.ParseShard(*shard, os.Getenv("JOB_COMPLETION_INDEX"))
@@ -280,11 +288,15 @@ func sweepPlan(set map[string]bool, file, scen, configs string, custom []string,
 	if file != "" {
 		p, err := sweep.ReadPlanFile(file)
 		if err != nil {
-			return plan, fail("sweep: %v", err), false
+			return plan, fail("sweep: --file: %v", err), false
 		}
 		plan = p
 	}
 	if file == "" || set["scenario"] {
+		// An empty one was taken as failover-race (the plan's default).
+		if scen == "" {
+			return plan, fail("--scenario is empty: name one (lockjepsen run -h lists them)"), false
+		}
 		plan.Scenario = scen
 	}
 	if _, err := scenario.Get(plan.Scenario); plan.Scenario != "" && err != nil {
@@ -301,6 +313,11 @@ func sweepPlan(set map[string]bool, file, scen, configs string, custom []string,
 				return plan, fail("--configs: %v", err), false
 			}
 			plan.Configs = append(plan.Configs, c)
+		}
+		// Said here, naming the flag: the plan's check says "the matrix
+		// is empty" (a --config may still add one).
+		if len(plan.Configs) == 0 && len(custom) == 0 {
+			return plan, fail("--configs %q names no configuration (see lockjepsen sweep -h)", configs), false
 		}
 	}
 	for _, s := range custom {
@@ -321,6 +338,9 @@ func sweepPlan(set map[string]bool, file, scen, configs string, custom []string,
 				return plan, fail("--faults: %v", err), false
 			}
 			plan.Faults = append(plan.Faults, f)
+		}
+		if len(plan.Faults) == 0 {
+			return plan, fail("--faults %q names no fault kind (see lockjepsen sweep -h)", faults), false
 		}
 	}
 	if file == "" || set["trials"] {
@@ -414,6 +434,9 @@ func runSweepMerge(args []string) int {
 	if dir == "" {
 		dir = runfolder.NewDir(runfolder.Root, time.Now(), "sweep")
 	}
+	if err := runfolder.CanCreate(dir); err != nil {
+		return fail("sweep merge: --out %s cannot be created: %v", dir, err)
+	}
 	rep, err := sweep.Merge(dir, fs.Args())
 	if rep != nil {
 		printFindings(rep)
@@ -440,6 +463,9 @@ func runSweepJoin(args []string) int {
 	}
 	if *out == "" || fs.NArg() == 0 {
 		return fail("sweep join: give --out and the sweep folders (lockjepsen sweep join --out DIR SWEEP-DIR...)")
+	}
+	if err := runfolder.CanCreate(*out); err != nil {
+		return fail("sweep join: --out %s cannot be created: %v", *out, err)
 	}
 	rep, err := sweep.Join(*out, fs.Args())
 	if err != nil {
