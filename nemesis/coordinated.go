@@ -122,6 +122,18 @@ func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) 
 					return cluster.Node{}, err
 				}
 			}
+			// FAILOVER leaves the other replicas following the old primary
+			// (chained); the operator points them at the new one, or the
+			// set is never ready again (each run waited out 30 s for it).
+			host, port, _ := strings.Cut(np.Addr, ":")
+			for _, n := range replicasOf(c, np.Name) {
+				if n.Name == old.Name {
+					continue
+				}
+				if _, err := c.Command(wctx, n.Name, "REPLICAOF", host, port); err != nil {
+					return cluster.Node{}, fmt.Errorf("point %s at %s: %w", n.Name, np.Name, err)
+				}
+			}
 			return np, nil
 		}
 		if err := sleep(wctx, 20*time.Millisecond); err != nil {
