@@ -113,7 +113,7 @@ var catalog = []*Fault{
 		Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
 		Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover}},
 		Doc: "the same switch with the replica paused behind the fresh grant: FAILOVER TO ... TIMEOUT 300 FORCE on the " +
-			"primary, so the switch happens before the replica caught up",
+			"primary switches when the timeout expires (a paused target still reads the stream waiting in its socket first)",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
 		span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
 		inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, true) },
