@@ -68,5 +68,8 @@ run standalone-baseline
 run standalone-restart
 run standalone-restart --appendonly --appendfsync always
 run standalone-promote
+run eviction-volatile-ttl
+run eviction-noeviction
+run coordinated-failover
 mv "$DOC.tmp" "$DOC"
 echo "wrote $DOC"
