@@ -41,15 +41,14 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	if force {
 		event = "failover-coordinated-force"
 	}
-	for _, r := range replicas {
-		if err := c.Pause(r.Name); err != nil {
-			return err
+	cut := cutReplicas
+	if force { // the links stay: the stream waits in the paused replicas' sockets
+		cut = func(_ context.Context, c cluster.Runtime, _ cluster.Node, rs []cluster.Node) error {
+			return pauseAll(c, rs)
 		}
 	}
-	if !force {
-		if _, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
-			return err
-		}
+	if err := cut(ctx, c, p, replicas); err != nil {
+		return err
 	}
 	logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
 		map[bool]string{false: " and dropped their links", true: " (links kept: the stream waits in their sockets)"}[force], p.Name)

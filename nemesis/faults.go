@@ -525,18 +525,8 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	if err != nil {
 		return err
 	}
-	var replicas []cluster.Node
-	for _, n := range c.Nodes() {
-		if n.Kind != cluster.RoleSentinel && n.Name != p.Name && n.PID != 0 {
-			replicas = append(replicas, n)
-		}
-	}
-	for _, r := range replicas {
-		if err := c.Pause(r.Name); err != nil {
-			return err
-		}
-	}
-	if _, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+	replicas := replicasOf(c, p.Name)
+	if err := cutReplicas(ctx, c, p, replicas); err != nil {
 		return err
 	}
 	logf(env, "cut-replication", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
@@ -593,12 +583,7 @@ func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	defer q.Close()
-	for _, n := range replicas {
-		if err := c.Pause(n.Name); err != nil {
-			return err
-		}
-	}
-	if _, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
+	if err := cutReplicas(ctx, c, p, replicas); err != nil {
 		return err
 	}
 	logf(env, "promote-replica", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
@@ -821,6 +806,26 @@ func partitioner(c cluster.Runtime, what string) (cluster.Partitioner, error) {
 func partitionNode(pc cluster.Partitioner, node string) error {
 	if err := pc.Partition(node); err != nil {
 		return errors.Join(err, pc.Heal(node))
+	}
+	return nil
+}
+
+// cutReplicas pauses the replicas, then drops their links on the primary:
+// bytes already in a replication socket survive SIGKILL and SIGSTOP alike,
+// so only both leave a write made now on the primary alone.
+func cutReplicas(ctx context.Context, c cluster.Runtime, p cluster.Node, replicas []cluster.Node) error {
+	if err := pauseAll(c, replicas); err != nil {
+		return err
+	}
+	_, err := c.Command(ctx, p.Name, "CLIENT", "KILL", "TYPE", "replica")
+	return err
+}
+
+func pauseAll(c cluster.Runtime, nodes []cluster.Node) error {
+	for _, n := range nodes {
+		if err := c.Pause(n.Name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
