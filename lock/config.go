@@ -150,6 +150,7 @@ var recipes = []Recipe{
 	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus},
 	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, []string{"primary", "cluster", "redlock"}},
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus},
+	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus},
 	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, onePrimary},
 	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}},

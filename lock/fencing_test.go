@@ -196,7 +196,7 @@ func TestLualessBuildRefusesEvalRecipes(t *testing.T) {
 	if err != nil || caps.Lua {
 		t.Fatalf("native on the Lua-less build: %v (caps %+v)", err, caps)
 	}
-	for _, r := range []string{Lua, Redsync, Valkeylock} {
+	for _, r := range []string{Lua, Redsync, Valkeylock, Redislock} {
 		_, err := Check(context.Background(), Config{Recipe: r, Addr: addr})
 		if err == nil || !strings.Contains(err.Error(), "Lua engine") {
 			t.Errorf("%s on the Lua-less build: %v, want a refusal naming the missing Lua engine", r, err)

@@ -23,6 +23,7 @@ func TestRecipeCommands(t *testing.T) {
 		{Lua, false},
 		{Unsafe, true},
 		{Redsync, false},
+		{Redislock, false},
 	} {
 		t.Run(tc.recipe, func(t *testing.T) {
 			l := open(t, testConfig(tc.recipe))

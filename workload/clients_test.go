@@ -180,11 +180,11 @@ func checkHistory(t *testing.T, events []history.Event, fenced bool, minOK int) 
 	t.Logf("acquires: %d ok, %d fail; %d holds", count[history.OK], count[history.Fail], len(holds))
 }
 
-// TestLibraryRecipesInClients runs redsync and valkeylock through the client
+// TestLibraryRecipesInClients runs redsync, valkeylock and redislock through the client
 // loop: three processes, one key, a few seconds, jobs longer than the TTL so
 // that renewals (ours for redsync, the library's own for valkeylock) matter.
 func TestLibraryRecipesInClients(t *testing.T) {
-	for _, recipe := range []string{lock.Redsync, lock.Valkeylock} {
+	for _, recipe := range []string{lock.Redsync, lock.Valkeylock, lock.Redislock} {
 		t.Run(recipe, func(t *testing.T) {
 			ctx := context.Background()
 			base := ClientConfig{
