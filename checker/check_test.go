@@ -322,6 +322,48 @@ func TestResourceLogSettlesUnknownWrite(t *testing.T) {
 	}
 }
 
+// A write whose reply was lost (info), then the same holder's next section
+// on its new process: it read the old value again and wrote the same value
+// under the same token. The resource log's one accepted line for that token
+// and value falls inside the later write, which returned ok and so was
+// logged; the lost write never reached the resource. Seen under load
+// (cluster-reshard-legacy, seed 9: a POST that timed out), where the lost
+// write took the later one's line and both sections, each reading v and
+// writing v+1, looked applied: a false lost update.
+func TestResourceLogLineBelongsToTheWriteAroundIt(t *testing.T) {
+	h := newHB().
+		acq(0, "A", 10000, 0, 1, ok, 1).
+		read(0, "A", 1, 0, 2, 3, ok).write(0, "A", 1, 1, 4, 5, ok).
+		read(0, "A", 1, 1, 6, 7, ok).write(0, "A", 1, 2, 8, 2000, info).
+		read(100, "A", 1, 1, 2100, 2101, ok).write(100, "A", 1, 2, 2102, 2104, ok).
+		read(100, "A", 1, 2, 2105, 2106, ok).write(100, "A", 1, 3, 2107, 2109, ok)
+	line := func(at float64, v int64) history.Attempt {
+		return history.Attempt{Time: ms2ns(at), Op: "write", RunID: "job", Token: "A", Fence: 1, Value: v, Verdict: history.Accepted}
+	}
+	tests := []struct {
+		name string
+		log  []history.Attempt
+		want Validity
+	}{
+		{"the lost write never landed", []history.Attempt{line(4.5, 1), line(2103, 2), line(2108, 3)}, Valid},
+		// The log line outside the later write: the lost write's, landed
+		// late, while the re-read was in flight. Both sections then read 1
+		// and wrote 2, overlapping: an increment lost, if by one holder.
+		{"the lost write landed late", []history.Attempt{line(4.5, 1), line(2100.5, 2), line(2108, 3)}, Invalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Check(h.build(), tt.log, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Resource.Valid != tt.want {
+				t.Fatalf("resource %v, want %v: %+v", r.Resource.Valid, tt.want, r.Violations)
+			}
+		})
+	}
+}
+
 func TestCorruptHistory(t *testing.T) {
 	cases := map[string][]history.Event{
 		"completion without invoke": {{Index: 0, Time: 1, Process: 0, Type: ok, F: "acquire", Key: "k", Token: "A"}},

@@ -173,7 +173,7 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 					if w.Call < b.start {
 						continue
 					}
-					v, _, _ := writeVerdict(w, idx)
+					v, _, _ := writeVerdict(w, idx, nil)
 					d.StaleWrite = worse(d.StaleWrite, v)
 					if stale[w] {
 						continue

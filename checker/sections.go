@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -82,10 +83,18 @@ func (idx *AttemptIndex) Add(a *history.Attempt) {
 // when nobody knows, with when it was decided and whether the resource log
 // said so. The resource log wins over the client's view because the resource
 // decided; its time is when the write took effect, where a reply only bounds it.
-func writeVerdict(w *Op, idx *AttemptIndex) (verdict string, decided int64, byLog bool) {
+// A line inside a known write of the same token and value (between its
+// call and its return) is that write's, not an unknown one's: a holder
+// whose write's reply was lost reads the old value again and writes the
+// same value under the same token, and its lost write may never have
+// reached the resource at all.
+func writeVerdict(w *Op, idx *AttemptIndex, known map[attemptKey][]*Op) (verdict string, decided int64, byLog bool) {
 	if w.Value != nil && idx != nil {
-		if a, ok := idx.m[attemptKey{w.Token, *w.Value}]; ok && a.time >= w.Call {
-			return a.verdict, a.time, true
+		k := attemptKey{w.Token, *w.Value}
+		if a, ok := idx.m[k]; ok && a.time >= w.Call {
+			if w.Known() || !slices.ContainsFunc(known[k], func(o *Op) bool { return o.Call <= a.time && a.time <= o.Return }) {
+				return a.verdict, a.time, true
+			}
 		}
 	}
 	switch {
@@ -116,6 +125,13 @@ func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Call < order[j].Call })
+	known := make(map[attemptKey][]*Op)
+	for _, o := range order {
+		if o.F == history.FWrite && o.Value != nil && o.Known() {
+			k := attemptKey{o.Token, *o.Value}
+			known[k] = append(known[k], o)
+		}
+	}
 	for _, o := range order {
 		if o.F == history.FRead {
 			flush(o.Client)
@@ -140,7 +156,7 @@ func buildSections(ops []Op, idx *AttemptIndex) []*Section {
 		if r != nil {
 			s.Call, s.ReadValue = r.Call, *r.Value
 		}
-		v, decided, byLog := writeVerdict(o, idx)
+		v, decided, byLog := writeVerdict(o, idx, known)
 		switch v {
 		case history.Accepted:
 			s.Effect, s.Return = effApplied, max(decided, s.Call)

@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,22 +16,7 @@ import (
 // failover's MOVED is followed, and DisableRetry still leaves a timeout
 // unknown (info) rather than retrying it.
 func TestRecipesOnCluster(t *testing.T) {
-	bins, err := cluster.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := cluster.Defaults()
-	cfg.Dir, cfg.Topology, cfg.Replicas = t.TempDir(), cluster.TopologyCluster, 1
-	vc, err := cluster.NewLocal(cfg, bins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := vc.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer vc.Down()
+	ctx, vc := upValkeyCluster(t)
 	lc := Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true}
 	vd, err := cluster.Lookup(cluster.TopologyCluster)
 	if err != nil {
@@ -89,4 +76,136 @@ func TestRecipesOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustOutcome(t, "acquire against a paused shard primary", r, history.Info)
+}
+
+// upValkeyCluster starts 3 shards of a primary and a replica for one test.
+func upValkeyCluster(t *testing.T) (context.Context, *cluster.Local) {
+	t.Helper()
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cluster.Defaults()
+	cfg.Dir, cfg.Topology, cfg.Replicas = t.TempDir(), cluster.TopologyCluster, 1
+	vc, err := cluster.NewLocal(cfg, bins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	if err := vc.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vc.Down() })
+	return ctx, vc
+}
+
+// The fenced native recipe while the lock key's slot moves, the steps of
+// the migrate-slot fault one at a time and then migrate-slot-atomic's:
+// valkey-go follows ASK and MOVED, the server's TRYAGAIN reaches the recipe
+// as a refusal (fail, not unknown), and the fence never goes backwards.
+func TestRecipesDuringSlotMigration(t *testing.T) {
+	ctx, vc := upValkeyCluster(t)
+	l := open(t, Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true})
+	key, slot := cluster.LockKey, strconv.Itoa(cluster.KeySlot(cluster.LockKey))
+	cmd := func(node string, args ...string) string {
+		t.Helper()
+		out, err := vc.Command(ctx, node, args...)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", strings.Join(args, " "), node, err)
+		}
+		return out
+	}
+	sh, err := vc.Shard(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	var primaries []string
+	for _, v := range cluster.ParseClusterNodes(cmd(sh.Primary.Name, "CLUSTER", "NODES")) {
+		for _, n := range vc.Nodes() {
+			if n.Addr == v.Addr {
+				ids[n.Name] = v.ID
+				if v.Primary {
+					primaries = append(primaries, n.Name)
+				}
+			}
+		}
+	}
+	src, dst := sh.Primary.Name, primaries[0]
+	if dst == src {
+		dst = primaries[1]
+	}
+	dstNode, _ := vc.Node(dst)
+	host, port, _ := strings.Cut(dstNode.Addr, ":")
+	var tok string
+	var fence int64
+	extend := func() Result { return l.Extend(ctx, key, tok, 10*time.Second) }
+	release := func() Result { return l.Release(ctx, key, tok) }
+	admin := func(node string, args ...string) func() Result {
+		return func() Result { cmd(node, args...); return ok() }
+	}
+	migrate := func(keys ...string) func() Result {
+		return admin(src, append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)...)
+	}
+	// The atomic move is asynchronous: its job runs after MIGRATESLOTS
+	// answers, until the source no longer serves the slot.
+	movedBack := func() Result {
+		for !strings.Contains(cmd(src, "CLUSTER", "GETSLOTMIGRATIONS"), "success") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return ok()
+	}
+	acquire := func() Result {
+		tk := NewToken()
+		f, r := l.Acquire(ctx, key, tk, 10*time.Second)
+		if r.Ok() {
+			if f <= fence {
+				t.Errorf("fence %d after %d: backwards", f, fence)
+			}
+			tok, fence = tk, f
+		}
+		return r
+	}
+	steps := []struct {
+		what string
+		do   func() Result
+		want Outcome
+		text string // in the error, when not ok
+	}{
+		{"acquire before the move", acquire, history.OK, ""},
+		{"target IMPORTING", admin(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[src]), history.OK, ""},
+		{"source MIGRATING", admin(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[dst]), history.OK, ""},
+		{"extend, both keys on the source", extend, history.OK, ""},
+		{"acquire by another, both keys on the source", acquire, history.Fail, "another client holds the lock"},
+		{"MIGRATE the lock key alone", migrate(key), history.OK, ""},
+		{"extend on the target after ASK", extend, history.OK, ""},
+		// The source has the fence counter and not the lock key.
+		{"acquire by another, the keys split", acquire, history.Fail, "TRYAGAIN"},
+		{"MIGRATE the fence counter", migrate(FenceKey(key)), history.OK, ""},
+		{"extend, both keys on the target", extend, history.OK, ""},
+		// The source answers EXEC with ASK (it discarded the transaction);
+		// valkey-go sends ASKING and the EXEC alone on to the target, which
+		// never saw the MULTI: every fenced acquire is refused until the
+		// slot closes, a refusal and not an unknown, since nothing ran.
+		{"acquire by another, both keys on the target", acquire, history.Fail, "EXEC without MULTI"},
+		{"release on the target after ASK", release, history.OK, ""},
+		{"acquire with the lock free on the target", acquire, history.Fail, "EXEC without MULTI"},
+		{"target NODE", admin(dst, "CLUSTER", "SETSLOT", slot, "NODE", ids[dst]), history.OK, ""},
+		{"source NODE", admin(src, "CLUSTER", "SETSLOT", slot, "NODE", ids[dst]), history.OK, ""},
+		{"acquire after MOVED", acquire, history.OK, ""},
+		{"atomic move back while held", admin(dst, "CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", slot, slot, "NODE", ids[src]), history.OK, ""},
+		{"await the atomic move", movedBack, history.OK, ""},
+		{"extend after MOVED", extend, history.OK, ""},
+		{"acquire by another after the atomic move", acquire, history.Fail, "another client holds the lock"},
+		{"release after the atomic move", release, history.OK, ""},
+		{"acquire after the atomic move", acquire, history.OK, ""},
+	}
+	for _, s := range steps {
+		r := s.do()
+		if r.Outcome != s.want || (s.text != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), s.text))) {
+			t.Fatalf("%s: %s %v, want %s with %q", s.what, r.Outcome, r.Err, s.want, s.text)
+		}
+	}
+
 }

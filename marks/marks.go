@@ -50,6 +50,7 @@ const (
 	CausePartialPartition  = "partial-partition"
 	CauseMinorityPartition = "minority-partition" // some nodes cut off from every client
 	CauseEviction          = "eviction"           // a node over maxmemory evicted a lock key
+	CauseReshard           = "reshard"            // the lock key's slot moved between shards
 )
 
 // Cause is what a violation is blamed on: its rank among causes in force
@@ -80,6 +81,7 @@ var causes = []Cause{
 	{CausePartialPartition, 9, false, "It happened while the clients reached different majorities of the nodes%s."},
 	{CauseClientCrash, 10, true, "A client crashed%s in the middle of its lock's life."},
 	{CauseEviction, 5, false, "It happened while the primary was over its maxmemory%s: the lock key, which has an expire like every lock key, was evicted (the eviction's DEL reached the replicas too), so the lock was free to grant again, with no failover at all."},
+	{CauseReshard, 2, false, "It happened while the lock key's slot moved between Valkey Cluster shards%s: during the move two nodes could each answer for the key, so the one that did not hold the first grant handed the lock out again."},
 	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
 }
 

@@ -338,6 +338,33 @@ var catalog = []*Fault{
 		inject: manualFailover(failoverTakeover),
 	},
 	{
+		Name:  "migrate-slot",
+		Needs: Needs{Topology: TopologyCluster},
+		Marks: []Mark{{Event: "migrate-slot", Heal: "migrate-slot-done", Cause: marks.CauseReshard}},
+		Doc: "(cluster) legacy resharding under a held lock: after a fresh grant, the lock key's slot opened on its shard " +
+			"(SETSLOT MIGRATING) and the next (IMPORTING) for 1.5 to 2 TTLs, its keys MIGRATEd half a TTL in, then SETSLOT NODE",
+		// The window: 1.5 to 2 TTLs, four and a half to six renew periods:
+		// long enough that the holder's job (about a TTL in the reshard
+		// scenarios) ends with its release inside, and the next clients'
+		// acquires run there too.
+		plan: func(rng *rand.Rand, p PlanParams) Step {
+			return Step{Duration: p.TTL*3/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
+		},
+		// The fresh grant (well under a TTL with 8 clients), the window, the close.
+		span:   func(s Step, p PlanParams) time.Duration { return p.TTL + s.Duration + 2*time.Second },
+		inject: runMigrateSlot,
+	},
+	{
+		Name:  "migrate-slot-atomic",
+		Needs: Needs{Topology: TopologyCluster},
+		Marks: []Mark{{Event: "migrate-slot-atomic", Heal: "migrate-slot-atomic-done", Cause: marks.CauseReshard}},
+		Doc: "(cluster) atomic slot migration under a held lock: after a fresh grant, CLUSTER MIGRATESLOTS moves the " +
+			"lock key's slot to the next shard, awaited until CLUSTER GETSLOTMIGRATIONS reports it done",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   func(_ Step, p PlanParams) time.Duration { return p.TTL + 3*time.Second },
+		inject: runMigrateSlotAtomic,
+	},
+	{
 		Name:   "crash-client",
 		Needs:  Needs{Topology: TopologyAny},
 		Marks:  []Mark{{Event: "crash-client", Heal: "client-gone", Cause: CauseClientCrash}},

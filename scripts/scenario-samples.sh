@@ -64,6 +64,8 @@ run sql-lease-restart
 run cluster-failover-race
 run cluster-failover-race --faults cluster-takeover
 run cluster-graceful-failover
+run cluster-reshard-legacy
+run cluster-reshard-atomic
 run standalone-baseline
 run standalone-restart
 run standalone-restart --appendonly --appendfsync always
