@@ -90,9 +90,12 @@ func (c *Config) OldNode() string {
 	return fmt.Sprintf("valkey-%d", c.Replicas)
 }
 
+// RuntimeLocal is the default runtime's name: processes on loopback.
+const RuntimeLocal = "local"
+
 func (c *Config) runtime() string {
 	if c.Runtime == "" {
-		return "local"
+		return RuntimeLocal
 	}
 	return c.Runtime
 }

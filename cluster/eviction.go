@@ -3,9 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/valkey-io/valkey-go"
@@ -66,10 +71,87 @@ type Watcher interface {
 	Watch(ctx context.Context, node, channel string, fn func(msg string)) error
 }
 
+// CacheHost is a runtime that can start a cache instance beside the
+// deployment: one more Valkey server with the run's maxmemory settings that
+// no Sentinel watches, no replica follows and no lock client uses. It is the
+// article's "dedicated lock instance" seen from the other side: the cache's
+// burst lands there, and the lock's nodes are left alone.
+type CacheHost interface {
+	// Cache starts the instance on its first call and returns its node name
+	// (Load, Watch and Command take it); it stops with Down.
+	Cache(ctx context.Context) (string, error)
+}
+
+// CacheNode is the cache instance's name.
+const CacheNode = "cache-0"
+
 var (
-	_ Loader  = (*Local)(nil)
-	_ Watcher = (*Local)(nil)
+	_ Loader    = (*Local)(nil)
+	_ Watcher   = (*Local)(nil)
+	_ CacheHost = (*Local)(nil)
 )
+
+// Cache starts cache-0 in the run directory: a standalone server with the
+// memory knobs and nothing else (no min-replicas: it has no replica).
+func (l *Local) Cache(ctx context.Context) (string, error) {
+	l.mu.Lock()
+	started := l.cache != nil
+	l.mu.Unlock()
+	if started {
+		return CacheNode, nil
+	}
+	ports, err := allocatePorts(0, 1)
+	if err != nil {
+		return "", err
+	}
+	n := Node{Name: CacheNode, Kind: RolePrimary, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
+	n.Dir = filepath.Join(l.cfg.Dir, n.Name)
+	n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\nlogfile %s\npidfile \"\"\ndaemonize no\nsave \"\"\n%s",
+		ports[0], n.Dir, n.LogFile, maxMemoryConf(&l.cfg))
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return "", fmt.Errorf("cache instance: %w", err)
+	}
+	if err := writeFile(filepath.Join(n.Dir, "node.conf"), conf); err != nil {
+		return "", err
+	}
+	p, err := spawn(l.bins.Server, []string{filepath.Join(n.Dir, "node.conf")}, nil, filepath.Join(n.Dir, "stdout.log"), l.cfg.Detached)
+	if err != nil {
+		return "", fmt.Errorf("start the cache instance: %w", err)
+	}
+	n.PID = p.pid()
+	l.mu.Lock()
+	l.cache = &n
+	l.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := l.adm.do(wctx, n.Addr, "PING"); err == nil {
+			return CacheNode, nil
+		}
+		select {
+		case <-wctx.Done():
+			return "", fmt.Errorf("the cache instance (%s) did not answer PING within 10 s; see %s", n.Addr, n.LogFile)
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// stopCache ends the cache instance, if one was started.
+func (l *Local) stopCache() error {
+	l.mu.Lock()
+	n := l.cache
+	l.cache = nil
+	l.mu.Unlock()
+	if n == nil {
+		return nil
+	}
+	_ = signalPID(n.PID, syscall.SIGKILL)
+	if !waitGone(n.PID, 5*time.Second) {
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
+	}
+	return nil
+}
 
 // Load runs valkey-benchmark against the node with args and returns what it
 // printed.

@@ -27,6 +27,9 @@ type Local struct {
 	adm     *admin
 	// initialPrimary is the address Sentinels were told to monitor.
 	initialPrimary string
+	// cache is the cache instance (CacheHost), once a fault started it;
+	// outside the node set, so nothing that walks the deployment sees it.
+	cache *Node
 }
 
 var _ Runtime = (*Local)(nil)
@@ -378,6 +381,9 @@ func (l *Local) waitPing(ctx context.Context, addr string) error {
 // Down stops every node: SIGKILL, since nothing is persisted that a run needs.
 func (l *Local) Down() error {
 	l.adm.close()
+	if err := l.stopCache(); err != nil {
+		return err
+	}
 	for _, n := range l.Nodes() {
 		if n.PID == 0 {
 			continue
@@ -430,6 +436,13 @@ func stopProc(n Node) error {
 
 func (l *Local) mustNode(name string) (Node, error) {
 	n, ok := l.Node(name)
+	if !ok && name == CacheNode {
+		l.mu.Lock()
+		if l.cache != nil {
+			n, ok = *l.cache, true
+		}
+		l.mu.Unlock()
+	}
 	if !ok {
 		return n, fmt.Errorf("no node named %q", name)
 	}
@@ -511,7 +524,13 @@ func (l *Local) CollectLogs(dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dst, err)
 	}
-	for _, n := range l.Nodes() {
+	nodes := l.Nodes()
+	l.mu.Lock()
+	if l.cache != nil {
+		nodes = append(nodes, *l.cache)
+	}
+	l.mu.Unlock()
+	for _, n := range nodes {
 		if err := copyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
 			return err
 		}

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,20 @@ const cachePrefix = "cache:"
 const evictedChannel = "__keyevent@0__:evicted"
 
 func runMemoryPressure(ctx context.Context, env Env, s Step) error {
+	return pressure(ctx, env, s, false)
+}
+
+// runMemoryPressureDedicated is the same burst on a cache instance of its
+// own (cluster.CacheHost): the lock's primary, with the same memory knobs,
+// is watched for evictions all the same.
+func runMemoryPressureDedicated(ctx context.Context, env Env, s Step) error {
+	return pressure(ctx, env, s, true)
+}
+
+// pressure writes the burst to the lock's primary, or with dedicated to the
+// cache instance, while a lock is held, and watches the lock's primary for
+// evicted lock keys either way.
+func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 	c := env.Cluster()
 	ld, ok := c.(cluster.Loader)
 	if !ok {
@@ -40,7 +55,17 @@ func runMemoryPressure(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	limit, policy, err := memoryLimit(ctx, c, p.Name)
+	target := p.Name
+	if dedicated {
+		ch, ok := c.(cluster.CacheHost)
+		if !ok {
+			return fmt.Errorf("memory-pressure-dedicated needs a runtime that starts a cache instance (--runtime local)")
+		}
+		if target, err = ch.Cache(ctx); err != nil {
+			return err
+		}
+	}
+	limit, policy, err := memoryLimit(ctx, c, target)
 	if err != nil {
 		return err
 	}
@@ -53,6 +78,10 @@ func runMemoryPressure(ctx context.Context, env Env, s Step) error {
 		return ctx.Err()
 	}
 	before, err := cluster.InfoField(ctx, c, p.Name, "stats", "evicted_keys")
+	if err != nil {
+		return err
+	}
+	cacheBefore, err := cluster.InfoField(ctx, c, target, "stats", "evicted_keys")
 	if err != nil {
 		return err
 	}
@@ -79,9 +108,14 @@ func runMemoryPressure(ctx context.Context, env Env, s Step) error {
 		close(watched)
 	}
 	entries := int(limit * 3 / 2 / 1024)
-	logf(env, "memory-pressure", p.Name, cluster.RolePrimary,
-		"a cache burst on %s: %d entries of 1 KiB (half with a 1 h TTL, half with none) past maxmemory %d MiB (policy %s); a lock was granted just before: %v",
-		p.Name, entries, limit>>20, policy, got)
+	event, healed, where := "memory-pressure", "memory-drained", "on "+p.Name
+	if dedicated {
+		event, healed = "memory-pressure-dedicated", "memory-pressure-dedicated-drained"
+		where = fmt.Sprintf("on the cache instance %s (not on the lock's primary %s)", target, p.Name)
+	}
+	logf(env, event, target, cluster.RolePrimary,
+		"a cache burst %s: %d entries of 1 KiB (half with a 1 h TTL, half with none) past maxmemory %d MiB (policy %s); a lock was granted just before: %v",
+		where, entries, limit>>20, policy, got)
 	// The burst fills the node, then keeps writing for the step's duration,
 	// as a cache's clients go on writing: each eviction makes room for more
 	// and may take another lock key. valkey-benchmark stops at its first OOM
@@ -94,7 +128,7 @@ func runMemoryPressure(ctx context.Context, env Env, s Step) error {
 		if rounds > 0 {
 			n = entries / 4
 		}
-		out, err := ld.Load(ctx, p.Name, "-c", "4", "-P", "16", "-n", strconv.Itoa(n), "-r", "1000000000", "-d", "1024", "-q",
+		out, err := ld.Load(ctx, target, "-c", "4", "-P", "16", "-n", strconv.Itoa(n), "-r", "1000000000", "-d", "1024", "-q",
 			"SET", cachePrefix+"ttl:__rand_int__", "__data__", "EX", "3600", ";", "SET", cachePrefix+"__rand_int__", "__data__")
 		if strings.Contains(out, "OOM") {
 			full, err = true, nil
@@ -110,14 +144,19 @@ func runMemoryPressure(ctx context.Context, env Env, s Step) error {
 	sleepErr := ctx.Err()
 	stopWatch()
 	<-watched
-	drainErr := drainCache(context.WithoutCancel(ctx), env)
+	drainErr := drainNode(context.WithoutCancel(ctx), c, target)
 	after2, _ := cluster.InfoField(context.WithoutCancel(ctx), c, p.Name, "stats", "evicted_keys")
 	mu.Lock()
 	locks := slices.Clone(evicted)
 	mu.Unlock()
-	logf(env, "memory-drained", p.Name, cluster.RolePrimary,
-		"cache entries deleted after %d rounds of writes; evicted_keys %d -> %d (+%d), lock keys evicted: %d %v; writes refused with OOM during the burst: %v",
-		rounds, before, after2, after2-before, len(locks), locks, full)
+	others := ""
+	if dedicated {
+		n, _ := cluster.InfoField(context.WithoutCancel(ctx), c, target, "stats", "evicted_keys")
+		others = fmt.Sprintf(" (the cache instance's: %d -> %d)", cacheBefore, n)
+	}
+	logf(env, healed, target, cluster.RolePrimary,
+		"cache entries deleted from %s after %d rounds of writes; on the lock's primary %s evicted_keys %d -> %d (+%d)%s, lock keys evicted: %d %v; writes refused with OOM during the burst: %v",
+		target, rounds, p.Name, before, after2, after2-before, others, len(locks), locks, full)
 	for _, e := range []error{loadErr, drainErr, sleepErr} {
 		if e != nil {
 			return e
@@ -151,28 +190,42 @@ func memoryLimit(ctx context.Context, c cluster.Runtime, node string) (int64, st
 	return limit, pf[1], nil
 }
 
-// drainCache deletes every cache entry on the primary (SCAN and UNLINK, so
-// that no lock key is touched): the burst is over, the cache below its limit
-// again. It is also the fault's heal when a run ends in the middle of it.
+// The burst's length, and what it occupies: the fresh grant, the burst,
+// the lock's lease running out after an eviction, the drain.
+func pressurePlan(rng *rand.Rand, _ PlanParams) Step {
+	return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
+}
+
+func pressureSpan(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 4*time.Second }
+
+// drainCache deletes every cache entry on the primary: the fault's heal
+// when a run ends in the middle of it. (The dedicated burst needs none: its
+// instance stops with the run.)
 func drainCache(ctx context.Context, env Env) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
 	if err != nil {
 		return err
 	}
+	return drainNode(ctx, c, p.Name)
+}
+
+// drainNode deletes every cache entry on a node (SCAN and UNLINK, so that no
+// lock key is touched): the burst is over, the cache below its limit again.
+func drainNode(ctx context.Context, c cluster.Runtime, node string) error {
 	cursor := "0"
 	for {
-		out, err := c.Command(ctx, p.Name, "SCAN", cursor, "MATCH", cachePrefix+"*", "COUNT", "1000")
+		out, err := c.Command(ctx, node, "SCAN", cursor, "MATCH", cachePrefix+"*", "COUNT", "1000")
 		if err != nil {
-			return fmt.Errorf("drain the cache on %s: %w", p.Name, err)
+			return fmt.Errorf("drain the cache on %s: %w", node, err)
 		}
 		lines := strings.Fields(out)
 		if len(lines) == 0 {
-			return fmt.Errorf("drain the cache on %s: SCAN answered %q", p.Name, out)
+			return fmt.Errorf("drain the cache on %s: SCAN answered %q", node, out)
 		}
 		if keys := lines[1:]; len(keys) > 0 {
-			if _, err := c.Command(ctx, p.Name, append([]string{"UNLINK"}, keys...)...); err != nil {
-				return fmt.Errorf("drain the cache on %s: %w", p.Name, err)
+			if _, err := c.Command(ctx, node, append([]string{"UNLINK"}, keys...)...); err != nil {
+				return fmt.Errorf("drain the cache on %s: %w", node, err)
 			}
 		}
 		if cursor = lines[0]; cursor == "0" {

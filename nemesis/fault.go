@@ -190,8 +190,15 @@ func (f *Fault) need() string {
 
 // check is Available's part that needs no deployment: runtime and replicas.
 func (f *Fault) check(runtime string, replicas int) error {
+	if runtime == "" {
+		runtime = cluster.RuntimeLocal
+	}
 	if f.Needs.Runtime != "" && runtime != f.Needs.Runtime {
-		return fmt.Errorf("the %s fault needs --runtime %s: processes on one loopback interface cannot be cut apart ('make images' builds what it needs)", f.Name, f.Needs.Runtime)
+		why := "processes on one loopback interface cannot be cut apart ('make images' builds what it needs)"
+		if f.Needs.Runtime == cluster.RuntimeLocal {
+			why = "it runs valkey-benchmark and Valkey processes of its own on this machine, beside the nodes"
+		}
+		return fmt.Errorf("the %s fault needs --runtime %s: %s", f.Name, f.Needs.Runtime, why)
 	}
 	if replicas < f.Needs.Replicas {
 		return fmt.Errorf("the %s fault needs --replicas %d or more: with %d there is no replica to promote or pause", f.Name, f.Needs.Replicas, replicas)

@@ -120,16 +120,24 @@ var catalog = []*Fault{
 	},
 	{
 		Name:  "memory-pressure",
-		Needs: Needs{MaxMemory: true},
+		Needs: Needs{MaxMemory: true, Runtime: cluster.RuntimeLocal},
 		Marks: []Mark{{Event: "memory-pressure", Heal: "memory-drained", Cause: marks.CauseEviction}},
 		Doc: "a shared cache's burst on the primary while a lock is held: valkey-benchmark writes 1 KiB entries (half with " +
 			"a 1 h TTL, half with none) to 1.5x --maxmemory, then the cache is drained; logs evicted_keys and which lock keys went",
-		plan: func(rng *rand.Rand, p PlanParams) Step {
-			return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
-		},
-		span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 4*time.Second },
+		plan:   pressurePlan,
+		span:   pressureSpan,
 		inject: runMemoryPressure,
 		heal:   drainCache,
+	},
+	{
+		Name:  "memory-pressure-dedicated",
+		Needs: Needs{MaxMemory: true, Runtime: cluster.RuntimeLocal},
+		Marks: []Mark{{Event: "memory-pressure-dedicated", Heal: "memory-pressure-dedicated-drained", Cause: marks.CauseEviction}},
+		Doc: "the same cache burst on a cache instance of its own (a standalone Valkey with the same --maxmemory and " +
+			"policy): the lock's nodes are a dedicated lock instance; their evicted_keys are logged before and after",
+		plan:   pressurePlan,
+		span:   pressureSpan,
+		inject: runMemoryPressureDedicated,
 	},
 	{
 		Name:     "promote-replica",

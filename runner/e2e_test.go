@@ -105,6 +105,14 @@ func assertNoProcessesLeft(t *testing.T, out string) {
 			t.Errorf("%s (pid %d) outlived the run", n.Name, n.PID)
 		}
 	}
+	// What the state file does not list (a fault's cache instance, a
+	// client): any process whose command line names the run folder.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), out+string(filepath.Separator)) {
+			t.Errorf("a process outlived the run (%s): %s", f, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
 }
 
 func TestBaselineIsValidOverThreeSeeds(t *testing.T) {

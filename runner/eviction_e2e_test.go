@@ -21,6 +21,9 @@ func TestLocksLostWithoutAFailover(t *testing.T) {
 	}{
 		{"volatile-ttl", "eviction-volatile-ttl", 1, "evicted", "lock:"},
 		{"noeviction", "eviction-noeviction", 0, "memory-drained", "lock keys evicted: 0"},
+		// The burst on a cache instance of its own: it evicted, the lock's
+		// primary did not (and the instance stopped with the run).
+		{"dedicated", "eviction-dedicated", 0, "memory-pressure-dedicated-drained", "(+0) (the cache instance's"},
 		{"coordinated", "coordinated-failover", 0, "coordinated-done", "COORDINATED"},
 		{"standalone-coordinated", "standalone-coordinated", 0, "coordinated-done", "FAILOVER TO"},
 	}

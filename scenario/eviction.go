@@ -41,6 +41,18 @@ var evictionScenarios = map[string]Scenario{
 		"noeviction: the full node refuses writes with OOM instead of evicting; no lock is lost, acquires and extends "+
 			"are refused while the cache is full (the availability cost)",
 		"lock valid (no double grant; acquires refused with OOM)", always(LockIs(checker.Valid), NoDoubleGrant())),
+	// The control: the same policy and limit on the lock's nodes, the burst on
+	// a cache instance of its own. Lock and resource valid, and the lock's
+	// primary evicts nothing (its evicted_keys, logged before and after).
+	"eviction-dedicated": func() Scenario {
+		s := evictionRun("volatile-lru",
+			"the article's dedicated lock instance: the same cache burst, under the managed default volatile-lru, lands "+
+				"on a cache instance of its own; the lock's nodes, with the same memory limit, evict nothing and no lock is lost",
+			"lock valid, resource valid (the lock's primary evicts nothing)",
+			always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid)))
+		s.Faults = []string{"memory-pressure-dedicated"}
+		return s
+	}(),
 }
 
 func init() {
