@@ -29,7 +29,9 @@ const zkRoot = "/lockjepsen"
 //     TTL. The library pings every third of it; the server (the leader)
 //     expires a session it has not heard from for the timeout and deletes
 //     its ephemeral znodes. The session is the lease.
-//   - acquire: create <root>/<key>/lock- as an ephemeral sequential znode;
+//   - acquire: create <root>/<key>/<token>-lock- as an ephemeral sequential
+//     znode (the token is the docs' GUID: after a create whose answer was
+//     lost, the release finds the znode among the children by it);
 //     list the children; the lowest sequence number holds the lock. Any
 //     other waits, watching only its predecessor (exists with a watch: no
 //     herd effect), and lists again when it goes, until the operation's
@@ -49,7 +51,11 @@ const zkRoot = "/lockjepsen"
 //     definite loss (fail, not held).
 //   - release: list the children, then delete our znode; not held when it
 //     is gone (the session expired) or when it was a waiter's (after an
-//     acquire whose outcome was lost).
+//     acquire whose outcome was lost). A znode whose release lost its answer
+//     is an orphan: the next acquire on the key deletes it first, since it
+//     would otherwise hold or queue for the lock as long as the session
+//     lives (seen under zk-pause-leader: two orphans blocked both keys for
+//     the rest of the run, 7 grants in 25 s).
 //
 // Outcomes: ZooKeeper's own answers are definite; a request whose deadline
 // passed or whose connection dropped may have taken effect (info).
@@ -58,14 +64,17 @@ type zkLock struct {
 	conn *zk.Conn
 
 	mu      sync.Mutex
-	parents map[string]bool    // lock keys whose parent znode exists
-	holds   map[string]*zkHold // token -> its znode, from acquire to release
+	parents map[string]bool            // lock keys whose parent znode exists
+	holds   map[string]zkHold          // token -> its znode, from acquire to release
+	orphans map[string]map[string]bool // parent -> tokens whose znode may have outlived its release
 }
 
+// zkHold is a token's znode: <dir>/<token>-lock-<sequence number>. The
+// token in the name is the recipe's GUID: after a create whose answer was
+// lost the client finds its znode among the children by it.
 type zkHold struct {
-	mu       sync.Mutex
-	path     string // "" while the create's answer is outstanding
-	released bool   // the release came first: the late create is deleted
+	dir  string
+	path string // "" until the create is answered
 }
 
 // zkQuiet drops the library's log lines: the client's stdout is its event
@@ -79,7 +88,7 @@ func openZKLock(cfg Config) (Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to ZooKeeper: %w", err)
 	}
-	return &zkLock{cfg: cfg, conn: conn, parents: map[string]bool{}, holds: map[string]*zkHold{}}, nil
+	return &zkLock{cfg: cfg, conn: conn, parents: map[string]bool{}, holds: map[string]zkHold{}, orphans: map[string]map[string]bool{}}, nil
 }
 
 // ZKSessionTimeout is the session asked of ZooKeeper for a TTL: the TTL
@@ -161,14 +170,20 @@ func (l *zkLock) Acquire(ctx context.Context, key, token string, _ time.Duration
 	if err != nil {
 		return 0, fail(err) // no lock znode was made
 	}
-	h := &zkHold{}
+	l.reap(ctx, dir)
 	l.mu.Lock()
-	l.holds[token] = h
+	l.holds[token] = zkHold{dir: dir}
 	l.mu.Unlock()
+	var mine string
 	err = zkDo(ctx, func() error {
-		p, err := l.conn.Create(dir+"/lock-", []byte(token), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		p, err := l.conn.Create(dir+"/"+token+"-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 		if err == nil {
-			l.created(h, p)
+			l.mu.Lock()
+			if _, ok := l.holds[token]; ok { // else released first: reaped later
+				l.holds[token] = zkHold{dir: dir, path: p}
+			}
+			l.mu.Unlock()
+			mine = p
 		}
 		return err
 	})
@@ -179,30 +194,58 @@ func (l *zkLock) Acquire(ctx context.Context, key, token string, _ time.Duration
 		}
 		return 0, r
 	}
-	czxid, r := l.await(ctx, dir, h.path)
+	czxid, r := l.await(ctx, dir, mine)
 	if r.Outcome == history.Fail {
 		l.forget(token)
 	}
 	return czxid, r
 }
 
-// created records the create's answer; after a release that came first it
-// deletes the znode, which would otherwise hold or queue for the lock for
-// the rest of the session.
-func (l *zkLock) created(h *zkHold, p string) {
-	h.mu.Lock()
-	h.path = p
-	late := h.released
-	h.mu.Unlock()
-	if late {
-		_ = l.conn.Delete(p, -1)
-	}
-}
-
 func (l *zkLock) forget(token string) {
 	l.mu.Lock()
 	delete(l.holds, token)
 	l.mu.Unlock()
+}
+
+// orphan notes a token whose znode may exist after its release (the
+// release or the create lost its answer): left alone it would hold or queue
+// for the lock as long as the session lives, the client's whole run.
+func (l *zkLock) orphan(dir, token string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.orphans[dir] == nil {
+		l.orphans[dir] = map[string]bool{}
+	}
+	l.orphans[dir][token] = true
+}
+
+// reap deletes the orphaned znodes under dir, found by their token, before
+// the next acquire queues behind them. A token with no znode left is
+// dropped; a listing that fails leaves them for the next acquire.
+func (l *zkLock) reap(ctx context.Context, dir string) {
+	l.mu.Lock()
+	tokens := l.orphans[dir]
+	delete(l.orphans, dir)
+	l.mu.Unlock()
+	if len(tokens) == 0 {
+		return
+	}
+	var kids []string
+	if err := zkDo(ctx, func() (err error) { kids, _, err = l.conn.Children(dir); return err }); err != nil {
+		for t := range tokens {
+			l.orphan(dir, t)
+		}
+		return
+	}
+	for _, k := range kids {
+		t, _, _ := strings.Cut(k, "-lock-")
+		if !tokens[t] {
+			continue
+		}
+		if err := zkDo(ctx, func() error { return l.conn.Delete(dir+"/"+k, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			l.orphan(dir, t)
+		}
+	}
 }
 
 // await is the recipe's wait: list the children; the lowest holds; else
@@ -291,59 +334,52 @@ func zkSeq(name string) string {
 	return name[len(name)-10:]
 }
 
-func (l *zkLock) hold(token string) (string, error) {
+func (l *zkLock) Extend(ctx context.Context, key, token string, _ time.Duration) Result {
 	l.mu.Lock()
 	h := l.holds[token]
 	l.mu.Unlock()
-	if h == nil {
-		return "", fmt.Errorf("no znode for this token (%w)", ErrRefused)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.path == "" {
-		return "", fmt.Errorf("the create's answer is still outstanding (%w)", ErrRefused)
+		return fail(fmt.Errorf("set: no znode known for this token (%w)", ErrRefused))
 	}
-	return h.path, nil
-}
-
-func (l *zkLock) Extend(ctx context.Context, key, token string, _ time.Duration) Result {
-	mine, err := l.hold(token)
-	if err != nil {
-		return fail(fmt.Errorf("set: %w", err))
-	}
-	return zkResult("set "+mine, zkDo(ctx, func() error { _, err := l.conn.Set(mine, nil, -1); return err }))
+	return zkResult("set "+h.path, zkDo(ctx, func() error { _, err := l.conn.Set(h.path, nil, -1); return err }))
 }
 
 func (l *zkLock) Release(ctx context.Context, key, token string) Result {
 	l.mu.Lock()
-	h := l.holds[token]
+	h, known := l.holds[token]
 	delete(l.holds, token)
 	l.mu.Unlock()
-	if h == nil {
+	if !known {
 		return fail(fmt.Errorf("release: no znode for this token (%w)", ErrRefused))
 	}
-	h.mu.Lock()
-	mine := h.path
-	h.released = true
-	h.mu.Unlock()
-	if mine == "" {
-		return fail(fmt.Errorf("release: the create was never answered; its znode, if any, is deleted when it is (%w)", ErrNotHeld))
-	}
-	dir := path.Dir(mine)
 	var kids []string
-	if err := zkDo(ctx, func() (err error) { kids, _, err = l.conn.Children(dir); return err }); err != nil {
-		return zkResult("children "+dir, err)
+	if err := zkDo(ctx, func() (err error) { kids, _, err = l.conn.Children(h.dir); return err }); err != nil {
+		l.orphan(h.dir, token)
+		return zkResult("children "+h.dir, err)
 	}
 	slices.SortFunc(kids, func(a, b string) int { return strings.Compare(zkSeq(a), zkSeq(b)) })
+	mine := path.Base(h.path)
+	if h.path == "" { // the create's answer was lost: find the znode by its token
+		if i := slices.IndexFunc(kids, func(k string) bool { return strings.HasPrefix(k, token+"-lock-") }); i >= 0 {
+			mine = kids[i]
+		} else {
+			l.orphan(h.dir, token) // the create may still land
+			return fail(fmt.Errorf("release: no znode of this token under %s (%w)", h.dir, ErrNotHeld))
+		}
+	}
 	// After an acquire whose outcome was lost the znode may be a waiter's,
 	// behind the holder's: deleting it frees nothing, so that release must
 	// not say ok. (A waiter whose predecessors all go between the list and
 	// the delete held for that moment only; it is reported not held.)
-	held := len(kids) > 0 && kids[0] == path.Base(mine)
-	err := zkDo(ctx, func() error { return l.conn.Delete(mine, -1) })
+	held := len(kids) > 0 && kids[0] == mine
+	err := zkDo(ctx, func() error { return l.conn.Delete(h.dir+"/"+mine, -1) })
 	switch {
 	case err != nil:
-		return zkResult("delete "+mine, err)
+		r := zkResult("delete "+mine, err)
+		if r.Outcome == history.Info {
+			l.orphan(h.dir, token)
+		}
+		return r
 	case !held:
 		return fail(fmt.Errorf("delete %s: it was a waiter's znode, %s held the lock (%w)", mine, strings.Join(kids[:min(1, len(kids))], ""), ErrNotHeld))
 	}
