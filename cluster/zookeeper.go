@@ -77,7 +77,7 @@ func (zkDeployment) validate(c *Config) error {
 		return err
 	}
 	if c.runtime() != "local" {
-		return fmt.Errorf("--topology zookeeper runs on --runtime local only: there is no ZooKeeper image yet")
+		return fmt.Errorf("--topology zookeeper runs on --runtime local only (there is no ZooKeeper image yet): drop --runtime docker")
 	}
 	return nil
 }
