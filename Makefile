@@ -10,7 +10,8 @@ TESTFLAGS ?= -count=1 -timeout 60m -p 1
 
 all: build
 
-## setup: make Valkey 9, libfaketime and etcd (Debian's etcd-server, its own service left stopped) available
+## setup: make Valkey 9, libfaketime, etcd (Debian's etcd-server, its own service left stopped) and ZooKeeper
+## (Debian's zookeeper and default-jre-headless, no daemon) available
 ## (builds Valkey 9.1.2 once into /var/cache/lockjepsen)
 setup:
 	@bash scripts/setup.sh >/dev/null

@@ -74,6 +74,7 @@ type Endpoints struct {
 	Addrs     []string // Redlock: the N independent primaries
 	Cluster   []string // Valkey Cluster: every node, the client follows MOVED
 	Etcd      []string // etcd: the members' client endpoints
+	ZooKeeper []string // ZooKeeper: the members' client ports
 }
 
 // RunKnobs are the run's knobs (runner.Config's) that a deployment may refuse.

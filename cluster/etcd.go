@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -50,9 +49,8 @@ var ErrEtcdClock = errors.New("an etcd member's clock cannot be moved: etcd is a
 
 func init() { register(2, etcdDeployment{}) }
 
-// etcdDeployment has its own runtimes (EtcdLocal, and Docker's etcd layout):
-// the *Local hooks of a Valkey deployment are never called for it.
-type etcdDeployment struct{}
+// etcdDeployment has its own runtimes (EtcdLocal, and Docker's etcd layout).
+type etcdDeployment struct{ consensusDeployment }
 
 func (etcdDeployment) Name() string { return TopologyEtcd }
 func (etcdDeployment) Doc() string {
@@ -62,81 +60,30 @@ func (etcdDeployment) Banner(c Config, version string) string {
 	return fmt.Sprintf("cluster: etcd, %d members (Raft, heartbeat %v, election timeout %v; %s)",
 		c.Members, EtcdHeartbeat, EtcdElectionTimeout, version)
 }
-func (etcdDeployment) Note(Config, bool) string { return "" }
 func (etcdDeployment) Settled() string {
 	return "waiting for every etcd member to answer and one leader"
 }
 
-// Replicated is false: every live member answering and all naming one
-// leader (WaitReady) is the whole wait between faults.
-func (etcdDeployment) Replicated() bool { return false }
 func (etcdDeployment) Endpoints(rt Runtime) Endpoints {
 	return Endpoints{Etcd: EtcdEndpoints(rt)}
 }
 
-// Expires is false: no PTTL on etcd, a lock key lives exactly as long as
-// its lease.
-func (etcdDeployment) Expires() bool          { return false }
 func (etcdDeployment) ClockError() error      { return ErrEtcdClock }
-func (etcdDeployment) meshed() bool           { return true }
 func (etcdDeployment) layoutDocker(d *Docker) { d.layoutEtcd() }
-func (etcdDeployment) rejoinsAsReplica() bool { return false }
 func (etcdDeployment) Offers(need string) bool {
 	return need == TopologyEtcd || need == NeedAny
 }
-func (etcdDeployment) Defaults(*Config, func(string) bool) {}
 func (etcdDeployment) ValidateRun(k RunKnobs) error {
-	switch {
-	case k.Wait:
-		return fmt.Errorf("--wait counts Valkey replicas: etcd commits every write through Raft before it answers")
-	case k.WaitAOF:
-		return fmt.Errorf("--waitaof is a Valkey knob: etcd fsyncs its WAL before it answers")
-	case k.DelayedRestart > 0:
-		return fmt.Errorf("--delayed-restart is a redlock-topology knob: add --topology redlock")
-	}
-	return nil
+	return refuseValkeyRunKnobs(k, "etcd commits every write through Raft before it answers", "etcd fsyncs its WAL before it answers")
 }
-func (etcdDeployment) validate(c *Config) error { return c.validateEtcd() }
-func (etcdDeployment) layout(c Config) []Node {
-	var nodes []Node
-	for i := 0; i < c.Members; i++ {
-		nodes = append(nodes, Node{Name: fmt.Sprintf("etcd-%d", i), Kind: RoleMember})
-	}
-	return nodes
-}
+func (etcdDeployment) validate(c *Config) error { return c.validateMembers("etcd", ErrEtcdClock) }
+func (etcdDeployment) layout(c Config) []Node   { return memberLayout("etcd", c.Members) }
 func (etcdDeployment) newLocal(c Config, _ Binaries) (Runtime, error) {
 	e, err := newEtcdLocal(c)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
-}
-
-var errEtcdHook = errors.New("the etcd topology runs on its own runtime, not on Valkey processes")
-
-func (etcdDeployment) up(context.Context, *Local) error        { return errEtcdHook }
-func (etcdDeployment) readyOnce(context.Context, *Local) error { return errEtcdHook }
-func (etcdDeployment) primary(context.Context, *Local) (Node, error) {
-	return Node{}, errEtcdHook
-}
-func (etcdDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
-	return Node{}, errEtcdHook
-}
-
-func (c *Config) validateEtcd() error {
-	if c.Members == 0 {
-		c.Members = DefaultEtcdMembers
-	}
-	if c.Members < 1 || c.Members > 7 {
-		return fmt.Errorf("--members %d: want 1 to 7 etcd members (3 is the usual)", c.Members)
-	}
-	if c.FakeTime {
-		return ErrEtcdClock
-	}
-	if c.MinReplicasToWrite > 0 || c.AppendOnly || c.Build != "" || c.OldReplica || c.MaxMemory > 0 {
-		return fmt.Errorf("--min-replicas, --appendonly, --maxmemory, --valkey-build and --mixed-versions are Valkey knobs: the etcd topology runs no Valkey")
-	}
-	return nil
 }
 
 // FindEtcd finds the etcd server binary: $LOCKJEPSEN_ETCD_BIN, else etcd on
@@ -204,7 +151,8 @@ func newEtcdLocal(cfg Config) (*EtcdLocal, error) {
 	return e, nil
 }
 
-// EtcdEndpoints lists the members' client addresses (host:port).
+// EtcdEndpoints lists the members' client addresses (host:port): etcd's,
+// or a ZooKeeper ensemble's.
 func EtcdEndpoints(rt Runtime) []string {
 	var out []string
 	for _, n := range rt.Nodes() {
@@ -290,13 +238,7 @@ func (e *EtcdLocal) start(name string) error {
 }
 
 // saveState writes cluster.json (the members and their pids), as Local does.
-func (e *EtcdLocal) saveState() error {
-	b, err := json.MarshalIndent(state{Config: e.cfg, Version: e.Version(), Nodes: e.Nodes()}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode cluster state: %w", err)
-	}
-	return writeFile(filepath.Join(e.cfg.Dir, StateFile), string(b)+"\n")
-}
+func (e *EtcdLocal) saveState() error { return saveMembers(e.cfg, e.Version(), e.Nodes()) }
 
 func (e *EtcdLocal) client(name string) (*clientv3.Client, error) {
 	e.mu.Lock()
@@ -377,36 +319,14 @@ func (e *EtcdLocal) WaitFailover(ctx context.Context, from string) (Node, error)
 }
 
 func (e *EtcdLocal) pollLeader(ctx context.Context, except string, limit time.Duration) (Node, error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		n, err := e.leaderOnce(ctx, except)
-		if err == nil {
-			return n, nil
-		}
-		select {
-		case <-ctx.Done():
-			return Node{}, fmt.Errorf("no etcd leader within %v: %w", limit, err)
-		case <-time.After(pollEvery):
-		}
-	}
+	return pollUntil(ctx, limit, "no etcd leader", func(ctx context.Context) (Node, error) { return e.leaderOnce(ctx, except) })
 }
 
 // WaitReady: every live, unpaused member answers and all name one leader.
 func (e *EtcdLocal) WaitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	var last error
-	for {
-		if last = e.readyOnce(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcd cluster not ready within %v: %w; see the logs under %s", readyTimeout, last, e.cfg.Dir)
-		case <-time.After(pollEvery):
-		}
-	}
+	_, err := pollUntil(ctx, readyTimeout, "etcd cluster not ready (see the logs under "+e.cfg.Dir+")",
+		func(ctx context.Context) (Node, error) { return Node{}, e.readyOnce(ctx) })
+	return err
 }
 
 func (e *EtcdLocal) readyOnce(ctx context.Context) error {
@@ -430,52 +350,16 @@ func (e *EtcdLocal) readyOnce(ctx context.Context) error {
 	return nil
 }
 
-func (e *EtcdLocal) mustNode(name string) (Node, error) {
-	n, ok := e.Node(name)
-	if !ok {
-		return n, fmt.Errorf("no member named %q", name)
-	}
-	return n, nil
-}
-
 func (e *EtcdLocal) setPID(name string, pid int, killed bool) {
 	e.nodeSet.setPID(name, pid, killed)
 	_ = e.saveState()
 }
 
-func (e *EtcdLocal) signal(name string, sig syscall.Signal, paused bool) error {
-	n, err := e.mustNode(name)
-	if err != nil {
-		return err
-	}
-	return e.signalNode(n, sig, paused)
-}
-
 // Kill sends SIGKILL and waits until the member is gone.
-func (e *EtcdLocal) Kill(name string) error {
-	n, err := e.mustNode(name)
-	if err != nil {
-		return err
-	}
-	if err := killProc(n); err != nil {
-		return err
-	}
-	e.setPID(name, 0, true)
-	return nil
-}
+func (e *EtcdLocal) Kill(name string) error { return killMember(e, name) }
 
 // Stop sends SIGTERM (SIGCONT first) and waits.
-func (e *EtcdLocal) Stop(name string) error {
-	n, err := e.mustNode(name)
-	if err != nil || n.PID == 0 {
-		return err
-	}
-	if err := stopProc(n); err != nil {
-		return err
-	}
-	e.setPID(name, 0, true)
-	return nil
-}
+func (e *EtcdLocal) Stop(name string) error { return stopMember(e, name) }
 
 // Restart starts a member again with its data dir: it rejoins as a follower
 // and catches up from the leader. The mode is a Valkey notion and ignored.
@@ -528,28 +412,8 @@ func (e *EtcdLocal) closeClients() {
 // Down SIGKILLs every member and closes the admin clients.
 func (e *EtcdLocal) Down() error {
 	e.closeClients()
-	for _, n := range e.Nodes() {
-		if n.PID == 0 {
-			continue
-		}
-		_ = signalPID(n.PID, syscall.SIGKILL)
-		if !waitGone(n.PID, 5*time.Second) {
-			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
-		}
-		e.setPID(n.Name, 0, true)
-	}
-	return nil
+	return downAll(e)
 }
 
 // CollectLogs copies every member's log into dst as <name>.log.
-func (e *EtcdLocal) CollectLogs(dst string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dst, err)
-	}
-	for _, n := range e.Nodes() {
-		if err := copyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	return nil
-}
+func (e *EtcdLocal) CollectLogs(dst string) error { return collectMemberLogs(e.Nodes(), dst) }

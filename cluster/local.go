@@ -183,6 +183,23 @@ func (s *nodeSet) signalNode(n Node, sig syscall.Signal, paused bool) error {
 	return nil
 }
 
+func (s *nodeSet) mustNode(name string) (Node, error) {
+	n, ok := s.Node(name)
+	if !ok {
+		return n, fmt.Errorf("no node named %q", name)
+	}
+	return n, nil
+}
+
+// signal sends SIGSTOP or SIGCONT to a node by name (signalNode).
+func (s *nodeSet) signal(name string, sig syscall.Signal, paused bool) error {
+	n, err := s.mustNode(name)
+	if err != nil {
+		return err
+	}
+	return s.signalNode(n, sig, paused)
+}
+
 // index finds a node; the caller holds mu.
 func (s *nodeSet) index(name string) int {
 	for i := range s.nodes {
@@ -384,16 +401,8 @@ func (l *Local) Down() error {
 	if err := l.stopCache(); err != nil {
 		return err
 	}
-	for _, n := range l.Nodes() {
-		if n.PID == 0 {
-			continue
-		}
-		// A stopped process must be continued to act on SIGTERM; SIGKILL needs not.
-		_ = signalPID(n.PID, syscall.SIGKILL)
-		if !waitGone(n.PID, 5*time.Second) {
-			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
-		}
-		l.setPID(n.Name, 0, true)
+	if err := downAll(l); err != nil {
+		return err
 	}
 	return l.saveState()
 }
@@ -434,19 +443,16 @@ func stopProc(n Node) error {
 	return nil
 }
 
+// mustNode is the node set's, and the cache instance once started.
 func (l *Local) mustNode(name string) (Node, error) {
-	n, ok := l.Node(name)
-	if !ok && name == CacheNode {
+	if name == CacheNode {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		if l.cache != nil {
-			n, ok = *l.cache, true
+			return *l.cache, nil
 		}
-		l.mu.Unlock()
 	}
-	if !ok {
-		return n, fmt.Errorf("no node named %q", name)
-	}
-	return n, nil
+	return l.nodeSet.mustNode(name)
 }
 
 // Kill sends SIGKILL and waits until the process is gone.
@@ -481,18 +487,10 @@ func (l *Local) Stop(name string) error {
 }
 
 // Pause sends SIGSTOP: the node keeps its sockets but answers nothing.
-func (l *Local) Pause(name string) error { return l.signalPaused(name, syscall.SIGSTOP, true) }
+func (l *Local) Pause(name string) error { return l.signal(name, syscall.SIGSTOP, true) }
 
 // Resume sends SIGCONT.
-func (l *Local) Resume(name string) error { return l.signalPaused(name, syscall.SIGCONT, false) }
-
-func (l *Local) signalPaused(name string, sig syscall.Signal, paused bool) error {
-	n, err := l.mustNode(name)
-	if err != nil {
-		return err
-	}
-	return l.signalNode(n, sig, paused)
-}
+func (l *Local) Resume(name string) error { return l.signal(name, syscall.SIGCONT, false) }
 
 // Restart starts a stopped or killed node again (killing it first if it runs).
 func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) error {

@@ -39,6 +39,8 @@ const (
 	FenceLeaseRow = "lease-row" // recipe sql-lease: the lock row's counter, raised by the granting UPDATE
 	// FenceEtcdRevision: recipe etcd-mutex, the lock key's create revision (Raft's log order).
 	FenceEtcdRevision = "etcd-revision"
+	// FenceZxid: recipe zk-lock, the lock znode's creation zxid (Zab's log order).
+	FenceZxid = "zk-czxid"
 )
 
 // Process identifies who performed an event. Client processes are numbered from

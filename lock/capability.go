@@ -28,6 +28,9 @@ func (c Caps) String() string {
 	if c.Product == "etcd" {
 		p = "etcd"
 	}
+	if c.Product == "zookeeper" {
+		p = "ZooKeeper"
+	}
 	if c.Product == "valkey" {
 		p = "Valkey"
 	}
@@ -145,6 +148,12 @@ func CheckServer(ctx context.Context, cfg Config) (Caps, error) {
 			return Caps{}, err
 		}
 		return checkEtcd(ctx, cfg)
+	}
+	if cfg.Recipe == ZKLock {
+		if err := cfg.Validate(); err != nil {
+			return Caps{}, err
+		}
+		return checkZooKeeper(ctx, cfg)
 	}
 	if cfg.Recipe == SQLLease && cfg.Resource == "" {
 		// The lock lives in the resource's database, which a run starts after

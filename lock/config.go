@@ -29,6 +29,9 @@ type Config struct {
 	// Etcd are the etcd topology's member endpoints (host:port): recipe
 	// etcd-mutex talks to them through the official client.
 	Etcd []string `json:"etcd,omitempty"`
+	// ZooKeeper are the zookeeper topology's members' client addresses:
+	// recipe zk-lock opens one session to the ensemble through them.
+	ZooKeeper []string `json:"zookeeper,omitempty"`
 	// ClusterAddrs are the cluster topology's nodes (Valkey Cluster): the
 	// recipes talk to it through valkey-go's cluster client, which follows
 	// MOVED and ASK (cluster.go).
@@ -101,15 +104,15 @@ func (r Recipe) Fences() bool { return r.Ours || r.Name == Exec }
 
 // DrawsFence reports whether the recipe's clients draw a fencing token with
 // every grant in a run with this --fence and --fence-source: never when the
-// resource issues the number; an exec program and etcd-mutex only when the
-// run fences (a program need not implement fences; etcd's revision is asked
-// for only then), the other recipes that can always, so that an unfenced
+// resource issues the number; an exec program, etcd-mutex and zk-lock only
+// when the run fences (a program need not implement fences; etcd's revision
+// and the znode's czxid are asked for only then), the other recipes that can always, so that an unfenced
 // run's history still shows which grant came after which.
 func (r Recipe) DrawsFence(fence, source string) bool {
 	if !r.Fences() || source == knob.FenceSourceResource {
 		return false
 	}
-	if r.Name == Exec || r.Name == EtcdMutex {
+	if r.Name == Exec || r.Name == EtcdMutex || r.Name == ZKLock {
 		return fence != knob.FenceNone
 	}
 	return true
@@ -157,6 +160,7 @@ var recipes = []Recipe{
 	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus},
 	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus},
 	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex, []string{"etcd"}},
+	{ZKLock, "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", true, func(Caps) []string { return nil }, openZKLock, []string{"zookeeper"}},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -250,6 +254,9 @@ func (c *Config) Validate() error {
 	}
 	if spec.Name == EtcdMutex {
 		return c.validateEtcd()
+	}
+	if spec.Name == ZKLock {
+		return c.validateZooKeeper()
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")

@@ -88,5 +88,8 @@ func FenceSource(recipe string) string {
 	if recipe == EtcdMutex {
 		return history.FenceEtcdRevision
 	}
+	if recipe == ZKLock {
+		return history.FenceZxid
+	}
 	return history.FenceValkey
 }

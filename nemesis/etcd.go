@@ -23,16 +23,30 @@ func planEtcdPause(rng *rand.Rand, _ PlanParams) Step {
 	return Step{Duration: 2*cluster.EtcdElectionTimeout + time.Duration(rng.Int64N(int64(cluster.EtcdElectionTimeout)))}
 }
 
-// runEtcdKillLeader SIGKILLs the Raft leader, waits for the remaining
-// members to elect another (logged as a failover), and restarts the old
-// leader from its data dir: it rejoins as a follower.
-func runEtcdKillLeader(ctx context.Context, env Env, _ Step) error {
+// runEtcdKillLeader and runEtcdPauseLeader are the consensus faults on etcd
+// (ZooKeeper's are the same code: zookeeper.go).
+var (
+	runEtcdKillLeader  = killLeader("etcd")
+	runEtcdPauseLeader = pauseLeader("etcd", cluster.EtcdElectionTimeout)
+)
+
+// killLeader SIGKILLs the leader of a consensus service (product: etcd,
+// ZooKeeper), waits for the remaining members to elect another (logged as a
+// failover), and restarts the old leader from its data dir: it rejoins as
+// a follower.
+func killLeader(product string) func(context.Context, Env, Step) error {
+	return func(ctx context.Context, env Env, _ Step) error {
+		return runKillLeader(ctx, env, product)
+	}
+}
+
+func runKillLeader(ctx context.Context, env Env, product string) error {
 	c := env.Cluster()
 	l, err := c.Primary(ctx)
 	if err != nil {
 		return err
 	}
-	logf(env, "kill", l.Name, "leader", "SIGKILL etcd leader %s (pid %d)", l.Name, l.PID)
+	logf(env, "kill", l.Name, "leader", "SIGKILL %s leader %s (pid %d)", product, l.Name, l.PID)
 	if err := c.Kill(l.Name); err != nil {
 		return err
 	}
@@ -42,7 +56,7 @@ func runEtcdKillLeader(ctx context.Context, env Env, _ Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, history.NFailover, nl.Name, "leader", "etcd elected %s; %s was leader", nl.Name, l.Name)
+	logf(env, history.NFailover, nl.Name, "leader", "%s elected %s; %s was leader", product, nl.Name, l.Name)
 	if err := c.Restart(ctx, l.Name, cluster.AsReplica); err != nil {
 		return err
 	}
@@ -50,27 +64,29 @@ func runEtcdKillLeader(ctx context.Context, env Env, _ Step) error {
 	return nil
 }
 
-// runEtcdPauseLeader SIGSTOPs the leader past the election timeout: the
-// others elect a new leader (logged as a failover); SIGCONT and the old
-// leader, on an older term, steps down at the first message it hears.
-func runEtcdPauseLeader(ctx context.Context, env Env, s Step) error {
-	c := env.Cluster()
-	l, err := c.Primary(ctx)
-	if err != nil {
-		return err
+// pauseLeader SIGSTOPs the leader past the election timeout: the others
+// elect a new leader (logged as a failover); SIGCONT and the old leader, on
+// an older term (epoch), steps down at the first message it hears.
+func pauseLeader(product string, election time.Duration) func(context.Context, Env, Step) error {
+	return func(ctx context.Context, env Env, s Step) error {
+		c := env.Cluster()
+		l, err := c.Primary(ctx)
+		if err != nil {
+			return err
+		}
+		logf(env, "pause-node", l.Name, "leader", "SIGSTOP %s leader %s for %v (election timeout %v)", product, l.Name, s.Duration.Round(time.Millisecond), election)
+		if err := c.Pause(l.Name); err != nil {
+			return err
+		}
+		return leaderOut(ctx, env, s, product, l.Name, func() error { return c.Resume(l.Name) }, "resume-node", "SIGCONT "+l.Name, "paused")
 	}
-	logf(env, "pause-node", l.Name, "leader", "SIGSTOP etcd leader %s for %v (election timeout %v)", l.Name, s.Duration.Round(time.Millisecond), cluster.EtcdElectionTimeout)
-	if err := c.Pause(l.Name); err != nil {
-		return err
-	}
-	return leaderOut(ctx, env, s, l.Name, func() error { return c.Resume(l.Name) }, "resume-node", "SIGCONT "+l.Name, "paused")
 }
 
-// leaderOut keeps the etcd leader out for the step's duration, then ends
+// leaderOut keeps the leader out for the step's duration, then ends
 // that with undo (which runs even when the run is interrupted, so the fault
 // always heals), logging the heal event and, when the majority elected a new
 // leader meanwhile, that failover.
-func leaderOut(ctx context.Context, env Env, s Step, leader string, undo func() error, healEvent, healText, while string) error {
+func leaderOut(ctx context.Context, env Env, s Step, product, leader string, undo func() error, healEvent, healText, while string) error {
 	sleepErr := sleep(ctx, s.Duration)
 	var elected string
 	if sleepErr == nil {
@@ -85,7 +101,7 @@ func leaderOut(ctx context.Context, env Env, s Step, leader string, undo func() 
 	}
 	logf(env, healEvent, leader, "leader", "%s", healText)
 	if elected != "" {
-		logf(env, history.NFailover, elected, "leader", "etcd elected %s while %s was %s", elected, leader, while)
+		logf(env, history.NFailover, elected, "leader", "%s elected %s while %s was %s", product, elected, leader, while)
 	}
 	return sleepErr
 }
@@ -111,7 +127,7 @@ func runEtcdPartitionLeader(ctx context.Context, env Env, s Step) error {
 	if err := partitionNode(pc, l.Name); err != nil {
 		return err
 	}
-	return leaderOut(ctx, env, s, l.Name, func() error { return pc.Heal(l.Name) }, "heal-partition",
+	return leaderOut(ctx, env, s, "etcd", l.Name, func() error { return pc.Heal(l.Name) }, "heal-partition",
 		l.Name+" reconnected to the other members", "cut off")
 }
 

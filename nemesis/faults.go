@@ -461,6 +461,27 @@ var catalog = []*Fault{
 		inject: runEtcdPartitionLeader,
 	},
 	{
+		Name:     "zk-kill-leader",
+		Kind:     "failover",
+		Failover: true, Needs: Needs{Topology: TopologyZooKeeper},
+		Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+		Doc: "(zookeeper) SIGKILL the Zab leader; the followers give it up after syncLimit ticks and elect another; " +
+			"the old leader restarts from its data dir and rejoins as a follower",
+		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+		span:   zkKillSpan,
+		inject: runZKKillLeader,
+	},
+	{
+		Name:     "zk-pause-leader",
+		Failover: true, Needs: Needs{Topology: TopologyZooKeeper},
+		Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
+		Doc: "(zookeeper) SIGSTOP the Zab leader for 2-3 election timeouts (syncLimit ticks): the followers elect a new " +
+			"leader; SIGCONT and the old one, on an older epoch, steps down",
+		plan:   planZKPause,
+		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
+		inject: runZKPauseLeader,
+	},
+	{
 		Name:  "etcd-clock-bump",
 		Needs: Needs{Topology: TopologyEtcd, FakeTime: true},
 		Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},

@@ -60,6 +60,9 @@ run redlock-partition-minority --runtime docker
 run etcd-leader-failover
 run etcd-paused-client
 run etcd-partition-member --runtime docker
+run zk-kill-leader
+run zk-pause-leader
+run zk-paused-client
 run sql-lease-restart
 run cluster-failover-race
 run cluster-failover-race --faults cluster-takeover

@@ -143,6 +143,12 @@ if ((ETCD)); then
   command -v etcd >/dev/null || die "etcd not on PATH after installing etcd-server"
 fi
 
+# The ZooKeeper backend (--topology zookeeper) needs Debian's zookeeper package (the
+# server's jars; the zookeeperd package, which would run a daemon on 2181, is not
+# installed: lockjepsen starts its own members on free ports) and a headless JRE.
+apt_install zookeeper default-jre-headless
+[[ -f /usr/share/java/zookeeper.jar ]] || die "/usr/share/java/zookeeper.jar not found after installing zookeeper"
+
 FAKETIME_LIB=$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime.so.1$' || true)
 [[ -n "$FAKETIME_LIB" ]] || die "libfaketime.so.1 not found after install"
 

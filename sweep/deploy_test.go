@@ -35,7 +35,7 @@ func deploymentPlan(t *testing.T, configs, faults []string) Plan {
 // nemesis fault of the deployment's backend, through the same RunConfig a
 // trial uses, and the pairs with no counterpart are n/a with a reason.
 func TestDeploymentFaultMapping(t *testing.T) {
-	all := []string{"sentinel-fence", "sentinel-dbfence", "redlock", "redlock-dbfence", "etcd", "sql-lease"}
+	all := []string{"sentinel-fence", "sentinel-dbfence", "redlock", "redlock-dbfence", "etcd", "zookeeper", "sql-lease"}
 	p := deploymentPlan(t, all, DeploymentFaults)
 	if err := p.Validate(); err != nil {
 		t.Fatalf("the comparison's matrix must validate: %v", err)
@@ -57,6 +57,9 @@ func TestDeploymentFaultMapping(t *testing.T) {
 		{"etcd", "failover", "etcd-kill-leader", BackendEtcd},
 		{"etcd", "paused-client", "pause-client", BackendEtcd},
 		{"etcd", "clock-jump", "", BackendEtcd},
+		{"zookeeper", "failover", "zk-kill-leader", BackendZK},
+		{"zookeeper", "paused-client", "pause-client", BackendZK},
+		{"zookeeper", "clock-jump", "", BackendZK},
 		{"sql-lease", "failover", "restart-db", BackendSQLLease},
 		{"sql-lease", "paused-client", "pause-client", BackendSQLLease},
 		{"sql-lease", "clock-jump", "", BackendSQLLease},

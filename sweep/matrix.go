@@ -326,12 +326,13 @@ const (
 	BackendSentinel = cluster.TopologySentinel
 	BackendRedlock  = cluster.TopologyRedlock
 	BackendEtcd     = cluster.TopologyEtcd
+	BackendZK       = cluster.TopologyZooKeeper
 	BackendCluster  = cluster.TopologyCluster
 	BackendSQLLease = lock.SQLLease
 )
 
 // Backends lists them in the order the mapping table reads.
-var Backends = []string{BackendSentinel, BackendRedlock, BackendEtcd, BackendCluster, BackendSQLLease}
+var Backends = []string{BackendSentinel, BackendRedlock, BackendEtcd, BackendZK, BackendCluster, BackendSQLLease}
 
 // Backend is what a fault kind maps onto for configuration c: its topology
 // (else the scenario's, else sentinel), or sql-lease when its recipe (else
@@ -427,6 +428,8 @@ var Deployments = []Config{
 		Note: "Redlock fenced by the database's sequence (--topology redlock --recipe redlock --fence-source resource)"},
 	{Name: "etcd", Topology: "etcd", Recipe: lock.EtcdMutex, Fence: knob.FenceReadWrite,
 		Note: "etcd, 3 members (Raft), concurrency.Mutex, fenced by the lock key's create revision (--topology etcd --recipe etcd-mutex)"},
+	{Name: "zookeeper", Topology: "zookeeper", Recipe: lock.ZKLock, Fence: knob.FenceReadWrite,
+		Note: "ZooKeeper, 3 members (Zab), the docs' lock recipe, fenced by the znode's czxid (--topology zookeeper --recipe zk-lock)"},
 	{Name: "sql-lease", Topology: "sentinel", Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
 		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"},
 }
@@ -475,12 +478,13 @@ var FaultCatalog = []Fault{
 		Note: "the lock service loses its primary: sentinel cut-replication (the failover race), cluster " +
 			"cluster-cut-replication, redlock crash-node (one node of N killed, down as long as a Sentinel failover, restarted " +
 			"empty: a minority down), " +
-			"etcd etcd-kill-leader, sql-lease restart-db"},
+			"etcd etcd-kill-leader, zookeeper zk-kill-leader, sql-lease restart-db"},
 	{Name: "paused-client", Faults: []string{"pause-client"}, ByBackend: standFor("paused-client"),
 		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
 	{Name: "clock-jump", Faults: []string{"clock-bump"}, ByBackend: standFor("clock-jump"),
 		NotOn: map[string]string{
 			BackendEtcd: "etcd-clock-bump is refused: libfaketime cannot move a Go program's clock (vDSO), and etcd's leases run on monotonic time",
+			BackendZK:   "no clock fault on ZooKeeper: its session expiry and elections count System.nanoTime, which libfaketime leaves true here",
 			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
 				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
 			BackendCluster: "no clock fault on Valkey Cluster nodes in this version",

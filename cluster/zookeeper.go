@@ -1,0 +1,428 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// TopologyZooKeeper is a ZooKeeper ensemble (Debian's zookeeper package, a
+// Java program) as processes on loopback: no Valkey at all. The lock is the
+// ZooKeeper documentation's lock recipe (recipe zk-lock).
+const TopologyZooKeeper = "zookeeper"
+
+// DefaultZooKeeperMembers is the usual three.
+const DefaultZooKeeperMembers = 3
+
+// ZooKeeper's timing, all in ticks of ZKTick: a follower gives the leader
+// up after syncLimit ticks without a ping (1 s, the same as etcd's election
+// timeout here), a new follower has initLimit ticks to sync. Sessions are
+// expired by the leader in buckets of one tick, never before their timeout.
+const (
+	ZKTick      = 200 * time.Millisecond
+	zkSyncLimit = 5
+	zkInitLimit = 10
+	// ZKElectionTimeout is how long the followers wait for a silent leader
+	// before they elect another: syncLimit ticks.
+	ZKElectionTimeout = zkSyncLimit * ZKTick
+)
+
+// ErrZooKeeperClock is why no member's clock is moved: ZooKeeper's session
+// expiry and elections count System.nanoTime (its Time.currentElapsedTime),
+// a monotonic clock, which lockjepsen's libfaketime setup leaves true
+// (FAKETIME_DONT_FAKE_MONOTONIC); a wall-clock jump would end no session
+// early, so there is no clock fault to offer.
+var ErrZooKeeperClock = errors.New("a ZooKeeper member's clock is not moved: its session expiry and elections count System.nanoTime, a monotonic clock that lockjepsen's libfaketime leaves true (FAKETIME_DONT_FAKE_MONOTONIC), so a wall-clock jump would end no session early")
+
+func init() { register(5, zkDeployment{}) }
+
+// zkDeployment has its own runtime (ZKLocal).
+type zkDeployment struct{ consensusDeployment }
+
+func (zkDeployment) Name() string { return TopologyZooKeeper }
+func (zkDeployment) Doc() string {
+	return "--members ZooKeeper members (Zab), the lock is the ZooKeeper docs' recipe: ephemeral sequential znodes"
+}
+func (zkDeployment) Banner(c Config, version string) string {
+	return fmt.Sprintf("cluster: zookeeper, %d members (Zab, tick %v, a silent leader given up after %v; %s)",
+		c.Members, ZKTick, ZKElectionTimeout, version)
+}
+func (zkDeployment) Settled() string {
+	return "waiting for every ZooKeeper member to serve and one leader"
+}
+func (zkDeployment) Endpoints(rt Runtime) Endpoints {
+	return Endpoints{ZooKeeper: EtcdEndpoints(rt)}
+}
+func (zkDeployment) ClockError() error    { return ErrZooKeeperClock }
+func (zkDeployment) layoutDocker(*Docker) {} // validate refuses the docker runtime
+func (zkDeployment) Offers(need string) bool {
+	return need == TopologyZooKeeper || need == NeedAny
+}
+func (zkDeployment) ValidateRun(k RunKnobs) error {
+	return refuseValkeyRunKnobs(k, "ZooKeeper commits every write on a quorum (Zab) before it answers",
+		"ZooKeeper fsyncs its transaction log before it answers")
+}
+func (zkDeployment) validate(c *Config) error {
+	if err := c.validateMembers("ZooKeeper", ErrZooKeeperClock); err != nil {
+		return err
+	}
+	if c.runtime() != "local" {
+		return fmt.Errorf("--topology zookeeper runs on --runtime local only (there is no ZooKeeper image yet): drop --runtime docker")
+	}
+	return nil
+}
+func (zkDeployment) layout(c Config) []Node { return memberLayout("zk", c.Members) }
+func (zkDeployment) newLocal(c Config, _ Binaries) (Runtime, error) {
+	z, err := newZKLocal(c)
+	if err != nil {
+		return nil, err
+	}
+	return z, nil
+}
+
+// Debian's zookeeper package puts the server in zookeeper.jar, whose
+// manifest's Class-Path names every jar it needs (the package's zkEnv.sh
+// runs it with that jar alone). slf4j-simple (from libslf4j-java, one of
+// them) is added as the logging binding, so that a member logs to its
+// stdout, the member's log file; without a binding it would log nothing.
+var zkJars = []string{"/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar"}
+
+// FindZooKeeper is the java binary and the server's classpath:
+// $LOCKJEPSEN_ZK_CLASSPATH, else the jars of Debian's zookeeper package.
+func FindZooKeeper() (java, classpath string, err error) {
+	java = os.Getenv("LOCKJEPSEN_JAVA")
+	if java == "" {
+		if java, err = exec.LookPath("java"); err != nil {
+			return "", "", fmt.Errorf("--topology zookeeper needs a Java runtime, which is not on PATH: run 'make setup' (installs Debian's zookeeper and default-jre-headless) or set LOCKJEPSEN_JAVA")
+		}
+	}
+	if cp := os.Getenv("LOCKJEPSEN_ZK_CLASSPATH"); cp != "" {
+		return java, cp, nil
+	}
+	if _, err := os.Stat(zkJars[0]); err != nil {
+		return "", "", fmt.Errorf("--topology zookeeper needs Debian's zookeeper package (%s not found): run 'make setup' or set LOCKJEPSEN_ZK_CLASSPATH", zkJars[0])
+	}
+	cp := zkJars[0]
+	if _, err := os.Stat(zkJars[1]); err == nil {
+		cp += ":" + zkJars[1]
+	}
+	return java, cp, nil
+}
+
+// zkMain is the ensemble member's entry point (zkServer.sh's).
+const zkMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+// ZKLocal runs the ZooKeeper members as processes on 127.0.0.1, each with
+// its data dir, myid and zoo.cfg under the run folder.
+type ZKLocal struct {
+	cfg       Config
+	java, cp  string
+	version   string
+	quorum    []string // "127.0.0.1:quorum:election" of each member, in node order
+	nodeSet            // Addr: the client port
+	procs     map[string]*proc
+	fourLWait time.Duration
+}
+
+var _ Runtime = (*ZKLocal)(nil)
+
+func newZKLocal(cfg Config) (*ZKLocal, error) {
+	if err := cfg.validateWithDir(); err != nil {
+		return nil, err
+	}
+	java, cp, err := FindZooKeeper()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	cfg.Dir = dir
+	// Three ports a member: clients, quorum (followers to the leader),
+	// leader election.
+	ports, err := allocatePorts(cfg.BasePort, 3*cfg.Members)
+	if err != nil {
+		return nil, err
+	}
+	z := &ZKLocal{cfg: cfg, java: java, cp: cp, procs: map[string]*proc{}, fourLWait: 500 * time.Millisecond}
+	for i, n := range (zkDeployment{}).layout(cfg) {
+		n.Dir = filepath.Join(dir, n.Name)
+		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*i]))
+		z.nodes = append(z.nodes, n)
+		z.quorum = append(z.quorum, fmt.Sprintf("127.0.0.1:%d:%d", ports[3*i+1], ports[3*i+2]))
+	}
+	return z, nil
+}
+
+func (z *ZKLocal) Version() string {
+	if z.version == "" {
+		return "ZooKeeper"
+	}
+	return "ZooKeeper " + z.version
+}
+func (z *ZKLocal) SentinelAddrs() []string  { return nil }
+func (z *ZKLocal) Config() Config           { return z.cfg }
+func (z *ZKLocal) Pause(name string) error  { return z.signal(name, syscall.SIGSTOP, true) }
+func (z *ZKLocal) Resume(name string) error { return z.signal(name, syscall.SIGCONT, false) }
+
+// SetClockOffset refuses: see ErrZooKeeperClock.
+func (z *ZKLocal) SetClockOffset(string, string) error { return ErrZooKeeperClock }
+
+// Command is a Valkey notion; a member answers four-letter words (srvr).
+func (z *ZKLocal) Command(context.Context, string, ...string) (string, error) {
+	return "", fmt.Errorf("ZooKeeper members take no Valkey commands")
+}
+
+// zooCfg is a member's configuration. The four-letter words srvr and mntr
+// are the readiness and leader probes; the admin server (an HTTP port per
+// member) is off; sessions may be as long as a minute, so that a client's
+// session timeout is the lock's TTL as asked, never clamped to 20 ticks.
+func (z *ZKLocal) zooCfg(i int) string {
+	n := z.nodes[i]
+	_, port, _ := net.SplitHostPort(n.Addr)
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", ZKTick.Milliseconds(), zkInitLimit, zkSyncLimit)
+	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n", filepath.Join(n.Dir, "data"), port)
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*ZKTick.Milliseconds())
+	b.WriteString("4lw.commands.whitelist=srvr,mntr,ruok\nadmin.enableServer=false\n")
+	// One member runs standalone; more form a quorum.
+	fmt.Fprintf(&b, "standaloneEnabled=%v\n", len(z.nodes) == 1)
+	b.WriteString("preAllocSize=4096\n")
+	for j, q := range z.quorum {
+		fmt.Fprintf(&b, "server.%d=%s\n", j+1, q)
+	}
+	return b.String()
+}
+
+// Up writes every member's zoo.cfg and myid into a fresh data dir, starts
+// them and waits until one leads and every other follows.
+func (z *ZKLocal) Up(ctx context.Context) error {
+	for i, n := range z.Nodes() {
+		data := filepath.Join(n.Dir, "data")
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return fmt.Errorf("clear %s: %w", n.Dir, err)
+		}
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", data, err)
+		}
+		if err := writeFile(filepath.Join(data, "myid"), strconv.Itoa(i+1)+"\n"); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(n.Dir, "zoo.cfg"), z.zooCfg(i)); err != nil {
+			return err
+		}
+		if err := z.start(n.Name); err != nil {
+			_ = z.Down()
+			return err
+		}
+	}
+	if err := z.WaitReady(ctx); err != nil {
+		_ = z.Down()
+		return err
+	}
+	return nil
+}
+
+// start runs one member's JVM. With its data dir kept (a restart) the
+// member reloads its snapshot and log and rejoins as a follower.
+func (z *ZKLocal) start(name string) error {
+	n, err := z.mustNode(name)
+	if err != nil {
+		return err
+	}
+	args := []string{
+		// Small heaps and the client compiler: three JVMs share two cores.
+		"-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Dzookeeper.log.dir=" + n.Dir, "-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+		"-cp", z.cp, zkMain, filepath.Join(n.Dir, "zoo.cfg"),
+	}
+	p, err := spawn(z.java, args, nil, n.LogFile, z.cfg.Detached)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	z.mu.Lock()
+	z.procs[name] = p
+	z.mu.Unlock()
+	z.setPID(name, p.pid(), false)
+	return nil
+}
+
+func (z *ZKLocal) saveState() error { return saveMembers(z.cfg, z.Version(), z.Nodes()) }
+
+// zkStatus is one member's answer to srvr.
+type zkStatus struct {
+	Mode  string // leader, follower, standalone
+	Zxid  int64
+	Epoch int64 // the leader's epoch: Zxid's high 32 bits
+	Ver   string
+}
+
+var (
+	zkModeRE    = regexp.MustCompile(`(?m)^Mode: (\w+)`)
+	zkZxidRE    = regexp.MustCompile(`(?m)^Zxid: 0x([0-9a-fA-F]+)`)
+	zkVersionRE = regexp.MustCompile(`(?m)^Zookeeper version: ([0-9.]+)`)
+)
+
+// srvr asks one member the four-letter word srvr; a member that is not in
+// a quorum answers that it is not serving, an error here.
+func (z *ZKLocal) srvr(ctx context.Context, n Node) (zkStatus, error) {
+	if n.PID == 0 || n.Paused {
+		return zkStatus{}, fmt.Errorf("%s is down or paused", n.Name)
+	}
+	d := net.Dialer{Timeout: z.fourLWait}
+	ctx, cancel := context.WithTimeout(ctx, z.fourLWait)
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", n.Addr)
+	if err != nil {
+		return zkStatus{}, fmt.Errorf("%s srvr: %w", n.Name, err)
+	}
+	defer c.Close()
+	dl, _ := ctx.Deadline()
+	_ = c.SetDeadline(dl)
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return zkStatus{}, fmt.Errorf("%s srvr: %w", n.Name, err)
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	out := b.String()
+	m := zkModeRE.FindStringSubmatch(out)
+	if m == nil {
+		return zkStatus{}, fmt.Errorf("%s srvr: not serving (%q)", n.Name, strings.TrimSpace(out))
+	}
+	s := zkStatus{Mode: m[1]}
+	if x := zkZxidRE.FindStringSubmatch(out); x != nil {
+		s.Zxid, _ = strconv.ParseInt(x[1], 16, 64)
+		s.Epoch = s.Zxid >> 32
+	}
+	if v := zkVersionRE.FindStringSubmatch(out); v != nil {
+		s.Ver = v[1]
+	}
+	return s, nil
+}
+
+// leaderOnce asks every live member and returns the one in leader (or
+// standalone) mode with the highest epoch: a resumed old leader may still
+// believe it leads until it hears it lost.
+func (z *ZKLocal) leaderOnce(ctx context.Context, except string) (Node, error) {
+	var best Node
+	bestEpoch := int64(-1)
+	var errs []string
+	for _, n := range z.Nodes() {
+		s, err := z.srvr(ctx, n)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if (s.Mode == "leader" || s.Mode == "standalone") && n.Name != except && s.Epoch > bestEpoch {
+			best, bestEpoch = n, s.Epoch
+		}
+	}
+	if bestEpoch < 0 {
+		return Node{}, fmt.Errorf("no member leads (%s)", strings.Join(errs, "; "))
+	}
+	return best, nil
+}
+
+// Primary is the Zab leader: the member whose srvr says Mode: leader.
+func (z *ZKLocal) Primary(ctx context.Context) (Node, error) {
+	return pollUntil(ctx, 10*time.Second, "no ZooKeeper leader", func(ctx context.Context) (Node, error) { return z.leaderOnce(ctx, "") })
+}
+
+// WaitFailover waits until a member other than from leads.
+func (z *ZKLocal) WaitFailover(ctx context.Context, from string) (Node, error) {
+	return pollUntil(ctx, readyTimeout, "no new ZooKeeper leader", func(ctx context.Context) (Node, error) { return z.leaderOnce(ctx, from) })
+}
+
+// WaitReady: every live, unpaused member serves, exactly one as leader.
+func (z *ZKLocal) WaitReady(ctx context.Context) error {
+	_, err := pollUntil(ctx, readyTimeout, "ZooKeeper ensemble not ready (see the logs under "+z.cfg.Dir+")",
+		func(ctx context.Context) (Node, error) { return Node{}, z.readyOnce(ctx) })
+	return err
+}
+
+func (z *ZKLocal) readyOnce(ctx context.Context) error {
+	leaders := 0
+	for _, n := range z.Nodes() {
+		if n.Paused || n.PID == 0 {
+			continue
+		}
+		s, err := z.srvr(ctx, n)
+		if err != nil {
+			return err
+		}
+		if s.Mode == "leader" || s.Mode == "standalone" {
+			leaders++
+		}
+		if s.Ver != "" && z.version == "" {
+			z.mu.Lock()
+			z.version = s.Ver
+			z.mu.Unlock()
+		}
+	}
+	if leaders != 1 {
+		return fmt.Errorf("%d members lead", leaders)
+	}
+	return nil
+}
+
+func (z *ZKLocal) setPID(name string, pid int, killed bool) {
+	z.nodeSet.setPID(name, pid, killed)
+	_ = z.saveState()
+}
+
+// Kill sends SIGKILL and waits until the member is gone.
+func (z *ZKLocal) Kill(name string) error {
+	return killMember(z, name)
+}
+
+// Stop sends SIGTERM (SIGCONT first) and waits.
+func (z *ZKLocal) Stop(name string) error {
+	return stopMember(z, name)
+}
+
+// Restart starts a member again with its data dir: it rejoins as a
+// follower and syncs from the leader. The mode is a Valkey notion.
+func (z *ZKLocal) Restart(ctx context.Context, name string, _ RestartMode) error {
+	n, err := z.mustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID != 0 {
+		if err := z.Kill(name); err != nil {
+			return err
+		}
+	}
+	if err := z.start(name); err != nil {
+		return err
+	}
+	// A restarted JVM takes a second or two before it serves.
+	_, err = pollUntil(ctx, 20*time.Second, name+" did not serve after its restart; see "+n.LogFile,
+		func(ctx context.Context) (Node, error) {
+			n, _ := z.Node(name)
+			_, err := z.srvr(ctx, n)
+			return n, err
+		})
+	return err
+}
+
+// Down SIGKILLs every member.
+func (z *ZKLocal) Down() error { return downAll(z) }
+
+// CollectLogs copies every member's log into dst as <name>.log.
+func (z *ZKLocal) CollectLogs(dst string) error { return collectMemberLogs(z.Nodes(), dst) }

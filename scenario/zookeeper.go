@@ -1,0 +1,53 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// ZooKeeper's lessons (issue 29): the lock recipe of ZooKeeper's own
+// documentation on a Zab ensemble, the session as the lease, and a fence
+// the service issues (the lock znode's czxid). They join the table in
+// scenario.go.
+var zkScenarios = map[string]Scenario{
+	"zk-kill-leader": {
+		Teaches: "ZooKeeper's lock survives the leader's crash: a znode is committed by a quorum before the create is " +
+			"answered, so the new leader knows every holder and waiter; the czxid fence never goes backwards",
+		Topology: "zookeeper", Recipe: "zk-lock", Fence: "read-write",
+		// As etcd-leader-failover: holds of about a second on two keys,
+		// many grants on each side of every election.
+		Faults: []string{"zk-kill-leader"}, Clients: 8, Keys: 2, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second,
+		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
+		Expect: "lock valid (consensus), resource valid, no fence regression",
+		expect: always(LockIs(checker.Valid), ResourceIs(checker.Valid), NoFenceRegression()),
+	},
+	"zk-pause-leader": {
+		Teaches: "a ZooKeeper leader paused past the election timeout is replaced; woken up on an older epoch it " +
+			"commits nothing and follows: no grant lost or given twice, and the sessions outlive the election",
+		Topology: "zookeeper", Recipe: "zk-lock", Fence: "read-write",
+		Faults: []string{"zk-pause-leader"}, Clients: 8, Keys: 2, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second,
+		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
+		Expect: "lock valid (consensus), resource valid, no fence regression",
+		expect: always(LockIs(checker.Valid), ResourceIs(checker.Valid), NoFenceRegression()),
+	},
+	"zk-paused-client": {
+		Teaches: "a holder paused past its session timeout loses the lock honestly (the leader expires the session and " +
+			"deletes its znode: lock valid) and wakes up to write: the znode's czxid, presented to the resource, turns " +
+			"the stale write away",
+		Topology: "zookeeper", Recipe: "zk-lock", Fence: "read-write",
+		Faults: []string{"pause-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "lock valid; resource valid, stale writes rejected by the czxid fence (invalid without a fence)",
+		expect: pausedPastLease,
+	},
+}
+
+func init() {
+	for k, v := range zkScenarios {
+		all[k] = v
+	}
+}
