@@ -29,6 +29,9 @@ type acting struct {
 	// fenceSource is where the tenure's number came from: the grant's own
 	// (valkey, lease-row) or the resource's sequence; "" without a fence.
 	fenceSource string
+	// fence is the tenure's number (the grant's, or the resource's asked
+	// for after it); 0 without one.
+	fence int64
 }
 
 func actingIntervals(ops []Op) map[string][]*acting {
@@ -42,7 +45,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 		if o.F == history.FAcquire && o.Outcome == history.OK {
 			a := &acting{token: o.Token, key: o.Key, client: o.Client, grant: o, start: o.Return, end: o.Return}
 			if o.Fence != 0 {
-				a.fenceSource = o.FenceSource()
+				a.fenceSource, a.fence = o.FenceSource(), o.Fence
 			}
 			k := tokKey{o.Key, o.Token}
 			grants[k] = append(grants[k], a)
@@ -87,7 +90,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 			continue
 		}
 		if o.F == history.FFence && o.Outcome == history.OK && o.Fence != 0 {
-			a.fenceSource = o.FenceSource()
+			a.fenceSource, a.fence = o.FenceSource(), o.Fence
 		}
 		// A read or write may land at the resource until its reply; a failed
 		// one did not act.
@@ -192,7 +195,14 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				if t := a.turnedAway; t != nil && t.Call >= b.start {
 					d.StaleTurnedAway = t.F
 				}
-				if t := b.turnedAway; t != nil && t.Call < end+slack {
+				if t := b.turnedAway; t != nil && t.Call < end+slack && a.fence > 0 && b.fence > a.fence {
+					// The newer holder's number is above the older one's, so
+					// what turned it away was a third holder's, higher still:
+					// not this pair's fence siding with its older holder.
+					d.NewOutranked = t.F
+					d.NewTurnedAwayReason = t.Reason()
+					d.OutrankedByLater = grantedLaterHigher(as, b, t.Call)
+				} else if t != nil && t.Call < end+slack {
 					d.NewTurnedAway = t.F
 					d.NewTurnedAwayReason = t.Reason()
 					// Sent before the older grant came back, the newer
@@ -208,6 +218,19 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 		}
 	}
 	return dhs, sw
+}
+
+// grantedLaterHigher reports whether a holder granted after b, with a
+// higher number, had its grant back before at: the newest holder, whose
+// number a fenced resource rightly prefers (an evicted key granted again and
+// again), rather than an older one's from before a counter was set back.
+func grantedLaterHigher(as []*acting, b *acting, at int64) bool {
+	for _, c := range as {
+		if c != b && c.fence > b.fence && c.grant.Call > b.grant.Return && c.start < at {
+			return true
+		}
+	}
+	return false
 }
 
 // exposure is how long double holders lasted: per key the union of their

@@ -134,6 +134,12 @@ func explainDoubleHolder(d DoubleHolder, t0 int64) string {
 		fmt.Fprintf(&b, " The fence turned the stale holder, client %d, away at its %s: the fence numbers were issued by the database's own sequence after each grant, and a sequence does not go backwards, so client %d, granted later, carried the higher number and was the holder protected. The lock still granted twice; the data is safe and the lock's last choice won.", d.StaleClient, d.StaleTurnedAway, d.NewClient)
 		return b.String()
 	}
+	switch {
+	case d.NewOutranked != "" && d.OutrankedByLater:
+		fmt.Fprintf(&b, " The fence turned client %d away at its %s too (%s): its number was above client %d's, but a holder granted after it had already used the resource with a higher one; the lock was granted a third time while both still acted, and the fence sided with the newest holder.", d.NewClient, d.NewOutranked, d.NewTurnedAwayReason, d.StaleClient)
+	case d.NewOutranked != "":
+		fmt.Fprintf(&b, " The fence turned client %d away at its %s too (%s): its number was above client %d's, so what turned it away was a third holder's number, granted earlier and higher still.", d.NewClient, d.NewOutranked, d.NewTurnedAwayReason, d.StaleClient)
+	}
 	if d.NewTurnedAway != "" && d.NewSentFirst {
 		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s): its number was lower than client %d's, and its acquire was sent before that grant came back: either the server drew its number first and granted the lock, then lost that grant and granted it again, the replies coming back in the other order, or a failover or restart set the counter on Valkey back. The resource sided with the higher number.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason, d.StaleClient)
 	} else if d.NewTurnedAway != "" {

@@ -287,6 +287,15 @@ type DoubleHolder struct {
 	// the stale holder's: the counter on Valkey lost INCRs); empty otherwise.
 	NewTurnedAway       string `json:"new_turned_away,omitempty"`
 	NewTurnedAwayReason string `json:"new_turned_away_reason,omitempty"`
+	// NewOutranked is "read" or "write" when the fence turned the newer
+	// holder away although its number was above the stale holder's: a third
+	// holder, granted later still, had used the resource with a higher one.
+	// Not a fence that sided with the wrong holder, so not counted as one.
+	NewOutranked string `json:"new_outranked,omitempty"`
+	// OutrankedByLater: that third holder was granted after the newer one
+	// (the fence sided with the newest holder); false when its number was
+	// older still (a holder from before a counter was set back).
+	OutrankedByLater bool `json:"outranked_by_later,omitempty"`
 	// NewSentFirst: the newer holder's acquire was sent before the older
 	// grant's reply, so the server may have drawn its number first.
 	NewSentFirst bool `json:"new_sent_first,omitempty"`

@@ -292,7 +292,7 @@ func whoTurnedAway(r *Result) string {
 		}
 	}
 	for _, d := range r.DoubleHolderList {
-		if d.NewTurnedAway != "" {
+		if d.NewTurnedAway != "" || d.NewOutranked != "" {
 			clients[d.NewClient] = true
 		}
 		if d.StaleTurnedAway != "" {
