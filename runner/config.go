@@ -118,6 +118,7 @@ func FromScenario(s scenario.Scenario) Config {
 	c.Cluster.FakeTime = s.FakeTime
 	fromScenarioDeployment(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
+	c.Cluster.NetProxy = s.NetProxy
 	c.Cluster.MaxMemory, c.Cluster.MaxMemoryPolicy = s.MaxMemory, s.MaxMemoryPolicy
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe

@@ -117,6 +117,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	redlockFlags(fs, &cfg)
 	shardFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
+	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process, on 127.0.0.1) in front of every Valkey node, announced as the node's address: what the net-* faults act on (--runtime local, --topology sentinel)")
 	fs.BoolVar(&cfg.Cluster.OldReplica, "mixed-versions", cfg.Cluster.OldReplica, "run the last replica on Valkey 8.1 (no DELIFEQ) as Sentinel's preferred candidate: a rolling upgrade halfway (make setup-builds)")
 	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
