@@ -119,6 +119,9 @@ func FromScenario(s scenario.Scenario) Config {
 	fromScenarioDeployment(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
 	c.Cluster.NetProxy = s.NetProxy
+	if s.DownAfter > 0 {
+		c.Cluster.DownAfter = s.DownAfter
+	}
 	c.Cluster.MaxMemory, c.Cluster.MaxMemoryPolicy = s.MaxMemory, s.MaxMemoryPolicy
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
