@@ -23,46 +23,64 @@ import (
 // longest stall, so that they show what clients make of slow, lost and
 // reset replies, and the faults keep fixed sizes whatever --down-after is.
 
-// Sizes of the network faults.
-const (
-	// netLatency ± netJitter is added to every chunk the primary sends
-	// (replies, the replication stream): a round trip of 200-400 ms more,
-	// under a renewal period of TTL/3.
-	netLatency = 300 * time.Millisecond
-	netJitter  = 100 * time.Millisecond
-	// netTimeoutShare is the share of the primary's connections that stop
-	// passing data under net-timeout.
-	netTimeoutShare = 0.5
-)
+// NetSizes are the network faults' sizes (--net-latency, --net-jitter,
+// --net-share); a step records the ones it was planned with.
+type NetSizes struct {
+	// Latency ± Jitter is added to every chunk the primary sends (replies,
+	// the replication stream) under net-latency.
+	Latency time.Duration `json:"latency_ns"`
+	Jitter  time.Duration `json:"jitter_ns"`
+	// Share is the share of the primary's connections that stop passing
+	// data under net-timeout, 0..1.
+	Share float64 `json:"share"`
+}
+
+// DefaultNetSizes: a round trip 200-400 ms longer, under a renewal period
+// of TTL/3 at the scenarios' TTL; half the connections stalled.
+var DefaultNetSizes = NetSizes{Latency: 300 * time.Millisecond, Jitter: 100 * time.Millisecond, Share: 0.5}
+
+// sizes are the step's sizes, or the defaults for a step planned without.
+func (s Step) sizes() NetSizes {
+	if s.Net == nil {
+		return DefaultNetSizes
+	}
+	return *s.Net
+}
 
 var networkFaults = []*Fault{
 	networkFault("net-latency",
-		"the primary's replies delayed 300 ms ± 100 ms (toxiproxy latency on its proxy, --net-proxy) for "+
-			"3-6 renewal periods: acquires and renewals slow down, leases are measured from before the request",
+		"the primary's replies delayed --net-latency ± --net-jitter (300 ms ± 100 ms; toxiproxy latency on its proxy, "+
+			"--net-proxy) for 3-6 renewal periods: acquires and renewals slow down, leases are measured from before the request",
 		func(p PlanParams) (time.Duration, time.Duration) { return p.TTL, p.TTL },
-		cluster.Toxic{Type: "latency", Stream: "downstream", Toxicity: 1,
-			Attributes: map[string]int64{"latency": netLatency.Milliseconds(), "jitter": netJitter.Milliseconds()}},
-		fmt.Sprintf("every reply delayed %v ± %v", netLatency, netJitter)),
+		func(n NetSizes) (cluster.Toxic, string) {
+			return cluster.Toxic{Type: "latency", Stream: "downstream", Toxicity: 1,
+					Attributes: map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}},
+				fmt.Sprintf("every reply delayed %v ± %v", n.Latency, n.Jitter)
+		}),
 	// timeout 0: a connection it falls on passes nothing until the heal,
 	// when toxiproxy closes every connection the toxic reached.
 	networkFault("net-timeout",
-		"half the primary's connections stop passing replies (toxiproxy timeout) for 0.6-0.9 s, "+
+		"a --net-share (half) of the primary's connections stop passing replies (toxiproxy timeout) for 0.6-0.9 s, "+
 			"then every connection through its proxy is closed: commands ran, their answers never came (info)",
 		func(PlanParams) (time.Duration, time.Duration) { return 600 * time.Millisecond, 300 * time.Millisecond },
-		cluster.Toxic{Type: "timeout", Stream: "downstream", Toxicity: netTimeoutShare, Attributes: map[string]int64{"timeout": 0}},
-		fmt.Sprintf("%.0f%% of the connections pass no reply", 100*netTimeoutShare)),
+		func(n NetSizes) (cluster.Toxic, string) {
+			return cluster.Toxic{Type: "timeout", Stream: "downstream", Toxicity: n.Share, Attributes: map[string]int64{"timeout": 0}},
+				fmt.Sprintf("%.0f%% of the connections pass no reply", 100*n.Share)
+		}),
 	networkFault("net-reset",
 		"for 0.3-0.5 s each of the primary's connections is closed as its next reply arrives, the "+
 			"reply dropped (toxiproxy reset_peer): the command ran, its client learns nothing (info) and reconnects",
 		func(PlanParams) (time.Duration, time.Duration) { return 300 * time.Millisecond, 200 * time.Millisecond },
-		cluster.Toxic{Type: "reset_peer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int64{"timeout": 0}},
-		"each connection closed at its next reply, the reply lost"),
+		func(NetSizes) (cluster.Toxic, string) {
+			return cluster.Toxic{Type: "reset_peer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int64{"timeout": 0}},
+				"each connection closed at its next reply, the reply lost"
+		}),
 }
 
-// networkFault is one network fault: toxic t on the primary's proxy for a
-// duration drawn from [min, min+spread] (hold), logged as name and healed
-// as name+"-healed".
-func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Duration), t cluster.Toxic, what string) *Fault {
+// networkFault is one network fault: the toxic made from the step's sizes,
+// on the primary's proxy for a duration drawn from [min, min+spread]
+// (hold), logged as name and healed as name+"-healed".
+func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Duration), toxic func(NetSizes) (cluster.Toxic, string)) *Fault {
 	return &Fault{
 		Name:  name,
 		Doc:   doc,
@@ -70,11 +88,18 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 		Marks: []Mark{{Event: name, Heal: name + "-healed", Cause: marks.CauseNetwork}},
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			lo, spread := hold(p)
-			return Step{Duration: lo + time.Duration(rng.Int64N(int64(spread)+1))}
+			n := p.Net
+			if n == (NetSizes{}) {
+				n = DefaultNetSizes
+			}
+			return Step{Duration: lo + time.Duration(rng.Int64N(int64(spread)+1)), Net: &n}
 		},
-		span:   heldSpan,
-		inject: func(ctx context.Context, env Env, s Step) error { return holdToxic(ctx, env, s, name, t, what) },
-		heal:   clearToxics,
+		span: heldSpan,
+		inject: func(ctx context.Context, env Env, s Step) error {
+			t, what := toxic(s.sizes())
+			return holdToxic(ctx, env, s, name, t, what)
+		},
+		heal: clearToxics,
 	}
 }
 

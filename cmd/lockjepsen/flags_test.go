@@ -329,7 +329,10 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 		flagCase{args: []string{"run", "--scenario", "baseline", "--faults-at", "4s:net-reset"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "net-baseline", "--runtime", "docker"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "net-baseline", "--topology", "standalone"}, name: "net-proxy"},
-		flagCase{args: []string{"bench", "scenario", "--scenario", "net-latency", "--topology", "cluster"}, name: "net-proxy"})
+		flagCase{args: []string{"bench", "scenario", "--scenario", "net-latency", "--topology", "cluster"}, name: "net-proxy"},
+		// Sizes the flags alone accept but the run refuses.
+		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "30s"}, name: "net-latency"},
+		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "100ms", "--net-jitter", "150ms"}, name: "net-jitter"})
 	t.Logf("%d flags of %d flag sets (%d old spellings share a flag's values), %d bad values in all; %d more cases (environment, server, database)",
 		flags, len(everyFlagSet(t)), aliases, values, len(cases)-values)
 
