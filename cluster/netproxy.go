@@ -154,9 +154,10 @@ func (l *Local) ClearToxics(node string) error {
 	return nil
 }
 
-// ProxyListeners lists the addresses the run's proxies listen on (none
-// before Up and after Down): what a test checks is closed at the end.
-func (l *Local) ProxyListeners() []string {
+// proxyListeners lists the addresses the proxies listen on while the
+// cluster is up (the nodes' announced addresses), which a test checks are
+// closed after Down.
+func (l *Local) proxyListeners() []string {
 	var out []string
 	for _, n := range l.Nodes() {
 		if n.Announce != "" && n.Announce != n.Addr {

@@ -13,7 +13,7 @@ import (
 func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 	l := startCluster(t, func(c *Config) { c.NetProxy = true })
 	ctx := ctxT(t, 60*time.Second)
-	listeners := l.ProxyListeners()
+	listeners := l.proxyListeners()
 	if len(listeners) != len(l.ValkeyNodes()) {
 		t.Fatalf("%d proxy listeners for %d Valkey nodes: %v", len(listeners), len(l.ValkeyNodes()), listeners)
 	}
