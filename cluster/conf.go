@@ -38,6 +38,13 @@ func valkeyConf(c *Config, n *Node, port int, replicaOf string) string {
 		}
 		fmt.Fprintf(&b, "replica-priority %d\n", prio)
 	}
+	if n.Announce != "" {
+		// Sentinel learns a replica's address from the primary's INFO, which
+		// carries what the replica announces: the proxy, so that clients and
+		// a repointed replica go through it after a failover too.
+		h, p, _ := strings.Cut(n.Announce, ":")
+		fmt.Fprintf(&b, "replica-announce-ip %s\nreplica-announce-port %s\n", h, p)
+	}
 	if replicaOf != "" {
 		h, p, _ := strings.Cut(replicaOf, ":")
 		fmt.Fprintf(&b, "replicaof %s %s\n", h, p)

@@ -66,6 +66,11 @@ type Config struct {
 	// Cluster), each with Replicas replicas; see vcluster.go.
 	Shards int `json:"shards,omitempty"`
 
+	// NetProxy puts a TCP proxy in front of every Valkey node, in
+	// lockjepsen's own process, that the network faults act on
+	// (netproxy.go).
+	NetProxy bool `json:"net_proxy,omitempty"`
+
 	// Detached leaves the processes running when lockjepsen exits (cluster up);
 	// otherwise they die with it (parent-death signal).
 	Detached bool
@@ -174,6 +179,16 @@ func (c *Config) Validate() error {
 	}
 	if c.OldReplica && c.Replicas < 1 {
 		return fmt.Errorf("--mixed-versions runs one replica on the old build: want --replicas 1 or more")
+	}
+	if c.NetProxy {
+		switch {
+		case c.runtime() != "local":
+			return fmt.Errorf("--net-proxy runs on --runtime local only in this version (the proxies live in lockjepsen's own process, on 127.0.0.1): drop --runtime %s", c.runtime())
+		case c.TopologyName() != TopologySentinel:
+			return fmt.Errorf("--net-proxy is offered on --topology sentinel only in this version: drop --topology %s", c.TopologyName())
+		case c.Detached:
+			return fmt.Errorf("--net-proxy needs lockjepsen running beside the nodes (the proxies are in its process): use it with run, not cluster up")
+		}
 	}
 	if c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+c.Replicas+c.Sentinels+1 > 65535) {
 		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-c.Replicas-c.Sentinels-1)

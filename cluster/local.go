@@ -25,6 +25,9 @@ type Local struct {
 	nodeSet // valkey-0..N then sentinel-0..M
 	procs   map[string]*proc
 	adm     *admin
+	// proxies are the --net-proxy proxies in front of the data nodes, nil
+	// without the flag (netproxy.go).
+	proxies *netProxies
 	// initialPrimary is the address Sentinels were told to monitor.
 	initialPrimary string
 	// cache is the cache instance (CacheHost), once a fault started it;
@@ -214,7 +217,7 @@ func (l *Local) nodeByAddr(addr string) (Node, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, n := range l.nodes {
-		if n.Addr == addr {
+		if n.Answers(addr) {
 			return n, true
 		}
 	}
@@ -248,6 +251,21 @@ func (l *Local) ValkeyNodes() []Node {
 func (l *Local) Up(ctx context.Context) error {
 	if err := os.MkdirAll(l.cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
+	}
+	if l.cfg.NetProxy && l.proxies == nil {
+		p, addrs, err := startNetProxies(l.Nodes())
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.proxies = p
+		for i := range l.nodes {
+			l.nodes[i].Announce = addrs[l.nodes[i].Name]
+		}
+		// Sentinels monitor the first primary at its proxy, so that the
+		// address they hand out is a proxy from the start.
+		l.initialPrimary = l.nodes[0].Reach()
+		l.mu.Unlock()
 	}
 	return l.cfg.Deployment().up(ctx, l)
 }
@@ -331,9 +349,9 @@ func (l *Local) writeConfig(n Node, asReplica bool) error {
 	case asReplica:
 		primary := l.initialPrimary
 		if cur, err := l.Primary(context.Background()); err == nil {
-			primary = cur.Addr
+			primary = cur.Reach()
 		}
-		if primary == n.Addr {
+		if n.Answers(primary) {
 			primary = ""
 		}
 		content = valkeyConf(&l.cfg, &n, p, primary)
@@ -398,6 +416,7 @@ func (l *Local) waitPing(ctx context.Context, addr string) error {
 // Down stops every node: SIGKILL, since nothing is persisted that a run needs.
 func (l *Local) Down() error {
 	l.adm.close()
+	l.proxies.close()
 	if err := l.stopCache(); err != nil {
 		return err
 	}

@@ -30,6 +30,24 @@ type Node struct {
 	Paused   bool   `json:"paused,omitempty"`
 	Killed   bool   `json:"killed,omitempty"`
 	ClockOff string `json:"clock_offset,omitempty"`
+	// Announce is where the node's peers and clients reach it when that is
+	// not Addr: its proxy under --net-proxy (netproxy.go); "" otherwise.
+	Announce string `json:"announce,omitempty"`
+}
+
+// Reach is the address the node's peers and clients use: its proxy under
+// --net-proxy, else Addr.
+func (n Node) Reach() string {
+	if n.Announce != "" {
+		return n.Announce
+	}
+	return n.Addr
+}
+
+// Answers reports whether addr is one of the node's addresses (the direct
+// one the harness uses, or the one it announces).
+func (n Node) Answers(addr string) bool {
+	return addr == n.Addr || (n.Announce != "" && addr == n.Announce)
 }
 
 // RestartMode says how a killed node comes back.

@@ -110,10 +110,11 @@ func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, er
 		return Node{}, err
 	}
 	for {
-		if addr, _ := l.sentinelVotes(ctx); addr != "" && addr != old.Addr {
-			if inf, err := l.adm.info(ctx, addr, "replication"); err == nil && inf["role"] == "master" {
-				n, _ := l.nodeByAddr(addr)
-				return n, nil
+		if addr, _ := l.sentinelVotes(ctx); addr != "" && !old.Answers(addr) {
+			if n, ok := l.nodeByAddr(addr); ok {
+				if inf, err := l.adm.info(ctx, n.Addr, "replication"); err == nil && inf["role"] == "master" {
+					return n, nil
+				}
 			}
 		}
 		select {
@@ -160,17 +161,17 @@ func (l *Local) readyOnce(ctx context.Context) error {
 	if inf["role"] != "master" {
 		return fmt.Errorf("%s is named primary but reports role %s", primary.Name, inf["role"])
 	}
-	var liveReplicas []string
+	var liveReplicas []Node
 	for _, n := range l.ValkeyNodes() {
 		if n.Name == primary.Name || n.PID == 0 || n.Paused {
 			continue
 		}
-		liveReplicas = append(liveReplicas, n.Addr)
+		liveReplicas = append(liveReplicas, n)
 		ri, err := l.adm.info(ctx, n.Addr, "replication")
 		if err != nil {
 			return err
 		}
-		if ri["role"] != "slave" || ri["master_host"]+":"+ri["master_port"] != primary.Addr {
+		if ri["role"] != "slave" || !primary.Answers(ri["master_host"]+":"+ri["master_port"]) {
 			return fmt.Errorf("%s does not replicate %s yet (role %s, master %s:%s)", n.Name, primary.Name, ri["role"], ri["master_host"], ri["master_port"])
 		}
 		if ri["master_link_status"] != "up" {
@@ -187,8 +188,8 @@ func (l *Local) readyOnce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p != primary.Addr {
-			return fmt.Errorf("%s names %s, the others %s", sn.Name, p, primary.Addr)
+		if !primary.Answers(p) {
+			return fmt.Errorf("%s names %s, the others %s", sn.Name, p, primary.Reach())
 		}
 		reps, err := l.adm.sentinelList(ctx, s, "REPLICAS")
 		if err != nil {
@@ -200,9 +201,8 @@ func (l *Local) readyOnce(ctx context.Context) error {
 				seen[r["ip"]+":"+r["port"]] = true
 			}
 		}
-		for _, want := range liveReplicas {
-			if !seen[want] {
-				n, _ := l.nodeByAddr(want)
+		for _, n := range liveReplicas {
+			if !seen[n.Reach()] {
 				return fmt.Errorf("%s does not yet see replica %s as healthy", sn.Name, n.Name)
 			}
 		}

@@ -89,7 +89,7 @@ func (standaloneDeployment) readyOnce(ctx context.Context, l *Local) error {
 		if err != nil {
 			return err
 		}
-		if ri["role"] != "slave" || ri["master_host"]+":"+ri["master_port"] != p.Addr || ri["master_link_status"] != "up" {
+		if ri["role"] != "slave" || !p.Answers(ri["master_host"]+":"+ri["master_port"]) || ri["master_link_status"] != "up" {
 			return fmt.Errorf("%s does not replicate %s with its link up yet (role %s, link %s)", n.Name, p.Name, ri["role"], ri["master_link_status"])
 		}
 	}

@@ -51,6 +51,7 @@ const (
 	CauseMinorityPartition = "minority-partition" // some nodes cut off from every client
 	CauseEviction          = "eviction"           // a node over maxmemory evicted a lock key
 	CauseReshard           = "reshard"            // the lock key's slot moved between shards
+	CauseNetwork           = "network"            // the primary's network slowed, stalled or reset (--net-proxy)
 )
 
 // Cause is what a violation is blamed on: its rank among causes in force
@@ -82,6 +83,7 @@ var causes = []Cause{
 	{CauseClientCrash, 10, true, "A client crashed%s in the middle of its lock's life."},
 	{CauseEviction, 5, false, "It happened while the primary was over its maxmemory%s: the lock key, which has an expire like every lock key, was evicted (the eviction's DEL reached the replicas too), so the lock was free to grant again, with no failover at all."},
 	{CauseReshard, 2, false, "It happened while the lock key's slot moved between Valkey Cluster shards%s: during the move two nodes could each answer for the key, so the one that did not hold the first grant handed the lock out again."},
+	{CauseNetwork, 6, false, "It happened while the primary's network was slowed, stalled or reset%s: replies arrived late or never, so a client may have acted on a lease it measured from the wrong moment."},
 	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
 }
 

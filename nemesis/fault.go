@@ -91,6 +91,9 @@ type Needs struct {
 	Topology string
 	// MaxMemory: the nodes run with a memory limit (--maxmemory).
 	MaxMemory bool
+	// NetProxy: a proxy in front of every node (--net-proxy), which the
+	// network faults put their toxics on.
+	NetProxy bool
 }
 
 // Mark is one fault event of the history (package marks, where the readers
@@ -171,6 +174,9 @@ func (f *Fault) Available(c cluster.Config) error {
 	}
 	if f.Needs.MaxMemory && c.MaxMemory == 0 {
 		return fmt.Errorf("the %s fault fills the primary past its memory limit: add --maxmemory (e.g. 16mb) and a --maxmemory-policy", f.Name)
+	}
+	if f.Needs.NetProxy && !c.NetProxy {
+		return fmt.Errorf("the %s fault acts on the proxy in front of the primary, and this run has none: add --net-proxy", f.Name)
 	}
 	return f.check(c.Runtime, c.Replicas)
 }

@@ -19,7 +19,8 @@ func failoverSpan(_ Step, p PlanParams) time.Duration { return p.DownAfter + 5*t
 
 func heldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Second }
 
-var catalog = []*Fault{
+// The network faults (network.go) join at the end.
+var catalog = append([]*Fault{
 	{
 		Name:     "kill-primary",
 		Cycle:    4 * time.Second,
@@ -491,7 +492,7 @@ var catalog = []*Fault{
 		span:   heldSpan,
 		inject: runEtcdClockBump,
 	},
-}
+}, networkFaults...)
 
 // DBRestarter is an Env that can crash and restart the resource's database
 // (the runner: the resource service, which owns its SQLite file).

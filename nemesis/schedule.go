@@ -20,6 +20,7 @@ type Step struct {
 	Offset   string        `json:"offset,omitempty"`      // clock faults: libfaketime offset
 	Rate     float64       `json:"rate,omitempty"`        // client clock skew: rate of the skewed clock
 	Node     int           `json:"node,omitempty"`        // per-node faults: index of the node (or client) to start from
+	Net      *NetSizes     `json:"net,omitempty"`         // network faults: their sizes
 	// Gap, in a back-to-back schedule, is how long after the previous fault
 	// healed and the cluster is ready again this one fires; At is then only
 	// the earliest it can (each fault counted as taking MinSpan).
@@ -51,6 +52,8 @@ type PlanParams struct {
 	Settle    time.Duration // fault-free tail before the time limit
 	TTL       time.Duration
 	DownAfter time.Duration
+	// Net sizes the network faults (zero: DefaultNetSizes).
+	Net NetSizes
 	// BackToBack fires each fault as soon as the previous one healed and the
 	// cluster is ready again, after a random Gap of at most MaxGap, instead
 	// of at fixed times spaced by each fault's planned span and Interval.

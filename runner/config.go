@@ -39,9 +39,12 @@ type Config struct {
 	// BackToBack fires each fault as soon as the previous one healed and the
 	// cluster is ready again (nemesis.PlanParams.BackToBack); Interval is
 	// then unused.
-	BackToBack bool          `json:"back_to_back,omitempty"`
-	Job        scenario.Job  `json:"job"`
-	Epsilon    time.Duration `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
+	BackToBack bool `json:"back_to_back,omitempty"`
+	// Net sizes the network faults (--net-latency, --net-jitter,
+	// --net-share); zero: nemesis.DefaultNetSizes.
+	Net     nemesis.NetSizes `json:"net"`
+	Job     scenario.Job     `json:"job"`
+	Epsilon time.Duration    `json:"epsilon_ns"` // checker's clock tolerance on lease bounds
 
 	Wait    knob.Wait    `json:"wait"`
 	WaitAOF knob.WaitAOF `json:"waitaof"`
@@ -99,7 +102,7 @@ const (
 func (c *Config) planParams() nemesis.PlanParams {
 	return nemesis.PlanParams{
 		Faults: c.Faults, Seed: c.Seed, TimeLimit: c.TimeLimit, Interval: c.Interval,
-		Warmup: Warmup, Settle: Settle, TTL: c.TTL, DownAfter: c.Cluster.DownAfter, BackToBack: c.BackToBack,
+		Warmup: Warmup, Settle: Settle, TTL: c.TTL, DownAfter: c.Cluster.DownAfter, BackToBack: c.BackToBack, Net: c.Net,
 	}
 }
 
@@ -113,11 +116,15 @@ func FromScenario(s scenario.Scenario) Config {
 		Scenario: s.Name, Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
 		Clients: s.Clients, Keys: s.Keys, TTL: s.TTL, TimeLimit: s.TimeLimit, Seed: 1,
 		Faults: s.Faults, Interval: s.Interval, Job: s.Job, Epsilon: checker.DefaultEpsilon,
-		Cluster: cluster.Defaults(),
+		Cluster: cluster.Defaults(), Net: nemesis.DefaultNetSizes,
 	}
 	c.Cluster.FakeTime = s.FakeTime
 	fromScenarioDeployment(&c, s)
 	c.Cluster.OldReplica = s.OldReplica
+	c.Cluster.NetProxy = s.NetProxy
+	if s.DownAfter > 0 {
+		c.Cluster.DownAfter = s.DownAfter
+	}
 	c.Cluster.MaxMemory, c.Cluster.MaxMemoryPolicy = s.MaxMemory, s.MaxMemoryPolicy
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe
@@ -186,6 +193,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Interval < 0 || (c.Interval == 0 && len(c.Faults) > 0 && !c.BackToBack) {
 		return fmt.Errorf("--interval %v: want a mean gap between faults above 0, e.g. 5s", c.Interval)
+	}
+	if err := c.validateNet(); err != nil {
+		return err
 	}
 	if c.ResourceDSN != "" {
 		if err := resource.CheckDSN(c.ResourceDSN); err != nil {
@@ -259,5 +269,25 @@ func (c *Config) Validate() error {
 		return err
 	}
 	c.Schedule = sched
+	return nil
+}
+
+// validateNet checks the network faults' sizes (filling the defaults into a
+// config made without them, as a sweep's).
+func (c *Config) validateNet() error {
+	if c.Net == (nemesis.NetSizes{}) {
+		c.Net = nemesis.DefaultNetSizes
+	}
+	n := c.Net
+	switch {
+	case n.Latency <= 0:
+		return fmt.Errorf("--net-latency %v: want a delay above 0, e.g. 300ms", n.Latency)
+	case n.Latency > c.TimeLimit:
+		return fmt.Errorf("--net-latency %v is longer than --time-limit %v: no reply would arrive inside the run; want e.g. 300ms", n.Latency, c.TimeLimit)
+	case n.Jitter < 0 || n.Jitter > n.Latency:
+		return fmt.Errorf("--net-jitter %v: want 0 to --net-latency (%v); toxiproxy draws each delay in latency ± jitter", n.Jitter, n.Latency)
+	case !(n.Share > 0 && n.Share <= 1):
+		return fmt.Errorf("--net-share %v: want a share of the connections above 0 and at most 1, e.g. 0.5", n.Share)
+	}
 	return nil
 }

@@ -537,7 +537,6 @@ func (r *run) faultReadyOnce(ctx context.Context) error {
 	if !strings.Contains(inf, "role:master") {
 		return fmt.Errorf("%s is named primary but does not answer as one", p.Name)
 	}
-	host, port, _ := strings.Cut(p.Addr, ":")
 	for _, n := range c.Nodes() {
 		if n.Kind == cluster.RoleSentinel || n.Name == p.Name || n.PID == 0 || n.Paused {
 			continue
@@ -546,8 +545,9 @@ func (r *run) faultReadyOnce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(ri, "master_link_status:up") || !strings.Contains(ri, "master_port:"+port) ||
-			!strings.Contains(ri, "master_host:"+host) {
+		// Under --net-proxy a replica follows the primary's proxy.
+		inf := cluster.ParseInfo(ri)
+		if !strings.Contains(ri, "master_link_status:up") || !p.Answers(inf["master_host"]+":"+inf["master_port"]) {
 			return fmt.Errorf("%s does not replicate %s with its link up yet", n.Name, p.Name)
 		}
 	}

@@ -38,19 +38,26 @@ func TestStandaloneScenarios(t *testing.T) {
 				t.Fatalf("scenario %s runs on topology %q, want standalone", tt.scenario, cfg.Cluster.Topology)
 			}
 			expectLesson(t, cfg, tt.exit)
-			evs, err := history.ReadFile(cfg.Out + "/nemesis.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]bool{}
-			for _, e := range evs {
-				seen[e.F] = true
-			}
-			for _, want := range tt.events {
-				if !seen[want] {
-					t.Errorf("no %q event in nemesis.jsonl: the fault did not run its course", want)
-				}
-			}
+			assertNemesisLogged(t, cfg.Out, tt.events)
 		})
+	}
+}
+
+// assertNemesisLogged fails unless the run's nemesis.jsonl holds each of
+// events: the fault ran its course.
+func assertNemesisLogged(t *testing.T, out string, events []string) {
+	t.Helper()
+	evs, err := history.ReadFile(out + "/nemesis.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		seen[e.F] = true
+	}
+	for _, want := range events {
+		if !seen[want] {
+			t.Errorf("no %q event in nemesis.jsonl: the fault did not run its course", want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -26,6 +27,17 @@ func TestValidateRefusesWhatTheFlagsTell(t *testing.T) {
 		{"drift NaN", func(c *Config) { c.DriftFactor = math.NaN() }, "--drift-factor"},
 		{"dsn", func(c *Config) { c.ResourceDSN = "postgres://postgres@127.0.0.1:5432/x?sslmode=disable" }, ""},
 		{"dsn unreadable", func(c *Config) { c.ResourceDSN = "/proc/lockjepsen-nope/x" }, "--resource-dsn"},
+		// The network faults need the proxies, which need the local Sentinel
+		// topology; their sizes must make sense inside the run.
+		{"net fault with the proxies", func(c *Config) { c.Faults, c.Cluster.NetProxy = []string{"net-latency"}, true }, ""},
+		{"net fault without the proxies", func(c *Config) { c.Faults = []string{"net-timeout"} }, "--net-proxy"},
+		{"proxies on docker", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Runtime = true, "docker" }, "--net-proxy"},
+		{"proxies on standalone", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Topology = true, "standalone" }, "--net-proxy"},
+		{"latency past the time limit", func(c *Config) { c.Net.Latency = c.TimeLimit + 1 }, "--net-latency"},
+		{"jitter above the latency", func(c *Config) { c.Net.Jitter = c.Net.Latency + 1 }, "--net-jitter"},
+		{"share above 1", func(c *Config) { c.Net.Share = 1.5 }, "--net-share"},
+		{"share NaN", func(c *Config) { c.Net.Share = math.NaN() }, "--net-share"},
+		{"no sizes: the defaults", func(c *Config) { c.Net = nemesis.NetSizes{} }, ""},
 	} {
 		sc, _ := scenario.Get("failover-race")
 		cfg := FromScenario(sc)

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 )
@@ -305,4 +307,21 @@ func grantLostInFailover(k Knobs) []Predicate {
 		return append(ps, ResourceIs(checker.Valid), SomeoneTurnedAway())
 	}
 	return ps
+}
+
+// SomeUnknown: some operation ended info (it may have taken effect; its
+// client was not told), as a network fault that loses replies makes them.
+func SomeUnknown() Predicate {
+	return Predicate{Text: "operations ended info", Check: func(r *checker.Result) (string, bool) {
+		var parts []string
+		n := 0
+		for op, c := range r.Ops {
+			if c.Info > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", op, c.Info))
+				n += c.Info
+			}
+		}
+		sort.Strings(parts)
+		return fmt.Sprintf("info outcomes: %d (%s)", n, strings.Join(parts, ", ")), n > 0
+	}}
 }

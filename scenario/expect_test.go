@@ -108,3 +108,45 @@ func TestGrantsDuringPartition(t *testing.T) {
 		t.Error("a run with no partition satisfies the expectation")
 	}
 }
+
+// The network scenarios predict a valid run that shows the fault: grants
+// under net-latency, unknown outcomes under net-timeout and net-reset. A
+// clean run without them, or an invalid one with them, does not pass.
+func TestNetworkExpectationsCanFail(t *testing.T) {
+	result := func(valid checker.Validity, info int, ws ...checker.FaultWindow) *checker.Result {
+		return &checker.Result{Valid: valid, Lock: checker.LockResult{Valid: valid},
+			Resource: checker.ResourceResult{Valid: checker.Valid}, FaultWindows: ws,
+			Ops: map[string]*checker.OpCounts{"acquire": {OK: 10, Fail: 3, Info: info}, "release": {OK: 10}}}
+	}
+	granted := checker.FaultWindow{Fault: "net-latency", Node: "valkey-0", Grants: 4}
+	for _, tt := range []struct {
+		scenario, name string
+		r              *checker.Result
+		want           bool
+	}{
+		{"net-baseline", "clean", result(checker.Valid, 0), true},
+		{"net-baseline", "invalid", result(checker.Invalid, 0), false},
+		{"net-latency", "grants in its window", result(checker.Valid, 0, granted), true},
+		{"net-latency", "no grant in its window", result(checker.Valid, 0, checker.FaultWindow{Fault: "net-latency"}), false},
+		{"net-latency", "no window", result(checker.Valid, 0), false},
+		{"net-latency", "invalid", result(checker.Invalid, 0, granted), false},
+		{"net-timeout", "unknown outcomes", result(checker.Valid, 5), true},
+		{"net-timeout", "none unknown", result(checker.Valid, 0), false},
+		{"net-timeout", "invalid", result(checker.Invalid, 5), false},
+		{"net-reset", "unknown outcomes", result(checker.Valid, 5), true},
+		{"net-reset", "none unknown", result(checker.Valid, 0), false},
+	} {
+		t.Run(tt.scenario+"/"+tt.name, func(t *testing.T) {
+			s, err := Get(tt.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.NetProxy {
+				t.Errorf("%s runs without --net-proxy", tt.scenario)
+			}
+			if ok, saw := Holds(s.Expected(Knobs{Recipe: "native", Fenced: true}), tt.r); ok != tt.want {
+				t.Errorf("holds %v, want %v: %v", ok, tt.want, saw)
+			}
+		})
+	}
+}

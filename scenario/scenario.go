@@ -36,6 +36,11 @@ type Scenario struct {
 	// --maxmemory-policy: a lock sharing a cache's memory limit.
 	MaxMemory       int64  `json:"maxmemory,omitempty"`
 	MaxMemoryPolicy string `json:"maxmemory_policy,omitempty"`
+	// NetProxy puts a proxy in front of every node (--net-proxy), what
+	// the network faults act on.
+	NetProxy bool `json:"net_proxy,omitempty"`
+	// DownAfter, when set, is Sentinel's down-after (--down-after).
+	DownAfter time.Duration `json:"down_after_ns,omitempty"`
 	// Runtime, when set, is the only runtime that can carry the scenario out
 	// ("docker" for partitions); `lockjepsen run` refuses the others.
 	Runtime string `json:"runtime,omitempty"`

@@ -76,5 +76,9 @@ run standalone-promote
 run eviction-volatile-ttl
 run eviction-noeviction
 run coordinated-failover
+run net-baseline
+run net-latency
+run net-timeout
+run net-reset
 mv "$DOC.tmp" "$DOC"
 echo "wrote $DOC"

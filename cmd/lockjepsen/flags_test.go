@@ -321,7 +321,18 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 	cases = append(cases,
 		flagCase{args: []string{"run", "--valkey-build", "nolua", "--recipe", "lua"}, name: "valkey-build"},
 		flagCase{args: []string{"run", "--valkey-build", "nolua", "--recipe", "redsync", "--fence", "none"}, name: "valkey-build"},
-		flagCase{args: []string{"run", "--resource-dsn", "postgres://lockjepsen@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, name: "resource-dsn"})
+		flagCase{args: []string{"run", "--resource-dsn", "postgres://lockjepsen@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, name: "resource-dsn"},
+		// The network faults act on the proxies, which run in this
+		// process in front of a local Sentinel topology only.
+		flagCase{args: []string{"run", "--scenario", "baseline", "--faults", "net-latency", "--interval", "3s"}, name: "net-proxy"},
+		flagCase{args: []string{"run", "--scenario", "net-timeout", "--net-proxy=false"}, name: "net-proxy"},
+		flagCase{args: []string{"run", "--scenario", "baseline", "--faults-at", "4s:net-reset"}, name: "net-proxy"},
+		flagCase{args: []string{"run", "--scenario", "net-baseline", "--runtime", "docker"}, name: "net-proxy"},
+		flagCase{args: []string{"run", "--scenario", "net-baseline", "--topology", "standalone"}, name: "net-proxy"},
+		flagCase{args: []string{"bench", "scenario", "--scenario", "net-latency", "--topology", "cluster"}, name: "net-proxy"},
+		// Sizes the flags alone accept but the run refuses.
+		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "30s"}, name: "net-latency"},
+		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "100ms", "--net-jitter", "150ms"}, name: "net-jitter"})
 	t.Logf("%d flags of %d flag sets (%d old spellings share a flag's values), %d bad values in all; %d more cases (environment, server, database)",
 		flags, len(everyFlagSet(t)), aliases, values, len(cases)-values)
 

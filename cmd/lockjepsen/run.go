@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -117,6 +118,17 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	redlockFlags(fs, &cfg)
 	shardFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
+	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process, on 127.0.0.1) in front of every Valkey node, announced as the node's address: what the net-* faults act on (--runtime local, --topology sentinel)")
+	fs.Var(knob.Duration{D: &cfg.Net.Latency, Min: time.Millisecond}, "net-latency", "net-latency: the delay added to each of the primary's replies (toxiproxy's latency), at most --time-limit")
+	fs.Var(knob.Duration{D: &cfg.Net.Jitter, Min: 0}, "net-jitter", "net-latency: each delay is --net-latency ± this (0 to --net-latency)")
+	fs.Func("net-share", "net-timeout: the share of the primary's connections that stop passing replies, above 0 and at most 1 (default 0.5)", func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return fmt.Errorf("want a share above 0 and at most 1, e.g. 0.5")
+		}
+		cfg.Net.Share = f
+		return nil
+	})
 	fs.BoolVar(&cfg.Cluster.OldReplica, "mixed-versions", cfg.Cluster.OldReplica, "run the last replica on Valkey 8.1 (no DELIFEQ) as Sentinel's preferred candidate: a rolling upgrade halfway (make setup-builds)")
 	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")

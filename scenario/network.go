@@ -1,0 +1,54 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+)
+
+// The network's lessons (--net-proxy: a toxiproxy proxy in front of every
+// node, nemesis/network.go): a slow, stalled or resetting network around
+// the primary. The native recipe measures a lease from before its request
+// and treats an unanswered one as unknown, so none of them hands a lock out
+// twice, and the checker must not say otherwise: an unknown outcome is not
+// a violation. They join the table in scenario.go.
+
+// netRun is the shape the network scenarios share: eight clients on two
+// keys, jobs of a few renewals, a fault every few seconds, and Sentinel's
+// down-after at 3 s, so that a Sentinel link the fault drops is not taken
+// for a dead primary (nemesis/network.go says what 1 s did).
+func netRun(fault, teaches, expect string, ps ...Predicate) Scenario {
+	return Scenario{
+		Teaches: teaches, Faults: []string{fault}, NetProxy: true, DownAfter: 3 * time.Second, Clients: 8, Keys: 2, TTL: 3 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 8, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: expect, expect: always(append([]Predicate{ValidIs(checker.Valid)}, ps...)...),
+	}
+}
+
+var networkScenarios = map[string]Scenario{
+	"net-baseline": {
+		Teaches: "baseline through the proxies (--net-proxy, no fault): clients, Sentinels and replication all cross a " +
+			"proxy in front of each node, and everything still checks valid",
+		NetProxy: true, Clients: 16, Keys: 4, TTL: 2 * time.Second, TimeLimit: 30 * time.Second, Job: shortJob,
+		Expect: "valid", expect: always(ValidIs(checker.Valid)),
+	},
+	"net-latency": netRun("net-latency",
+		"the primary's replies 300 ms ± 100 ms late for 3-6 renewal periods: grants and renewals go on, slower, and a "+
+			"lease measured from before its request stays safe",
+		"valid (grants during every net-latency)", GrantsDuring("net-latency")),
+	"net-timeout": netRun("net-timeout",
+		"half the primary's connections pass no reply, then are closed: the commands ran, their clients cannot know "+
+			"(info); unknown outcomes are not violations",
+		"valid (operations ended info)", SomeUnknown()),
+	"net-reset": netRun("net-reset",
+		"the primary's connections reset as a reply arrives, the reply lost: an acquire that took the lock ends info, "+
+			"its key expires with its TTL, and nobody is granted it twice",
+		"valid (operations ended info)", SomeUnknown()),
+}
+
+func init() {
+	for k, v := range networkScenarios {
+		all[k] = v
+	}
+}
