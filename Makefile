@@ -6,7 +6,7 @@ PKGS    := ./...
 # one at a time (-p 1) so two of them never compete for the 2 cores.
 TESTFLAGS ?= -count=1 -timeout 60m -p 1
 
-.PHONY: all setup setup-ci build demo test vet fmt bench figures clean
+.PHONY: all setup setup-ci build demo test vet fmt bench figures clean soak
 
 all: build
 
@@ -74,6 +74,11 @@ images: setup
 ## reference-row: one row of the reference at its rule, e.g. `make reference-row FAULTS=resync-window`: the 8
 ## default settings × FAULTS (comma-separated kinds), trials in results/rows-sweep/<kinds> (restartable: a second
 ## call resumes it), the summary, CSV, table and plots copied to results/rows/<kinds>/ to commit. The matrix too long
+## soak: clean runs on every deployment and the faults expected valid (32 clients, 4 keys, 60 s; about 100 runs,
+## outside CI), each must check valid; scripts/soak.sh OUT SEEDS, restartable. Writes results/soak/soak.md.
+soak: setup build
+	@bash scripts/soak.sh
+
 ## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side.
 .PHONY: reference-row reference-join
 reference-row: setup build

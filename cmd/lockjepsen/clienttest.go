@@ -49,7 +49,9 @@ func (f execArgsFlag) String() string {
 
 func (f execArgsFlag) Set(v string) error { *f.args = append(*f.args, v); return nil }
 
-const recipeUsage = "lock recipe: native, lua, unsafe, redsync, valkeylock, or exec:PATH (your own client speaking docs/protocol.md)"
+// recipeUsage lists every recipe from lock's own table, so that a new one
+// shows up in -h without editing this line.
+var recipeUsage = "lock recipe: " + strings.Join(lock.Names(), ", ") + " (exec:PATH is your own client speaking docs/protocol.md; docs/recipes.md says which runs on which --topology)"
 
 // runClientTest starts one Valkey primary watched by one Sentinel, starts
 // the program with the environment a run gives it, and drives it through

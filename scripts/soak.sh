@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The soak: clean runs on every deployment, which must all check valid (a
+# false alarm is a bug as serious as a missed violation). First the runs with
+# no fault at all, then the faults whose expectation is "lock valid" (a leader
+# failover, a coordinated switch, a slot move, a dedicated cache, the network
+# faults through --net-proxy), each with 32 clients on 4 keys for 60 s, over
+# several seeds. Long (about 100 runs of 70-90 s): run it outside CI, in pieces
+# if need be; a run whose folder already holds results.json is not run again.
+#
+#   scripts/soak.sh [OUT] [SEEDS]     OUT defaults to results/soak, SEEDS to 4
+#   SOAK_ONLY=REGEX   only the cases whose "deployment|case" matches (grep -E)
+#   SOAK_TIME=60s     each run's --time-limit (a shorter one to try the script)
+#
+# Prints and writes OUT/soak.md: per deployment, runs, events, verdicts; every
+# run that was not valid is listed with its folder, which is kept. The folders
+# of valid runs are deleted once counted (history.jsonl of a 60 s, 32-client run
+# is tens of MB); their counts stay in OUT/runs.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-results/soak}"
+SEEDS="${2:-4}"
+LJ=bin/lockjepsen
+[[ -x "$LJ" ]] || { echo "soak: build first: make build" >&2; exit 2; }
+mkdir -p "$OUT"
+TSV="$OUT/runs.tsv"
+[[ -f "$TSV" ]] || printf 'deployment\tcase\tseed\texit\tverdict\tevents\tfolder\n' > "$TSV"
+
+LOAD=(--clients 32 --keys 4 --time-limit "${SOAK_TIME:-60s}")
+
+# deployment|case|flags: the clean runs, then the faults expected valid.
+CASES=(
+  "sentinel|baseline|--scenario baseline"
+  "standalone|baseline|--scenario standalone-baseline"
+  "redlock|baseline|--scenario redlock-baseline"
+  "cluster|baseline|--scenario baseline --topology cluster"
+  "etcd|baseline|--scenario baseline --topology etcd --recipe etcd-mutex"
+  "zookeeper|baseline|--scenario baseline --topology zookeeper --recipe zk-lock"
+  "sql-lease|baseline|--scenario baseline --recipe sql-lease"
+  "exec redis-py|baseline|--scenario baseline --recipe exec:examples/redis-py/adapter.py --fence none"
+  "exec valkey-cli|baseline|--scenario baseline --recipe exec:examples/valkey-cli/adapter.sh --fence none"
+  "sentinel|coordinated-failover|--scenario coordinated-failover"
+  "sentinel|eviction-noeviction|--scenario eviction-noeviction"
+  "sentinel|eviction-dedicated|--scenario eviction-dedicated"
+  "sentinel|net-latency|--scenario net-latency"
+  "sentinel|net-timeout|--scenario net-timeout"
+  "sentinel|net-reset|--scenario net-reset"
+  "standalone|standalone-coordinated|--scenario standalone-coordinated"
+  "cluster|cluster-graceful-failover|--scenario cluster-graceful-failover"
+  "cluster|cluster-reshard-legacy|--scenario cluster-reshard-legacy"
+  "cluster|cluster-reshard-atomic|--scenario cluster-reshard-atomic"
+  "etcd|etcd-leader-failover|--scenario etcd-leader-failover"
+  "zookeeper|zk-kill-leader|--scenario zk-kill-leader"
+  "zookeeper|zk-pause-leader|--scenario zk-pause-leader"
+  "sql-lease|sql-lease-restart|--scenario sql-lease-restart"
+)
+
+for c in "${CASES[@]}"; do
+  IFS='|' read -r dep name flags <<<"$c"
+  [[ -z "${SOAK_ONLY:-}" ]] || grep -qE "$SOAK_ONLY" <<<"$dep|$name" || continue
+  for seed in $(seq 1 "$SEEDS"); do
+    dir="$OUT/runs/$(echo "$dep-$name" | tr -c 'a-z0-9-' '-')-seed-$seed"
+    [[ -f "$dir/results.json" ]] && continue
+    rm -rf "$dir"
+    rc=0
+    # shellcheck disable=SC2086
+    "$LJ" run $flags "${LOAD[@]}" --seed "$seed" --out "$dir" >/dev/null 2>&1 || rc=$?
+    # results.json's "valid": true, false, or "unknown" (python3 is there for the redis-py adapter)
+    verdict=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])).get("valid"); print({True: "valid", False: "invalid"}.get(v, v))' "$dir/results.json" 2>/dev/null || echo none)
+    events=$(wc -l < "$dir/history.jsonl" 2>/dev/null || echo 0)
+    keep="$dir"
+    if [[ "$verdict" == valid && $rc -eq 0 ]]; then
+      rm -rf "$dir"; mkdir -p "$dir"
+      echo '{"valid":true,"soak":"counted in runs.tsv; folder removed"}' > "$dir/results.json"
+      keep=""
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events" "$keep" >> "$TSV"
+    printf 'soak: %-16s %-26s seed %s: exit %s, %s, %s events\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events"
+  done
+done
+
+{
+  echo "# Soak: clean runs on every deployment"
+  echo
+  echo "\`scripts/soak.sh $OUT $SEEDS\` on $(date -u +%Y-%m-%d), $(nproc) cores; 32 clients, 4 keys, ${SOAK_TIME:-60s} a run."
+  echo "A run that is not valid (exit other than 0) is a false alarm or a harness failure; its folder is kept."
+  echo
+  echo "| deployment | runs | events | valid | not valid |"
+  echo "|---|---|---|---|---|"
+  awk -F'\t' 'NR>1 {r[$1]++; e[$1]+=$6; if ($5=="valid" && $4==0) v[$1]++; else n[$1]++}
+    END {for (d in r) printf "| %s | %d | %d | %d | %d |\n", d, r[d], e[d], v[d], n[d]}' "$TSV" | sort
+  awk -F'\t' 'NR>1 {r++; e+=$6; if ($5=="valid" && $4==0) v++; else n++}
+    END {printf "| **all** | %d | %d | %d | %d |\n", r, e, v, n}' "$TSV"
+  echo
+  echo "Not valid:"
+  awk -F'\t' 'NR>1 && !($5=="valid" && $4==0) {printf "- %s %s seed %s: exit %s, %s, %s\n", $1, $2, $3, $4, $5, $7; f=1}
+    END {if (!f) print "- none"}' "$TSV"
+} > "$OUT/soak.md"
+cat "$OUT/soak.md"
