@@ -75,6 +75,7 @@ run standalone-restart --appendonly --appendfsync always
 run standalone-promote
 run eviction-volatile-ttl
 run eviction-noeviction
+run eviction-dedicated
 run coordinated-failover
 run net-baseline
 run net-latency
