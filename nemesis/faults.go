@@ -797,10 +797,12 @@ func runClockBump(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
+	// Logged before the write, as every clock fault's start is: see
+	// cluster.Local.setClock.
+	logf(env, "clock-bump", p.Name, cluster.RolePrimary, "wall clock of %s moved %ss", p.Name, s.Offset)
 	if err := c.SetClockOffset(p.Name, s.Offset); err != nil {
 		return err
 	}
-	logf(env, "clock-bump", p.Name, cluster.RolePrimary, "wall clock of %s moved %ss", p.Name, s.Offset)
 	sleepErr := sleep(ctx, s.Duration)
 	if err := c.SetClockOffset(p.Name, ""); err != nil {
 		return err
@@ -1191,10 +1193,11 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 	if err := awaitSentinelPriorities(ctx, c, target.Name); err != nil {
 		return err
 	}
+	// Logged before the write: see cluster.Local.setClock.
+	logf(env, "replica-clock", target.Name, cluster.RoleReplica, "wall clock of replica %s moved %ss; it is the only replica Sentinel may promote", target.Name, s.Offset)
 	if err := c.SetClockOffset(target.Name, s.Offset); err != nil {
 		return err
 	}
-	logf(env, "replica-clock", target.Name, cluster.RoleReplica, "wall clock of replica %s moved %ss; it is the only replica Sentinel may promote", target.Name, s.Offset)
 	since := nowTrue()
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	got := env.AwaitAcquire(actx, since)

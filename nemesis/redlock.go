@@ -154,10 +154,12 @@ func runClockBumpNode(ctx context.Context, env Env, s Step) error {
 
 func bumpNode(ctx context.Context, env Env, n cluster.Node, s Step) error {
 	c := env.Cluster()
+	// Logged before the write (see cluster.Local.setClock): a grant the jump
+	// allowed while SetClockOffset still confirmed it is inside the window.
+	logf(env, "clock-bump-node", n.Name, cluster.RolePrimary, "wall clock of %s moved %ss: its copies of the locks expire now", n.Name, s.Offset)
 	if err := c.SetClockOffset(n.Name, s.Offset); err != nil {
 		return err
 	}
-	logf(env, "clock-bump-node", n.Name, cluster.RolePrimary, "wall clock of %s moved %ss: its copies of the locks expire now", n.Name, s.Offset)
 	sleepErr := sleep(ctx, s.Duration)
 	if err := c.SetClockOffset(n.Name, ""); err != nil {
 		return err

@@ -81,8 +81,32 @@ func DoubleGrantBy(cause string) Predicate {
 				causes[v.Cause]++
 			}
 		}
-		return fmt.Sprintf("double-grant violations by cause: %v", causes), causes[cause] > 0
+		saw := fmt.Sprintf("double-grant violations by cause: %v", causes)
+		if causes[cause] == 0 {
+			saw += blamedElsewhere(r, func(v checker.Violation) bool { return v.Kind == "double-grant" })
+		}
+		return saw, causes[cause] > 0
 	}}
+}
+
+// blamedElsewhere says, for a cause predicate that failed, when the first
+// few matching violations happened and what they were blamed on, with the
+// faults in force: so that a flake shows whether the lesson happened but
+// fell outside the fault's window (a window opened late) or did not happen.
+func blamedElsewhere(r *checker.Result, match func(checker.Violation) bool) string {
+	var b strings.Builder
+	n := 0
+	for _, v := range r.Violations {
+		if !match(v) {
+			continue
+		}
+		if n++; n > 3 {
+			b.WriteString("; ...")
+			break
+		}
+		fmt.Fprintf(&b, "; %s at %.3f s blamed on %s (faults in force: %s)", v.Kind, v.StartS, v.Cause, strings.Join(v.Faults, ", "))
+	}
+	return b.String()
 }
 
 // LockViolationBy accepts any violation against the lock with that cause: a
@@ -97,7 +121,11 @@ func LockViolationBy(cause string) Predicate {
 				kinds[v.Kind]++
 			}
 		}
-		return fmt.Sprintf("lock violations caused by %s: %v", cause, kinds), len(kinds) > 0
+		saw := fmt.Sprintf("lock violations caused by %s: %v", cause, kinds)
+		if len(kinds) == 0 {
+			saw += blamedElsewhere(r, func(v checker.Violation) bool { return v.Affects == "lock" })
+		}
+		return saw, len(kinds) > 0
 	}}
 }
 

@@ -150,3 +150,31 @@ func TestNetworkExpectationsCanFail(t *testing.T) {
 		})
 	}
 }
+
+// A cause predicate that fails says when the violations were and what they
+// were blamed on instead, so that a flake explains itself (lab 7's Redlock
+// claim once failed in CI with only "lock violations caused by server-clock:
+// map[]").
+func TestCausePredicatesSayWhatTheySawInstead(t *testing.T) {
+	elsewhere := &checker.Result{Valid: checker.Invalid, Violations: []checker.Violation{{Kind: "double-grant", Affects: "lock",
+		StartS: 14.461, Cause: "partial-partition", Faults: []string{"partial-partition valkey-2"}}}}
+	for _, tt := range []struct {
+		name string
+		p    Predicate
+		want bool
+		saw  string
+	}{
+		{"lock violation blamed elsewhere", LockViolationBy("server-clock"), false,
+			"lock violations caused by server-clock: map[]; double-grant at 14.461 s blamed on partial-partition (faults in force: partial-partition valkey-2)"},
+		{"double grant blamed elsewhere", DoubleGrantBy("server-clock"), false,
+			"double-grant violations by cause: map[partial-partition:1]; double-grant at 14.461 s blamed on partial-partition (faults in force: partial-partition valkey-2)"},
+		{"lock violation blamed on it", LockViolationBy("partial-partition"), true, "lock violations caused by partial-partition: map[double-grant:1]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			saw, ok := tt.p.Check(elsewhere)
+			if ok != tt.want || saw != tt.saw {
+				t.Errorf("Check = %v, %q\nwant %v, %q", ok, saw, tt.want, tt.saw)
+			}
+		})
+	}
+}
