@@ -78,9 +78,55 @@ func launchResource(ctx context.Context, exe, dir string, args []string, appendL
 	}
 }
 
-// export writes the attempts log as resource.jsonl.
+// watchResource returns nil when ctx ends with the resource service alive
+// (or restarted by the restart-db fault, which holds resMu while the old
+// one is down), and an error naming the service and how it ended if it
+// exited by any other hand first.
+func (r *run) watchResource(ctx context.Context) error {
+	for {
+		r.resMu.Lock()
+		p := r.res
+		r.resMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.done:
+		}
+		r.resMu.Lock()
+		restarted := r.res != p
+		r.resMu.Unlock()
+		if !restarted {
+			return fmt.Errorf("the resource service (pid %d) exited at %s (%v), not by a fault of the schedule",
+				p.cmd.Process.Pid, time.Now().Format("15:04:05.000"), p.cmd.ProcessState)
+		}
+	}
+}
+
+// exited says whether the service's process has ended.
+func (p *resourceProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// export writes the attempts log as resource.jsonl: from the service, or,
+// once it is gone, from its database (the SQLite file, or PostgreSQL's
+// schema), which holds every attempt it committed.
 func (p *resourceProc) export(exe, out string) error {
-	cmd := exec.Command(exe, "resource", "export", "--addr", p.addr, "--out", out)
+	args := []string{"resource", "export", "--addr", p.addr, "--out", out}
+	if p.exited() {
+		args = []string{"resource", "export", "--out", out}
+		for i := 0; i+1 < len(p.args); i++ {
+			switch p.args[i] {
+			case "--db", "--resource-dsn", "--schema":
+				args = append(args, p.args[i], p.args[i+1])
+			}
+		}
+	}
+	cmd := exec.Command(exe, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("export attempts: %v: %s", err, b)
 	}

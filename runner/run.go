@@ -7,6 +7,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/exitcode"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -81,8 +82,11 @@ type run struct {
 	track    *tracker
 	clients  []clientHandle
 	histMu   sync.Mutex
-	start    time.Time
-	lastLine time.Duration
+	writeErr error // the first event the history could not take (histMu)
+	// endWorkload stops the clients and the nemesis early (set once they start).
+	endWorkload context.CancelFunc
+	start       time.Time
+	lastLine    time.Duration
 }
 
 // record writes one event to history.jsonl (and, for the nemesis, nemesis.jsonl).
@@ -91,7 +95,16 @@ func (r *run) record(e history.Event) {
 	defer r.histMu.Unlock()
 	written, err := r.hist.Write(e)
 	if err != nil {
-		fmt.Fprintf(r.out, "\nlockjepsen: %v\n", err)
+		// A full disk, most likely: one message, and the workload stops, so
+		// that what was written is a readable prefix (the reader drops a torn
+		// last line) and the run says why it ended.
+		if r.writeErr == nil {
+			r.writeErr = err
+			fmt.Fprintf(r.out, "\nlockjepsen: %v: the run stops here\n", err)
+			if r.endWorkload != nil {
+				r.endWorkload()
+			}
+		}
 		return
 	}
 	if !e.IsClient() {
@@ -264,9 +277,18 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	// the run stops with exit 254 naming it, and the history so far is checked.
 	wctx, endWorkload := context.WithCancel(ctx)
 	defer endWorkload()
+	r.histMu.Lock()
+	r.endWorkload = endWorkload
+	r.histMu.Unlock()
 	var watchers sync.WaitGroup
 	var clientErrMu sync.Mutex
 	var clientErr error
+	// The resource service dying by another hand than the nemesis's (the
+	// OOM killer, an operator) ends the workload too: every read and write
+	// after it would end unknown, and a verdict over them says less than it
+	// seems to. The run stops, what was recorded is checked, and it exits 255.
+	resDied := make(chan error, 1)
+	go func() { resDied <- r.watchResource(wctx); endWorkload() }()
 	for i := 0; i < cfg.Clients; i++ {
 		c, err := startClient(context.Background(), exe, r.clientConfig(i, keys, lcfg), cfg.Out)
 		if err != nil {
@@ -285,6 +307,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		go func() {
 			defer watchers.Done()
 			if err := c.Wait(); err != nil && !r.meantToDie(i) {
+				if sig, ok := killedBy(err); ok {
+					// Killed by another hand: the run goes on without it, as
+					// after the kill-holder fault, and says so.
+					env{r}.Log(history.Event{F: history.NClientExited, Node: fmt.Sprintf("client-%d", i),
+						Detail: fmt.Sprintf("client %d (pid %d) was ended by signal %d (%v), not by a fault of the schedule; the run goes on without it", i, c.PID(), int(sig), sig)})
+					fmt.Fprintf(progress, "\nwarning: client %d (pid %d) was ended by signal %d (%v), not by lockjepsen; the run goes on without it\n", i, c.PID(), int(sig), sig)
+					return
+				}
 				clientErrMu.Lock()
 				if clientErr == nil {
 					clientErr = err
@@ -347,6 +377,16 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	phase("check")
 	res, code, err := CheckDir(cfg.Out)
+	r.histMu.Lock()
+	writeErr := r.writeErr
+	r.histMu.Unlock()
+	if writeErr != nil {
+		// The check's own files may not fit either; the history is what counts.
+		o.Err = fmt.Errorf("%w: the run stopped at the first event it could not write; the events before it are in %s, readable by 'lockjepsen check %s' once there is room",
+			writeErr, cfg.Out, cfg.Out)
+		o.ExitCode, o.Checked, o.Summary = exitcode.Crashed, err == nil, res
+		return o
+	}
 	if err != nil {
 		o.Err = err
 		return o
@@ -361,10 +401,28 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		o.Err = fmt.Errorf("%w (the run stopped; history kept: 'lockjepsen check %s' re-checks it)", failedClient, cfg.Out)
 		o.ExitCode = exitcode.BadInput // the client program broke its protocol
 	}
+	endWorkload() // a watcher still waiting returns
+	if err := <-resDied; err != nil && failedClient == nil && !interrupted {
+		o.Err = fmt.Errorf("%w: the run stopped; what was recorded is in %s ('lockjepsen check %s' re-checks it)", err, cfg.Out, cfg.Out)
+		o.ExitCode = exitcode.Crashed
+	}
 	if o.Err != nil && o.ExitCode == exitcode.Valid {
 		o.ExitCode = exitcode.Crashed
 	}
 	return o
+}
+
+// killedBy reads the signal that ended a client process from its Wait error.
+func killedBy(err error) (syscall.Signal, bool) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return 0, false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return 0, false
+	}
+	return ws.Signal(), true
 }
 
 func backendName(dsn string) string {
