@@ -184,9 +184,9 @@ func TestDockerZooKeeperRuns(t *testing.T) {
 		dir := filepath.Join(out, "partition")
 		cfg := runValidOnDocker(t, exe, api, "zk-partition-leader", dir)
 		// Every step cut the leader off and healed it, and the majority
-		// elected another meanwhile (the expectation asked for a grant
-		// inside every isolation: the old leader's clients moved their
-		// sessions).
+		// elected another meanwhile (seed 1: 2 of 2; seeds 1-10: 11 of the
+		// 12 isolations at a load average of 20-27, one seeing no new leader
+		// within 5 s of its planned end; a 13th step found no leader to cut).
 		ws, nem := windows(t, dir, "isolate-leader", "heal-isolate-leader")
 		if len(ws) != len(cfg.Schedule) || len(ws) == 0 {
 			t.Fatalf("%d isolate-leader events for %d steps", len(ws), len(cfg.Schedule))
