@@ -66,7 +66,8 @@ clean:
 
 ## images: build the Docker images locally (lockjepsen/valkey FROM scratch with the Valkey 9 binaries, lockjepsen/lockjepsen static,
 ## lockjepsen/runner: both, to run a sweep shard in one container; lockjepsen/etcd FROM scratch with Debian's etcd when
-## etcd-server is installed, as make setup does); needs make setup
+## etcd-server is installed, as make setup does; lockjepsen/zookeeper FROM scratch with Debian's ZooKeeper jars and the
+## JRE that runs them, when zookeeper is installed); needs make setup
 .PHONY: images
 images: setup
 	@bash scripts/build-images.sh

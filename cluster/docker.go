@@ -72,6 +72,9 @@ type Docker struct {
 	// etcd is the etcd topology's member records and clients (etcd_docker.go);
 	// nil on the Valkey topologies. It never starts a process either.
 	etcd *EtcdLocal
+	// zk is the zookeeper topology's member records (zookeeper_docker.go);
+	// nil elsewhere. It never starts a process either.
+	zk *ZKLocal
 	// set is the node list of whichever topology runs (topo's or etcd's), and
 	// q its queries (primary or leader, readiness, logs).
 	set *nodeSet
@@ -163,13 +166,21 @@ func (d *Docker) RunID() string { return d.runID }
 func (d *Docker) Config() Config { return d.cfg }
 
 // Version is the Valkey version the image was built from (on the etcd
-// topology, the etcd version the image was labelled with).
+// topology, the etcd version the image was labelled with; on zookeeper,
+// the members' own).
 func (d *Docker) Version() string {
-	if d.etcd != nil {
+	switch {
+	case d.etcd != nil:
 		return d.etcdVersion()
+	case d.zk != nil:
+		return d.zkVersion()
 	}
 	return d.bins.Version
 }
+
+// consensus reports whether the run's members are a consensus service's
+// (etcd, ZooKeeper): no Valkey, no admin connections, no clock to move.
+func (d *Docker) consensus() bool { return d.etcd != nil || d.zk != nil }
 
 // Nodes returns a snapshot of every node; Addr is the node's container address.
 func (d *Docker) Nodes() []Node { return d.set.Nodes() }
@@ -203,8 +214,11 @@ func (d *Docker) WaitReady(ctx context.Context) error { return d.q.WaitReady(ctx
 
 // Command runs one command on a node.
 func (d *Docker) Command(ctx context.Context, name string, args ...string) (string, error) {
-	if d.etcd != nil {
+	switch {
+	case d.etcd != nil:
 		return d.etcd.Command(ctx, name, args...)
+	case d.zk != nil:
+		return d.zk.Command(ctx, name, args...)
 	}
 	return d.topo.Command(ctx, name, args...)
 }
@@ -279,6 +293,9 @@ func (d *Docker) preflight(ctx context.Context) error {
 			if d.etcd != nil {
 				return fmt.Errorf("image %s is not built: run 'make setup-etcd images' (scripts/build-images.sh builds it from Debian's etcd-server)", d.image)
 			}
+			if d.zk != nil {
+				return fmt.Errorf("image %s is not built: %s", d.image, dockerZKImageAdvice)
+			}
 			return fmt.Errorf("image %s is not built: run 'make images' (scripts/build-images.sh)", d.image)
 		}
 		return fmt.Errorf("inspect image %s: %w", d.image, err)
@@ -348,6 +365,9 @@ func (d *Docker) port(n Node) int {
 	case RoleSentinel:
 		return dockerSentinelPort
 	case RoleMember:
+		if d.zk != nil {
+			return dockerZKClientPort
+		}
 		return dockerEtcdClientPort
 	}
 	return dockerValkeyPort
@@ -382,6 +402,9 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 	if d.etcd != nil {
 		d.etcdPeers()
 	}
+	if d.zk != nil {
+		d.zkQuorum()
+	}
 	d.topo.initialPrimary = d.Nodes()[0].Addr
 	for _, n := range d.Nodes() {
 		if err := os.RemoveAll(n.Dir); err != nil {
@@ -390,7 +413,12 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", n.Dir, err)
 		}
-		if d.etcd == nil {
+		switch {
+		case d.zk != nil:
+			if err := d.writeZKConfig(n); err != nil {
+				return err
+			}
+		case d.etcd == nil:
 			if err := d.writeConfig(ctx, n, n.Kind == RoleReplica); err != nil {
 				return err
 			}
@@ -531,10 +559,14 @@ func (d *Docker) createContainer(ctx context.Context, n Node) error {
 	case RoleSentinel:
 		cmd = []string{"/usr/local/bin/valkey-sentinel", conf}
 	case RoleMember:
-		cmd = d.etcdCommand(n)
+		if d.zk != nil {
+			cmd = d.zkCommand(n)
+		} else {
+			cmd = d.etcdCommand(n)
+		}
 	}
 	var env []string
-	if d.cfg.FakeTime && d.etcd == nil {
+	if d.cfg.FakeTime && !d.consensus() {
 		// As on the local runtime: only the wall clock is faked.
 		env = []string{
 			"LD_PRELOAD=" + dockerFaketimeLib,
@@ -777,7 +809,7 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 		}
 	}
 	// A redlock node comes back as the primary it was (its own config; the
-	// nemesis's kill-node says so); an etcd member with its data dir.
+	// nemesis's kill-node says so); an etcd or ZooKeeper member with its data dir.
 	if n.Kind != RoleSentinel && mode == AsReplica && d.cfg.Deployment().rejoinsAsReplica() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
@@ -792,6 +824,12 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 		}
 		return nil
 	}
+	if d.zk != nil {
+		if err := d.awaitZK(ctx, name); err != nil {
+			return d.withLog(n, err)
+		}
+		return nil
+	}
 	if err := d.topo.waitPing(ctx, n.Addr); err != nil {
 		return d.withLog(n, err)
 	}
@@ -802,8 +840,8 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 // the bind-mounted directory is replaced atomically (rename), and the call
 // returns once the process in the container shows it (Local.setClock).
 func (d *Docker) SetClockOffset(name, offset string) error {
-	if d.etcd != nil {
-		return ErrEtcdClock
+	if d.consensus() {
+		return d.cfg.Deployment().ClockError()
 	}
 	n, ok := d.set.Node(name)
 	if !ok {
@@ -822,7 +860,7 @@ func (d *Docker) CollectLogs(dst string) error { return d.q.CollectLogs(dst) }
 
 // dropConn forgets the admin connection to a node that went down.
 func (d *Docker) dropConn(addr string) {
-	if d.etcd == nil {
+	if !d.consensus() {
 		d.topo.adm.drop(addr)
 	}
 }

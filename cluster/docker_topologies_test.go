@@ -211,3 +211,99 @@ func TestDockerEtcd(t *testing.T) {
 		t.Errorf("etcd-0.log: %d bytes, %v; want the member's log from the bind mount", len(b), err)
 	}
 }
+
+// TestDockerZooKeeper: three ZooKeeper members from the lockjepsen/zookeeper
+// image; the leader isolated (cut off from the other members and from the
+// host) is replaced and, healed, follows; SIGKILL of the leader, restart
+// from the data dir in the bind mount and the freezer pause work as on the
+// local runtime; clock faults are refused.
+func TestDockerZooKeeper(t *testing.T) {
+	if _, _, err := FindZooKeeper(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	d := startDocker(t, func(c *Config) { c.Topology = TopologyZooKeeper })
+	ctx := ctxT(t, 150*time.Second)
+
+	if got := EtcdEndpoints(d); len(got) != DefaultZooKeeperMembers || !strings.HasSuffix(got[0], ":2181") {
+		t.Fatalf("endpoints %v, want %d client ports in the containers", got, DefaultZooKeeperMembers)
+	}
+	if v := d.Version(); !strings.HasPrefix(v, "ZooKeeper 3.") {
+		t.Errorf("Version() = %q, want the members' ZooKeeper version", v)
+	}
+	if err := d.SetClockOffset("zk-0", "+60"); !errors.Is(err, ErrZooKeeperClock) {
+		t.Errorf("SetClockOffset on zookeeper: %v, want ErrZooKeeperClock", err)
+	}
+
+	// Isolate the leader: the host no longer reaches it, the majority
+	// elects another; healed, it follows and the ensemble is whole.
+	old, err := d.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Isolate(old.Name); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	nl, err := d.WaitFailover(ctx, old.Name)
+	if err != nil {
+		t.Fatalf("no new leader while %s is isolated: %v", old.Name, err)
+	}
+	t.Logf("leader %s isolated, %s elected in %v", old.Name, nl.Name, time.Since(start).Round(time.Millisecond))
+	if _, err := d.zk.srvr(ctx, old); err == nil {
+		t.Errorf("the host still reaches the isolated member %s", old.Name)
+	}
+	if err := d.Heal(old.Name); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := d.WaitReady(ctx); err != nil {
+		t.Fatalf("not ready after heal: %v", err)
+	}
+	t.Logf("%s rejoined %v after the heal", old.Name, time.Since(start).Round(time.Millisecond))
+
+	// Kill the leader: another is elected; the killed member restarts with
+	// its data dir and rejoins.
+	l, err := d.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Kill(l.Name); err != nil {
+		t.Fatal(err)
+	}
+	if nl, err := d.WaitFailover(ctx, l.Name); err != nil || nl.Name == l.Name {
+		t.Fatalf("after SIGKILL of %s: leader %s, %v", l.Name, nl.Name, err)
+	}
+	if err := d.Restart(ctx, l.Name, AsReplica); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx); err != nil {
+		t.Fatalf("not ready after %s's restart: %v", l.Name, err)
+	}
+
+	// Pause a member (the freezer): it answers nothing, then rejoins.
+	if err := d.Pause("zk-2"); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := d.Node("zk-2")
+	n.Paused = false // (srvr refuses a member flagged paused; ask it anyway)
+	if _, err := d.zk.srvr(ctx, n); err == nil {
+		t.Error("a paused member answered srvr")
+	}
+	if err := d.Resume("zk-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WaitReady(ctx); err != nil {
+		t.Fatalf("not ready after resume: %v", err)
+	}
+
+	logs := filepath.Join(t.TempDir(), "logs")
+	if err := d.CollectLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(logs, "zk-0.log")); err != nil || len(b) == 0 {
+		t.Errorf("zk-0.log: %d bytes, %v; want the member's log from the bind mount", len(b), err)
+	}
+}

@@ -85,14 +85,26 @@ func (d *Docker) etcdVersion() string {
 	d.mu.Lock()
 	v := d.etcd.version
 	d.mu.Unlock()
-	if v != "" {
-		return "etcd " + v
+	if v == "" {
+		v = d.imageLabel(dockerLabelEtcdVer)
 	}
+	if v == "" {
+		return "etcd (version unknown)"
+	}
+	d.mu.Lock()
+	d.etcd.version = v
+	d.mu.Unlock()
+	return "etcd " + v
+}
+
+// imageLabel is one label of the run's image, "" when the daemon or the
+// label is missing.
+func (d *Docker) imageLabel(label string) string {
 	api := d.api
 	if api == nil {
 		c, err := client.New(client.FromEnv)
 		if err != nil {
-			return "etcd (version unknown)"
+			return ""
 		}
 		defer c.Close()
 		api = c
@@ -100,12 +112,8 @@ func (d *Docker) etcdVersion() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	r, err := api.ImageInspect(ctx, d.image)
-	if err != nil || r.Config == nil || r.Config.Labels[dockerLabelEtcdVer] == "" {
-		return "etcd (version unknown)"
+	if err != nil || r.Config == nil {
+		return ""
 	}
-	v = r.Config.Labels[dockerLabelEtcdVer]
-	d.mu.Lock()
-	d.etcd.version = v
-	d.mu.Unlock()
-	return "etcd " + v
+	return r.Config.Labels[label]
 }

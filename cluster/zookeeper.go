@@ -17,7 +17,8 @@ import (
 )
 
 // TopologyZooKeeper is a ZooKeeper ensemble (Debian's zookeeper package, a
-// Java program) as processes on loopback: no Valkey at all. The lock is the
+// Java program) as processes on loopback, or in containers on the docker
+// runtime (zookeeper_docker.go): no Valkey at all. The lock is the
 // ZooKeeper documentation's lock recipe (recipe zk-lock).
 const TopologyZooKeeper = "zookeeper"
 
@@ -63,8 +64,8 @@ func (zkDeployment) Settled() string {
 func (zkDeployment) Endpoints(rt Runtime) Endpoints {
 	return Endpoints{ZooKeeper: EtcdEndpoints(rt)}
 }
-func (zkDeployment) ClockError() error    { return ErrZooKeeperClock }
-func (zkDeployment) layoutDocker(*Docker) {} // validate refuses the docker runtime
+func (zkDeployment) ClockError() error      { return ErrZooKeeperClock }
+func (zkDeployment) layoutDocker(d *Docker) { d.layoutZK() }
 func (zkDeployment) Offers(need string) bool {
 	return need == TopologyZooKeeper || need == NeedAny
 }
@@ -73,13 +74,7 @@ func (zkDeployment) ValidateRun(k RunKnobs) error {
 		"ZooKeeper fsyncs its transaction log before it answers")
 }
 func (zkDeployment) validate(c *Config) error {
-	if err := c.validateMembers("ZooKeeper", ErrZooKeeperClock); err != nil {
-		return err
-	}
-	if c.runtime() != "local" {
-		return fmt.Errorf("--topology zookeeper runs on --runtime local only (there is no ZooKeeper image yet): drop --runtime docker")
-	}
-	return nil
+	return c.validateMembers("ZooKeeper", ErrZooKeeperClock)
 }
 func (zkDeployment) layout(c Config) []Node { return memberLayout("zk", c.Members) }
 func (zkDeployment) newLocal(c Config, _ Binaries) (Runtime, error) {
@@ -185,22 +180,36 @@ func (z *ZKLocal) Command(context.Context, string, ...string) (string, error) {
 	return "", fmt.Errorf("ZooKeeper members take no Valkey commands")
 }
 
-// zooCfg is a member's configuration. The four-letter words srvr and mntr
-// are the readiness and leader probes; the admin server (an HTTP port per
-// member) is off; sessions may be as long as a minute, so that a client's
-// session timeout is the lock's TTL as asked, never clamped to 20 ticks.
+// zooCfg is a member's configuration on the local runtime: its data dir
+// under the run folder, its client port on 127.0.0.1.
 func (z *ZKLocal) zooCfg(i int) string {
 	n := z.nodes[i]
 	_, port, _ := net.SplitHostPort(n.Addr)
+	return zooCfg(filepath.Join(n.Dir, "data"), port, "127.0.0.1", z.quorum)
+}
+
+// zooCfg is a member's configuration: quorum lines "host:quorum:election"
+// in member order (myid i+1). The four-letter words srvr and mntr are the
+// readiness and leader probes; the admin server (an HTTP port per member)
+// is off; sessions may be as long as a minute, so that a client's session
+// timeout is the lock's TTL as asked, never clamped to 20 ticks. An empty
+// clientAddr listens on every interface (a container's), and the quorum
+// ports then do too.
+func zooCfg(dataDir, clientPort, clientAddr string, quorum []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", ZKTick.Milliseconds(), zkInitLimit, zkSyncLimit)
-	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n", filepath.Join(n.Dir, "data"), port)
+	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%s\n", dataDir, clientPort)
+	if clientAddr != "" {
+		fmt.Fprintf(&b, "clientPortAddress=%s\n", clientAddr)
+	} else {
+		b.WriteString("quorumListenOnAllIPs=true\n")
+	}
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*ZKTick.Milliseconds())
 	b.WriteString("4lw.commands.whitelist=srvr,mntr,ruok\nadmin.enableServer=false\n")
 	// One member runs standalone; more form a quorum.
-	fmt.Fprintf(&b, "standaloneEnabled=%v\n", len(z.nodes) == 1)
+	fmt.Fprintf(&b, "standaloneEnabled=%v\n", len(quorum) == 1)
 	b.WriteString("preAllocSize=4096\n")
-	for j, q := range z.quorum {
+	for j, q := range quorum {
 		fmt.Fprintf(&b, "server.%d=%s\n", j+1, q)
 	}
 	return b.String()
@@ -242,13 +251,7 @@ func (z *ZKLocal) start(name string) error {
 	if err != nil {
 		return err
 	}
-	args := []string{
-		// Small heaps and the client compiler: three JVMs share two cores.
-		"-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-		"-Dzookeeper.log.dir=" + n.Dir, "-Dorg.slf4j.simpleLogger.showDateTime=true",
-		"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-		"-cp", z.cp, zkMain, filepath.Join(n.Dir, "zoo.cfg"),
-	}
+	args := zkJVMArgs(n.Dir, "", z.cp, filepath.Join(n.Dir, "zoo.cfg"))
 	p, err := spawn(z.java, args, nil, n.LogFile, z.cfg.Detached)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
@@ -258,6 +261,22 @@ func (z *ZKLocal) start(name string) error {
 	z.mu.Unlock()
 	z.setPID(name, p.pid(), false)
 	return nil
+}
+
+// zkJVMArgs is a member's JVM command line after the java binary. With
+// logFile set, slf4j-simple writes there rather than to stderr (a
+// container's, which nobody keeps).
+func zkJVMArgs(logDir, logFile, classpath, zooCfg string) []string {
+	args := []string{
+		// Small heaps and the client compiler: three JVMs share two cores.
+		"-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Dzookeeper.log.dir=" + logDir, "-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+	}
+	if logFile != "" {
+		args = append(args, "-Dorg.slf4j.simpleLogger.logFile="+logFile)
+	}
+	return append(args, "-cp", classpath, zkMain, zooCfg)
 }
 
 func (z *ZKLocal) saveState() error { return saveMembers(z.cfg, z.Version(), z.Nodes()) }
@@ -411,7 +430,16 @@ func (z *ZKLocal) Restart(ctx context.Context, name string, _ RestartMode) error
 	if err := z.start(name); err != nil {
 		return err
 	}
-	// A restarted JVM takes a second or two before it serves.
+	return z.awaitServe(ctx, name)
+}
+
+// awaitServe waits until a restarted member answers srvr: a JVM takes a
+// second or two before it serves.
+func (z *ZKLocal) awaitServe(ctx context.Context, name string) error {
+	n, err := z.mustNode(name)
+	if err != nil {
+		return err
+	}
 	_, err = pollUntil(ctx, 20*time.Second, name+" did not serve after its restart; see "+n.LogFile,
 		func(ctx context.Context) (Node, error) {
 			n, _ := z.Node(name)

@@ -80,7 +80,7 @@ func TestZooKeeperRefuses(t *testing.T) {
 		want string
 	}{
 		{"members", func(c *Config) { c.Members = 8 }, "--members 8"},
-		{"docker", func(c *Config) { c.Runtime = "docker" }, "--runtime local only"},
+		{"docker-faketime", func(c *Config) { c.Runtime, c.FakeTime = "docker", true }, "monotonic clock"},
 		{"faketime", func(c *Config) { c.FakeTime = true }, "monotonic clock"},
 		{"appendonly", func(c *Config) { c.AppendOnly = true }, "Valkey knobs"},
 	} {

@@ -483,6 +483,16 @@ var catalog = append([]*Fault{
 		inject: runZKPauseLeader,
 	},
 	{
+		Name:     "zk-partition-leader",
+		Failover: true, Needs: Needs{Topology: TopologyZooKeeper, Runtime: "docker"},
+		Marks: []Mark{{Event: "isolate-leader", Heal: "heal-isolate-leader", Cause: CauseSplitBrain}},
+		Doc: "(zookeeper, docker runtime) cut the Zab leader off from the other members and from the clients for longer " +
+			"than a session: the followers elect a new leader, the old one's clients move their sessions to it or lose them; heal and it follows",
+		plan:   planZKIsolate,
+		span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
+		inject: runZKPartitionLeader,
+	},
+	{
 		Name:  "etcd-clock-bump",
 		Needs: Needs{Topology: TopologyEtcd, FakeTime: true},
 		Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},

@@ -1,6 +1,9 @@
 package nemesis
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -26,4 +29,40 @@ func zkKillSpan(Step, PlanParams) time.Duration { return 8 * time.Second }
 // planZKPause pauses the leader for two to three election timeouts.
 func planZKPause(rng *rand.Rand, _ PlanParams) Step {
 	return Step{Duration: 2*cluster.ZKElectionTimeout + time.Duration(rng.Int64N(int64(cluster.ZKElectionTimeout)))}
+}
+
+// planZKIsolate keeps the leader out for longer than a session: the TTL
+// (the session timeout zk-lock asks for) and one to two election timeouts
+// more, so that a client that stayed with the old leader would lose its
+// session; it keeps it only by moving to a member of the majority.
+func planZKIsolate(rng *rand.Rand, p PlanParams) Step {
+	return Step{Duration: p.TTL + cluster.ZKElectionTimeout + time.Duration(rng.Int64N(int64(cluster.ZKElectionTimeout)))}
+}
+
+// runZKPartitionLeader cuts the Zab leader off from everything
+// (cluster.Isolator: the docker runtime disconnects it from every network,
+// its own home network, where the clients reach it, included): the
+// followers give it up after syncLimit ticks and elect another (logged as
+// a failover); the old leader, without a quorum, stops serving; its
+// clients' connections go silent, and each moves its session to a member
+// of the majority within the session timeout, or loses it (the new leader
+// expires it and deletes its znodes). The heal runs even when the run is
+// interrupted.
+func runZKPartitionLeader(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	iso, ok := c.(cluster.Isolator)
+	if !ok {
+		return fmt.Errorf("this runtime cannot cut a ZooKeeper member off: run with --runtime docker")
+	}
+	l, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "isolate-leader", l.Name, "leader", "cut ZooKeeper leader %s off from the other members and from the clients for %v (a silent leader is given up after %v)",
+		l.Name, s.Duration.Round(time.Millisecond), cluster.ZKElectionTimeout)
+	if err := iso.Isolate(l.Name); err != nil {
+		return errors.Join(err, iso.Heal(l.Name))
+	}
+	return leaderOut(ctx, env, s, "ZooKeeper", l.Name, func() error { return iso.Heal(l.Name) }, "heal-isolate-leader",
+		l.Name+" reconnected to the other members and the clients", "cut off")
 }

@@ -9,21 +9,31 @@
 #   lockjepsen/runner:latest              both: a sweep shard on the local runtime in one container
 #   lockjepsen/etcd:<version> (and :latest) Debian's etcd binary and its libraries, if etcd-server is
 #                                        installed (make setup-etcd; setup-ci does it); skipped otherwise
+#   lockjepsen/zookeeper:<version> (and :latest) Debian's ZooKeeper jars and the JRE that runs them
+#                                        (its java, lib/ and conf/, the libraries ldd lists), if zookeeper
+#                                        is installed (make setup does it); skipped otherwise
 #
-# Usage: scripts/build-images.sh [--quiet] [--runner-only]     (make images)
+# Usage: scripts/build-images.sh [--quiet] [--runner-only | --only IMAGE]     (make images)
+#   --only valkey|lockjepsen|runner|etcd|zookeeper builds that image alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE="${LOCKJEPSEN_CACHE:-/var/cache/lockjepsen}"
 STAGE="${LOCKJEPSEN_STAGE:-$CACHE/docker-stage}"
 QUIET=0
-RUNNER_ONLY=0
-for a in "$@"; do
-  case "$a" in
+ONLY=""
+while (($#)); do
+  case "$1" in
     --quiet) QUIET=1 ;;
-    --runner-only) RUNNER_ONLY=1 ;;
-    *) echo "build-images: unknown argument $a" >&2; exit 2 ;;
+    --runner-only) ONLY=runner ;;
+    --only)
+      ONLY="${2:-}"; shift
+      case "$ONLY" in valkey|lockjepsen|runner|etcd|zookeeper) ;; *)
+        echo "build-images: --only wants one of valkey, lockjepsen, runner, etcd, zookeeper (got '$ONLY')" >&2; exit 2 ;;
+      esac ;;
+    *) echo "build-images: unknown argument $1" >&2; exit 2 ;;
   esac
+  shift
 done
 
 die() { echo "build-images: $*" >&2; exit 2; }
@@ -41,20 +51,24 @@ dbuild() {
 command -v docker >/dev/null || die "the docker CLI is not installed (apt-get install docker.io)"
 docker info >/dev/null 2>&1 || die "Docker is not running (or this user may not use it): start it with 'systemctl start docker' (or dockerd &) and retry"
 
-# Valkey: the directory scripts/setup.sh recorded, or LOCKJEPSEN_VALKEY_BIN.
-BIN="${LOCKJEPSEN_VALKEY_BIN:-}"
-if [[ -z "$BIN" && -f "$CACHE/env" ]]; then
-  BIN=$(sed -n 's/^LOCKJEPSEN_VALKEY_BIN=//p' "$CACHE/env")
-fi
-[[ -n "$BIN" && -x "$BIN/valkey-server" ]] || die "Valkey is not built: run 'make setup' first (it builds Valkey 9 into $CACHE)"
-VERSION=$("$BIN/valkey-server" --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
-[[ "${VERSION%%.*}" -ge 9 ]] 2>/dev/null || die "$BIN/valkey-server is Valkey '$VERSION', not 9.x: run 'make setup'"
-FAKETIME="${LOCKJEPSEN_FAKETIME_LIB:-}"
-if [[ -z "$FAKETIME" && -f "$CACHE/env" ]]; then
-  FAKETIME=$(sed -n 's/^LOCKJEPSEN_FAKETIME_LIB=//p' "$CACHE/env")
-fi
-[[ -n "$FAKETIME" && -f "$FAKETIME" ]] || FAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-[[ -f "$FAKETIME" ]] || die "libfaketime is not installed: run 'make setup'"
+# need_valkey finds the Valkey build and libfaketime (the valkey and runner
+# images hold them): the directory scripts/setup.sh recorded, or
+# LOCKJEPSEN_VALKEY_BIN.
+need_valkey() {
+  BIN="${LOCKJEPSEN_VALKEY_BIN:-}"
+  if [[ -z "$BIN" && -f "$CACHE/env" ]]; then
+    BIN=$(sed -n 's/^LOCKJEPSEN_VALKEY_BIN=//p' "$CACHE/env")
+  fi
+  [[ -n "$BIN" && -x "$BIN/valkey-server" ]] || die "Valkey is not built: run 'make setup' first (it builds Valkey 9 into $CACHE)"
+  VERSION=$("$BIN/valkey-server" --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
+  [[ "${VERSION%%.*}" -ge 9 ]] 2>/dev/null || die "$BIN/valkey-server is Valkey '$VERSION', not 9.x: run 'make setup'"
+  FAKETIME="${LOCKJEPSEN_FAKETIME_LIB:-}"
+  if [[ -z "$FAKETIME" && -f "$CACHE/env" ]]; then
+    FAKETIME=$(sed -n 's/^LOCKJEPSEN_FAKETIME_LIB=//p' "$CACHE/env")
+  fi
+  [[ -n "$FAKETIME" && -f "$FAKETIME" ]] || FAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+  [[ -f "$FAKETIME" ]] || die "libfaketime is not installed: run 'make setup'"
+}
 command -v go >/dev/null || die "go is not on PATH (the lockjepsen image holds a Go binary built here)"
 
 # copy_libs FILE ROOT: copies the libraries ldd lists for FILE into ROOT at the
@@ -71,6 +85,7 @@ copy_libs() {
 
 # --- lockjepsen/valkey -------------------------------------------------------
 build_valkey() {
+need_valkey
 V="$STAGE/valkey"
 rm -rf "$V"; mkdir -p "$V/rootfs/usr/local/bin" "$V/rootfs/usr/lib/faketime" "$V/rootfs/etc/valkey" "$V/rootfs/data" "$V/rootfs/tmp"
 cp "$BIN/valkey-server" "$BIN/valkey-cli" "$V/rootfs/usr/local/bin/"
@@ -107,6 +122,7 @@ dbuild -t lockjepsen/lockjepsen:latest "$L" || die "docker build of lockjepsen/l
 # exactly as on the host. The Valkey binaries and libfaketime come with their
 # ldd-listed libraries; libfaketime sits where cluster.FindBinaries looks.
 build_runner() {
+need_valkey
 R="$STAGE/runner"
 rm -rf "$R"; mkdir -p "$R/rootfs/usr/local/bin" "$R/rootfs/usr/lib/x86_64-linux-gnu/faketime" "$R/rootfs/results" "$R/rootfs/tmp"
 chmod 1777 "$R/rootfs/tmp" "$R/rootfs/results"
@@ -145,13 +161,64 @@ dbuild -t "lockjepsen/etcd:$EV" -t lockjepsen/etcd:latest --label "org.lockjepse
   || die "docker build of lockjepsen/etcd failed"
 }
 
-if ((RUNNER_ONLY)); then
-  build_runner
-else
-  build_valkey
-  build_lockjepsen
-  build_runner
-  build_etcd
+# --- lockjepsen/zookeeper ----------------------------------------------------
+# Debian's ZooKeeper server (jars) on the JRE that runs it on the host, FROM
+# scratch: --runtime docker --topology zookeeper. The jars are the server's
+# classpath with its manifests followed (scripts/zkjars, the same classpath
+# the local runtime starts), at the paths the manifests name. The JRE is
+# JAVA_HOME (readlink -f of java, two levels up) at the same path: bin/java,
+# lib/ and conf/ dereferenced (several are links into /etc/java-*), less what
+# a server never loads (the JDK's ct.sym and src.zip, the java.desktop
+# module's native libraries), and the shared libraries ldd lists for java
+# and every library left. Without zookeeper installed the image is skipped
+# with a note; the docker runtime then names the command that builds it.
+build_zookeeper() {
+local JAVA="${LOCKJEPSEN_JAVA:-$(command -v java || true)}"
+if [[ -z "$JAVA" || ! -x "$JAVA" || ( ! -f /usr/share/java/zookeeper.jar && -z "${LOCKJEPSEN_ZK_CLASSPATH:-}" ) ]]; then
+  log "lockjepsen/zookeeper skipped: zookeeper is not installed (make setup installs Debian's zookeeper and default-jre-headless)"
+  return 0
 fi
+local JH JARS ZV f
+JH=$(dirname "$(dirname "$(readlink -f "$JAVA")")")
+[[ -x "$JH/bin/java" && -d "$JH/lib" ]] || die "$JAVA is not a JRE's bin/java (JAVA_HOME $JH has no lib/)"
+JARS=$(go run ./scripts/zkjars) || die "the ZooKeeper classpath could not be read (scripts/zkjars)"
+# shellcheck disable=SC2086 # one jar a line, no spaces in Debian's paths
+ZV=$("$JH/bin/java" -cp "$(echo $JARS | tr ' ' ':')" org.apache.zookeeper.version.VersionInfoMain 2>/dev/null | sed -n 's/^Apache ZooKeeper, version \([0-9.]*\).*/\1/p')
+[[ -n "$ZV" ]] || die "ZooKeeper's VersionInfoMain named no version"
+Z="$STAGE/zookeeper"
+rm -rf "$Z"; mkdir -p "$Z/rootfs/usr/local/bin" "$Z/rootfs$JH/bin" "$Z/rootfs/data" "$Z/rootfs/tmp"
+chmod 1777 "$Z/rootfs/tmp"
+cp -L "$JH/bin/java" "$Z/rootfs$JH/bin/java"
+ln -s "$JH/bin/java" "$Z/rootfs/usr/local/bin/java"
+# (the list from the host's JAVA_HOME, so that ldd resolves each library's
+# $ORIGIN there, at the paths the image repeats)
+local JRE
+JRE=$(cd "$JH" && find -L lib conf -type f \
+    ! -name ct.sym ! -name src.zip \
+    ! -name 'libawt*.so' ! -name libfontmanager.so ! -name libjavajpeg.so ! -name libjawt.so ! -name libjsound.so \
+    ! -name liblcms.so ! -name libmlib_image.so ! -name libsplashscreen.so ! -name libatk-wrapper.so) \
+  || die "listing the JRE under $JH failed"
+(cd "$JH" && echo "$JRE" | xargs cp -L --parents -t "$Z/rootfs$JH/") || die "copying the JRE from $JH failed"
+copy_libs "$JH/bin/java" "$Z/rootfs"
+for f in $(echo "$JRE" | grep '\.so$'); do copy_libs "$JH/$f" "$Z/rootfs"; done
+for f in $JARS; do
+  mkdir -p "$Z/rootfs$(dirname "$f")"
+  cp -L "$f" "$Z/rootfs$f"
+done
+cp docker/zookeeper.Dockerfile "$Z/Dockerfile"
+log "lockjepsen/zookeeper:$ZV from $JH and $(echo "$JARS" | wc -l) jars ($(du -sh "$Z/rootfs" | cut -f1))"
+dbuild -t "lockjepsen/zookeeper:$ZV" -t lockjepsen/zookeeper:latest --label "org.lockjepsen.zookeeper-version=$ZV" "$Z" \
+  || die "docker build of lockjepsen/zookeeper failed"
+}
+
+case "$ONLY" in
+  "")
+    build_valkey
+    build_lockjepsen
+    build_runner
+    build_etcd
+    build_zookeeper ;;
+  *) "build_$ONLY" ;;
+esac
 
 log "done: $(docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep '^lockjepsen/' | tr '\n' ' ')"

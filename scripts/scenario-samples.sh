@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/scenarios.md: one real run of every local scenario (seed 1),
-# and of the redlock and etcd partitions on the docker runtime (make images
+# and of the redlock, etcd and ZooKeeper partitions on the docker runtime (make images
 # first), with the summary each printed. Never edit the samples by hand.
 #   scripts/scenario-samples.sh [bin/lockjepsen]
 set -euo pipefail
@@ -63,6 +63,7 @@ run etcd-partition-member --runtime docker
 run zk-kill-leader
 run zk-pause-leader
 run zk-paused-client
+run zk-partition-leader --runtime docker
 run sql-lease-restart
 run cluster-failover-race
 run cluster-failover-race --faults cluster-takeover
