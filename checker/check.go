@@ -64,8 +64,11 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		FenceTokens:        FenceTokens{List: []FenceIssue{}},
 	}
 	for _, e := range nem {
-		if e.F == history.NFailover {
+		switch e.F {
+		case history.NFailover:
 			res.Failovers++
+		case history.NClosedBySetting:
+			res.ClosedBySetting++
 		}
 	}
 	res.FaultWindows = faultWindows(fs, h.grantTimes(), t0)
@@ -79,7 +82,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	}
 	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
 	if !marks.Registered() && slices.ContainsFunc(nem, func(e history.Event) bool {
-		return e.F != history.NFailover && e.F != history.NAuditPTTL
+		return e.F != history.NFailover && e.F != history.NAuditPTTL && e.F != history.NClosedBySetting
 	}) {
 		// The checker imports no fault catalog (it is a leaf); a program
 		// that reads histories without linking one would blame nothing.

@@ -131,6 +131,12 @@ type Result struct {
 	StaleWrites      StaleWrites    `json:"stale_writes"`
 	FenceTokens      FenceTokens    `json:"fence_tokens"`
 	Failovers        int            `json:"failovers"`
+	// ClosedBySetting counts the nemesis's closed-by-setting observations:
+	// a fault that waited for a grant the replication guard refused
+	// (NOREPLICAS, a WAIT or WAITAOF short of acknowledgements) while the
+	// fault held, and went on without one. The sweep counts them among the
+	// fault's opportunities, as ones the setting closed.
+	ClosedBySetting int `json:"closed_by_setting,omitempty"`
 	// FaultWindows are the faults' intervals with the grants made in each
 	// (availability under a fault: a minority partition should not stop them).
 	FaultWindows   []FaultWindow        `json:"fault_windows"`

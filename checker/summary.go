@@ -41,7 +41,7 @@ func (r *Result) Summary() string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nrun: %s, %s\n", HumanDuration(r.DurationMs), Count(r.Failovers, "failover"))
+	fmt.Fprintf(&b, "\nrun: %s, %s%s\n", HumanDuration(r.DurationMs), Count(r.Failovers, "failover"), closedWords(r.ClosedBySetting))
 	b.WriteString(whoHeld(r))
 	b.WriteString(whoWrote(r))
 	b.WriteString(whoTurnedAway(r))
@@ -315,4 +315,13 @@ func whoTurnedAway(r *Result) string {
 		s += "; " + strings.Join(failed, " and ") + " failed for another reason (the resource unreachable or an error)"
 	}
 	return s + ".\n"
+}
+
+// closedWords tells, after the failovers, how many times a fault's wait for a
+// grant ended at the replication guard's refusal.
+func closedWords(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the replication setting refused the grant a fault waited for %s (closed by the setting)", Count(n, "time"))
 }

@@ -3,6 +3,8 @@ package checker
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // The "who held" sentence must agree with the violations: a double grant
@@ -63,5 +65,39 @@ func TestDoubleHoldersInsideAnyOlderLeaseAreDoubleGrants(t *testing.T) {
 		if !d.DoubleGrant {
 			t.Errorf("clients %d & %d: granted inside a live lease, yet not called a double grant: %s", d.StaleClient, d.NewClient, d.Explanation)
 		}
+	}
+}
+
+// A fault's wait that the replication guard ended (closed-by-setting) is
+// counted beside the failovers and said on the run line; it is an
+// observation, not a fault, so it raises no warning about unregistered marks.
+func TestClosedBySettingCounted(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		closed int
+		want   string
+	}{
+		{"none closed", 0, ", 1 failover\n"},
+		{"two closed", 2, "1 failover; the replication setting refused the grant a fault waited for 2 times (closed by the setting)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).nem(history.NFailover, "valkey-1", 6)
+			for i := range tt.closed {
+				h.nem(history.NClosedBySetting, "valkey-0", 4+float64(i)/10)
+			}
+			r, err := Check(h.build(), nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ClosedBySetting != tt.closed || r.Failovers != 1 {
+				t.Errorf("closed_by_setting %d, failovers %d; want %d, 1", r.ClosedBySetting, r.Failovers, tt.closed)
+			}
+			if len(r.Warnings) > 0 {
+				t.Errorf("warnings %q, want none", r.Warnings)
+			}
+			if s := r.Summary(); !strings.Contains(s, tt.want) {
+				t.Errorf("summary lacks %q:\n%s", tt.want, s)
+			}
+		})
 	}
 }

@@ -6,6 +6,14 @@ package history
 // a fault: Sentinel promoted Node.
 const (
 	NFailover = "failover" // observed: Node is the new primary (Detail names the old one)
+	// NClosedBySetting is an observation too: a fault waiting for a grant
+	// that its own condition leaves to the replication guard (the replicas
+	// cut off, or all in a resync window) saw the guard refuse one
+	// (NOREPLICAS, a WAIT or WAITAOF short of acknowledgements) and stopped
+	// waiting: the setting refused the very grant whose loss the fault
+	// tests. Node is the primary, Key and Client the refused acquire's,
+	// Detail the refusal.
+	NClosedBySetting = "closed-by-setting"
 	// NAuditPTTL is the runner's end-of-run audit of one lock key on one
 	// node: Key, Node, and Value = the PTTL in ms (-1: no expiry, -2: no key).
 	NAuditPTTL = "audit-pttl"

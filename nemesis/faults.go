@@ -597,17 +597,19 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "cut-replication", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
-	cut := nowTrue()
 	// With long jobs a new grant comes only when a holder finishes; wait for
-	// one, or the kill would lose nothing.
-	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	got := env.AwaitAcquire(actx, cut)
-	cancel()
+	// one, or the kill would lose nothing. Under a setting that asks for a
+	// replica none can come: the wait ends at the guard's first refusal
+	// (awaitGrantAlone), and the primary is killed all the same.
+	got, closed, err := awaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, closedAlone)
+	if err != nil {
+		return err
+	}
 	// Let the lucky holder settle into its job before the primary dies.
 	if err := sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); an acquire landed after the cut: %v", p.Name, p.PID, got)
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); an acquire landed after the cut: %v%s", p.Name, p.PID, got, closedNote(closed))
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
@@ -654,9 +656,10 @@ func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "promote-replica", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
-	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	got := env.AwaitAcquire(actx, nowTrue())
-	cancel()
+	got, _, err := awaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, closedAlone)
+	if err != nil {
+		return err
+	}
 	if err := sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
@@ -717,6 +720,58 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 	// from the empty primary (the runner then waits for Sentinel's view).
 	_, err = awaitOnline(ctx, c, p.Name, len(replicasOf(c, p.Name)), 5*time.Second)
 	return err
+}
+
+// The refusals that close an opportunity: those the fault's own condition
+// makes the guard repeat for every grant until the fault heals, so that the
+// grant the fault waits for cannot come. With the replicas paused and their
+// links dropped the primary has no replica to count (NOREPLICAS) and none to
+// acknowledge (WAIT, WAITAOF). Inside a resync window no replica acknowledges
+// (none has loaded the RDB, so none sends a REPLCONF ACK), but
+// min-replicas-to-write counts them online, judged by the age of their last
+// ACK, which a window may or may not outlast: its NOREPLICAS in one window says
+// nothing of the next, where the old reference row saw it grant (51-62%
+// double-granted). The faults that wait for a fresh grant with the replicas
+// linked (fast-restart, partition) end at no refusal: there a WAIT shortfall
+// is a slow acknowledgement, and the next grant may well pass.
+var (
+	closedAlone  = []string{GuardNoReplicas, GuardWait, GuardWaitAOF}
+	closedWindow = []string{GuardWait, GuardWaitAOF}
+)
+
+// awaitGrantAlone waits up to timeout for an acquire granted after `after` on
+// a primary whose replicas the fault cut off, and ends early at the first
+// acquire the replication guard refused for one of the closing reasons,
+// which it logs as the opportunity closed by the setting (logClosed). An
+// error only when ctx ends.
+func awaitGrantAlone(ctx context.Context, env Env, primary string, after int64, timeout time.Duration, closing []string) (granted, closed bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	granted, r := env.AwaitGrant(actx, after, closing)
+	cancel()
+	if ctx.Err() != nil {
+		return false, false, ctx.Err()
+	}
+	if r != nil {
+		logClosed(env, primary, after, *r)
+	}
+	return granted, r != nil, nil
+}
+
+// logClosed records that the setting refused the grant a fault waited for
+// (history.NClosedBySetting): the checker and the sweep count these among
+// the fault's opportunities, as ones the setting closed.
+func logClosed(env Env, primary string, after int64, r Refusal) {
+	env.Log(history.Event{F: history.NClosedBySetting, Node: primary, Role: string(cluster.RolePrimary), Key: r.Key, Client: r.Client,
+		Detail: fmt.Sprintf("client %d's acquire of %s, invoked %v into the wait, was refused by the replication setting (%s): no grant can land while the fault holds, so the fault goes on without one; the opportunity is closed by the setting",
+			r.Client, r.Key, time.Duration(r.Invoked-after).Round(time.Millisecond), r.Error)})
+}
+
+// closedNote is the kill event's words for an opportunity the setting closed.
+func closedNote(closed bool) string {
+	if closed {
+		return " (the setting refused it: closed by the setting)"
+	}
+	return ""
 }
 
 // awaitFreshGrant waits up to timeout for a grant made from now on, and says
@@ -955,8 +1010,8 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	replicas := replicasOf(c, p.Name)
 	logf(env, "resync-window", p.Name, cluster.RolePrimary, "making %d replicas full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
 	giveUp := time.Now().Add(resyncGiveUp)
-	got, tries := false, 0
-	for !got && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
+	got, closed, tries := false, false, 0
+	for !got && !closed && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
 		tries++
 		errs := make(chan error, len(replicas))
 		for _, r := range replicas {
@@ -980,14 +1035,27 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		// renewal made it into the RDB, the promoted replica would keep the
 		// old holder's key until about when the new holder's lease ends, and
 		// nobody could be granted the lock twice.
+		//
+		// Under WAIT or WAITAOF no grant can land in a window (no replica
+		// acknowledges before it has loaded the RDB), so the first such
+		// refusal of an acquire the window would have counted, with every
+		// replica still in it, ends the resyncs: the setting refused the grant
+		// this fault waits for, and the kill follows as after a grant.
+		after := nowTrue() + int64(resyncSettle)
 		actx, cancel := context.WithTimeout(ctx, resyncWindow)
-		got = env.AwaitAcquire(actx, nowTrue()+int64(resyncSettle)) && inWindow(ctx, c, p.Name, replicas)
+		granted, refused := env.AwaitGrant(actx, after, closedWindow)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if (granted || refused != nil) && inWindow(ctx, c, p.Name, replicas) {
+			got, closed = granted, refused != nil
+			if closed {
+				logClosed(env, p.Name, after, *refused)
+			}
+		}
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v (resync %d)", p.Name, p.PID, got, tries)
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v (resync %d)%s", p.Name, p.PID, got, tries, closedNote(closed))
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}

@@ -77,10 +77,11 @@ func cutShard(ctx context.Context, env Env, sh cluster.Shard) (resume func() err
 	logf(env, "cluster-cut-replication", sh.Primary.Name, cluster.RolePrimary,
 		"slot %d (%s) is served by %s; paused its %d replica(s) (%s) and dropped their links: %s acknowledges writes nobody copies",
 		sh.Slot, cluster.LockKey, sh.Primary.Name, len(sh.Replicas), nodeNames(sh.Replicas), sh.Primary.Name)
-	cut := nowTrue()
-	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	got := env.AwaitAcquire(actx, cut)
-	cancel()
+	got, _, err := awaitGrantAlone(ctx, env, sh.Primary.Name, nowTrue(), 2*env.TTL()+2*time.Second, closedAlone)
+	if err != nil {
+		_ = resume()
+		return nil, false, err
+	}
 	// Let the lucky holder settle into its job before the shard changes hands.
 	if err := sleep(ctx, 100*time.Millisecond); err != nil {
 		_ = resume()

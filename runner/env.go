@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/truetime"
 )
@@ -27,8 +28,12 @@ type tracker struct {
 	ops      int
 	faults   int
 	suspects int
-	acquired chan struct{} // closed and replaced on every acquire ok
+	changed  chan struct{} // closed and replaced on every acquire ok and every guard refusal
 	lastOK   int64
+	// refusals are the latest acquires the replication guard refused,
+	// oldest first, for AwaitGrant; trimmed to the last keepRefusals (a
+	// min-replicas cell with its replicas cut off refuses hundreds a second).
+	refusals []nemesis.Refusal
 	pending  []history.Event
 	dinv     map[history.Process]history.Event
 }
@@ -42,7 +47,7 @@ type lease struct {
 func newTracker(ttl time.Duration) *tracker {
 	return &tracker{
 		ttl: ttl, invokes: map[history.Process]history.Event{}, holders: map[int]nemesis.Holder{},
-		leases: map[string]lease{}, acquired: make(chan struct{}), dinv: map[history.Process]history.Event{},
+		leases: map[string]lease{}, changed: make(chan struct{}), dinv: map[history.Process]history.Event{},
 	}
 }
 
@@ -74,8 +79,15 @@ func (t *tracker) observe(e history.Event) {
 	case inv.F == history.FAcquire && e.Type == history.OK:
 		t.holders[e.Client] = nemesis.Holder{Client: e.Client, Key: inv.Key, Since: e.Time}
 		t.lastOK = e.Time
-		close(t.acquired)
-		t.acquired = make(chan struct{})
+		t.signal()
+	case inv.F == history.FAcquire && e.Type == history.Fail:
+		if r := metrics.RefusalReason(e.Error); guardReasons[r] {
+			t.refusals = append(t.refusals, nemesis.Refusal{Client: e.Client, Key: inv.Key, Reason: r, Error: e.Error, Invoked: inv.Time, Time: e.Time})
+			if len(t.refusals) >= 2*keepRefusals {
+				t.refusals = append(t.refusals[:0], t.refusals[len(t.refusals)-keepRefusals:]...)
+			}
+			t.signal()
+		}
 	case inv.F == history.FExtend && e.Type == history.Fail:
 		delete(t.holders, e.Client)
 	case inv.F == history.FExtend && e.Type == history.OK:
@@ -84,6 +96,35 @@ func (t *tracker) observe(e history.Event) {
 			t.holders[e.Client] = h
 		}
 	}
+}
+
+// guardReasons are the refusals AwaitGrant can end at: the replication
+// guard's, not contention (the lock working) nor a dead or demoted primary
+// (the fault's own cost).
+var guardReasons = map[string]bool{nemesis.GuardNoReplicas: true, nemesis.GuardWait: true, nemesis.GuardWaitAOF: true}
+
+// keepRefusals bounds the refusals kept: a waiting fault wakes at each one,
+// so the first after its start is among the last few unless thousands came
+// while it looked.
+const keepRefusals = 64
+
+// signal wakes the waiters of AwaitGrant (t.mu held).
+func (t *tracker) signal() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// firstRefusal is the earliest refusal kept of an acquire invoked after
+// `after` for one of the closing reasons (t.mu held).
+func (t *tracker) firstRefusal(after int64, closing []string) (nemesis.Refusal, bool) {
+	var first nemesis.Refusal
+	found := false
+	for _, r := range t.refusals {
+		if r.Invoked > after && slices.Contains(closing, r.Reason) && (!found || r.Time < first.Time) {
+			first, found = r, true
+		}
+	}
+	return first, found
 }
 
 // drain replays events older than `before` in time order through the cheap
@@ -163,19 +204,31 @@ func (e env) Holders() []nemesis.Holder {
 }
 
 func (e env) AwaitAcquire(ctx context.Context, after int64) bool {
-	t := e.r.track
+	granted, _ := e.r.track.awaitGrant(ctx, after, nil)
+	return granted
+}
+
+func (e env) AwaitGrant(ctx context.Context, after int64, closing []string) (bool, *nemesis.Refusal) {
+	return e.r.track.awaitGrant(ctx, after, closing)
+}
+
+func (t *tracker) awaitGrant(ctx context.Context, after int64, closing []string) (bool, *nemesis.Refusal) {
 	for {
 		t.mu.Lock()
 		if t.lastOK > after {
 			t.mu.Unlock()
-			return true
+			return true, nil
 		}
-		ch := t.acquired
+		if r, ok := t.firstRefusal(after, closing); ok {
+			t.mu.Unlock()
+			return false, &r
+		}
+		ch := t.changed
 		t.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false
+			return false, nil
 		}
 	}
 }

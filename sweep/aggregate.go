@@ -38,6 +38,14 @@ type CellStats struct {
 	DoubleGrants int `json:"double_grants"`
 	Hits         int `json:"hits"`
 	Unattributed int `json:"unattributed"`
+	// Closed counts the opportunities the setting closed (Trial.Closed):
+	// the fault waited for a grant that its own condition left to the
+	// replication guard, the guard refused one, and the fault went on
+	// without a grant. They are opportunities like the others, in P's
+	// denominator; ClosedHits those a double grant followed all the same
+	// (in P's numerator too; expected 0, since no grant landed).
+	Closed     int `json:"closed,omitempty"`
+	ClosedHits int `json:"closed_hits,omitempty"`
 	// P is Hits/Opportunities with its 95% Wilson interval; P is null when
 	// no opportunity occurred ([0,1] interval).
 	P    *float64 `json:"p"`
@@ -220,6 +228,8 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		cs.Hits += t.Hit
 		cs.StaleHits += t.StaleHit
 		cs.Unattributed += t.Unattributed
+		cs.Closed += t.Closed
+		cs.ClosedHits += t.ClosedHit
 		cs.DoubleHolders += r.DoubleHolders
 		cs.Exposures = append(cs.Exposures, t.Exposures...)
 		ok = append(ok, t.AcquireOKMs...)
@@ -265,6 +275,7 @@ var csvHeader = []string{
 	"refused_noreplicas", "refused_wait", "refused_waitaof", "refused_readonly", "refused_unreachable", "refused_other",
 	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
 	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused", "rewinds",
+	"closed", "closed_hits",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -304,6 +315,7 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(c.StaleWrites.Accepted), strconv.Itoa(c.StaleWrites.Unknown), strconv.Itoa(c.LostUpdates),
 			strconv.Itoa(c.StaleHits), ps, f64(c.PStaleLow), f64(c.PStaleHigh), strings.Join(c.NemesisKind, "+"),
 			strconv.Itoa(c.Acquires.UnknownRefused), strconv.Itoa(c.Rewinds),
+			strconv.Itoa(c.Closed), strconv.Itoa(c.ClosedHits),
 		})
 	}
 	w.Flush()

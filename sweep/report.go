@@ -93,8 +93,17 @@ func pText(c *CellStats) string {
 	if c.P == nil {
 		return fmt.Sprintf("no %s occurred in %d trial(s): nothing measured", c.Unit, c.Trials)
 	}
-	return fmt.Sprintf("%d of %d %ss granted a lock twice (%.0f%%, 95%% CI %.0f–%.0f%%)",
-		c.Hits, c.Opportunities, c.Unit, 100**c.P, 100*c.PLow, 100*c.PHi)
+	return fmt.Sprintf("%d of %d %ss granted a lock twice (%.0f%%, 95%% CI %.0f–%.0f%%)%s",
+		c.Hits, c.Opportunities, c.Unit, 100**c.P, 100*c.PLow, 100*c.PHi, closedText(c))
+}
+
+// closedText says how many of a cell's opportunities the setting closed.
+func closedText(c *CellStats) string {
+	if c.Closed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of the %ss closed by the setting (the replication guard refused the grant the fault waited for), %d of them followed by a double grant",
+		c.Closed, c.Unit, c.ClosedHits)
 }
 
 type page struct {

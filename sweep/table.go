@@ -63,8 +63,12 @@ func DecisionTable(r *Report) string {
 			if cs.TrialsFailed > 0 {
 				trials += fmt.Sprintf(" (+%d failed)", cs.TrialsFailed)
 			}
-			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %d %s(s) | %s | %s | %d / %d, %d, %d | %s | %s |\n",
-				c.Name, f.Name, strings.Join(cs.NemesisKind, ", "), trials, cs.Opportunities, cs.Unit,
+			opps := fmt.Sprintf("%d %s(s)", cs.Opportunities, cs.Unit)
+			if cs.Closed > 0 {
+				opps += fmt.Sprintf(", %d closed by the setting", cs.Closed)
+			}
+			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s | %s | %d / %d, %d, %d | %s | %s |\n",
+				c.Name, f.Name, strings.Join(cs.NemesisKind, ", "), trials, opps,
 				ratio(cs.Hits, cs.Opportunities, cs.P, cs.PLow, cs.PHi),
 				ratio(cs.StaleHits, cs.Opportunities, cs.PStale, cs.PStaleLow, cs.PStaleHigh),
 				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, cs.Rewinds, lat, avail)

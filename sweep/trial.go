@@ -97,6 +97,13 @@ type Trial struct {
 	// P(stale write accepted per opportunity).
 	StaleHit     int
 	Unattributed int // double grants before any fault: a bug or a stray
+	// Closed counts the opportunities the setting closed: injections whose
+	// wait for a grant ended at the replication guard's refusal
+	// (history.NClosedBySetting) and went on without one. They are among
+	// Opportunities, judged by the checker like the others; ClosedHit counts
+	// those of them that a double grant followed all the same.
+	Closed       int
+	ClosedHit    int
 	Exposures    []float64
 	AcquireOKMs  []float64
 	AcquireAllMs []float64
@@ -203,9 +210,15 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 		}
 	}
 	var starts []int64
+	closed := map[int]bool{} // injections the setting closed
 	for _, e := range events {
-		if !e.IsClient() && kinds[e.F] {
+		switch {
+		case e.IsClient():
+		case kinds[e.F]:
 			starts = append(starts, e.Time)
+		case e.F == history.NClosedBySetting && len(starts) > 0:
+			// Logged during the wait of the injection that began last.
+			closed[len(starts)-1] = true
 		}
 	}
 	t.Faults = len(starts)
@@ -214,15 +227,20 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	} else {
 		t.Opportunities = t.Faults
 	}
-	hit, stale := map[int]bool{}, map[int]bool{}
-	for _, d := range t.Result.DoubleHolderList {
-		// The latest injection that began before the second holder's start.
+	// The latest injection that began at or before time at, or -1.
+	injection := func(at int64) int {
 		a := -1
 		for i, s := range starts {
-			if s <= d.Start {
+			if s <= at {
 				a = i
 			}
 		}
+		return a
+	}
+	hit, stale := map[int]bool{}, map[int]bool{}
+	for _, d := range t.Result.DoubleHolderList {
+		// The latest injection that began before the second holder's start.
+		a := injection(d.Start)
 		if d.StaleWrite == history.Accepted && a >= 0 {
 			stale[a] = true
 		}
@@ -239,4 +257,13 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	}
 	t.Hit = min(len(hit), t.Opportunities)
 	t.StaleHit = min(len(stale), t.Opportunities)
+	// A closed injection whose kill the trial's end cut short made no
+	// failover: it is no opportunity, so the count stays within them.
+	t.Closed = min(len(closed), t.Opportunities)
+	for a := range closed {
+		if hit[a] {
+			t.ClosedHit++
+		}
+	}
+	t.ClosedHit = min(t.ClosedHit, t.Closed)
 }
