@@ -124,11 +124,15 @@ func (c *client) run(ctx context.Context, stopped <-chan struct{}) error {
 			return nil
 		default:
 		}
-		c.cycle(ctx)
+		granted := c.cycle(ctx)
 		if err := c.em.failed(); err != nil {
 			return err // stdout is gone: the runner is not listening
 		}
-		if p := ms(c.cfg.PauseMs); p > 0 {
+		p := ms(c.cfg.PauseMs)
+		if j, ok := c.lk.(lock.RetryJitterer); ok && !granted && j.RetryJitter() > 0 {
+			p += time.Duration(c.rng.Int63n(int64(j.RetryJitter())))
+		}
+		if p > 0 {
 			t := time.NewTimer(p)
 			select {
 			case <-t.C:
@@ -148,8 +152,9 @@ func (c *client) opCtx(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, c.cfg.OpTimeout())
 }
 
-// cycle is one acquire → hold (renew, section) → release.
-func (c *client) cycle(ctx context.Context) {
+// cycle is one acquire → hold (renew, section) → release; it reports
+// whether the lock was granted.
+func (c *client) cycle(ctx context.Context) bool {
 	key := c.cfg.Keys[c.rng.Intn(len(c.cfg.Keys))]
 	tok := lock.NewToken()
 	ttl := c.cfg.TTL()
@@ -170,14 +175,14 @@ func (c *client) cycle(ctx context.Context) {
 	c.em.complete(p, r.Outcome, ev)
 	switch r.Outcome {
 	case history.Fail:
-		return
+		return false
 	case history.Info:
 		// The lock may be ours; a token-checked release frees it early and can
 		// harm nobody. A bare DEL could, so unsafe waits for the TTL instead.
 		if c.lk.SafeRelease() {
 			c.release(ctx, key, tok)
 		}
-		return
+		return false
 	}
 	end := granted + int64(ttl)
 	if validity > 0 {
@@ -188,7 +193,7 @@ func (c *client) cycle(ctx context.Context) {
 		f, ok := c.resourceFence(ctx, key, tok, end)
 		if !ok {
 			c.release(ctx, key, tok)
-			return
+			return true
 		}
 		fence = f
 	}
@@ -217,6 +222,7 @@ func (c *client) cycle(ctx context.Context) {
 	endHold()
 	wg.Wait() // no extend in flight when the release goes out
 	c.release(ctx, key, tok)
+	return true
 }
 
 // resourceFence asks the resource's database for a fence number right after
