@@ -129,6 +129,10 @@ func TestValkeylock(t *testing.T) {
 	if get(t, stored) == "" {
 		t.Fatalf("no %s after acquire", stored)
 	}
+	// Its deadline was fixed before it sent: what is left is reported.
+	if v := l.(ValidityReporter).Validity(a); v <= 0 || v > cfg.TTL {
+		t.Fatalf("validity %v after an ok acquire, want (0, %v]", v, cfg.TTL)
+	}
 	_, r = other.Acquire(ctx, key, NewToken(), cfg.TTL)
 	mustOutcome(t, "contended acquire", r, history.Fail)
 

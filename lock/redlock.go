@@ -253,7 +253,9 @@ func (l *redlock) RetryJitter() time.Duration { return redlockRetryJitter }
 
 // ValidityReporter is a recipe whose lease is shorter than the TTL it asks
 // for: Redlock's validity, TTL − elapsed − drift, of the token's last ok
-// acquire or extend. The client records it (validity_ms) and works within it.
+// acquire or extend, or valkeylock's TTL − elapsed (its deadlines are
+// absolute, fixed before it sends). The client records it (validity_ms) and
+// works within it.
 type ValidityReporter interface {
 	Validity(token string) time.Duration
 }

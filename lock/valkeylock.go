@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,15 @@ type vlock struct {
 	held  map[string]*vheld // by caller's key
 	obs   Observer
 	lkKey func(string) string
+	// retried holds the commands (by argv) the client is retrying after
+	// a try that ended in a transport error: that try may have run.
+	retried map[string]bool
+	// acqRetried is, by caller's key, whether the last acquire script
+	// had such a try before its reply.
+	acqRetried map[string]bool
+	// validity is, by token, what was left of the lease when the last ok
+	// acquire or extend returned (ValidityReporter).
+	validity map[string]time.Duration
 }
 
 type vheld struct {
@@ -46,8 +56,9 @@ type vheld struct {
 // can recognise them; if a later version changes them, its extends simply go
 // unreported (the test TestValkeylockObserved catches that).
 var (
-	vlExtendSHA = sha1hex(`if redis.call("GET",KEYS[1]) == ARGV[1] then local r = redis.call("PEXPIREAT",KEYS[1],ARGV[2]);redis.call("GET",KEYS[1]);return r end;return 0`)
-	vlDeleteSHA = sha1hex(`if redis.call("GET",KEYS[1]) == ARGV[1] then return redis.call("DEL",KEYS[1]) end;return 0`)
+	vlExtendSHA  = sha1hex(`if redis.call("GET",KEYS[1]) == ARGV[1] then local r = redis.call("PEXPIREAT",KEYS[1],ARGV[2]);redis.call("GET",KEYS[1]);return r end;return 0`)
+	vlDeleteSHA  = sha1hex(`if redis.call("GET",KEYS[1]) == ARGV[1] then return redis.call("DEL",KEYS[1]) end;return 0`)
+	vlAcquireSHA = sha1hex(`local r = redis.call("SET",KEYS[1],ARGV[1],"NX","PXAT",ARGV[2]);redis.call("GET",KEYS[1]);return r`)
 )
 
 func sha1hex(s string) string { h := sha1.Sum([]byte(s)); return hex.EncodeToString(h[:]) }
@@ -62,7 +73,8 @@ func openValkeylock(cfg Config) (Lock, error) {
 	// The library relies on client-side caching (invalidations wake waiters
 	// and cancel lost locks) and on its retryable scripts: its defaults, not ours.
 	o.DisableCache, o.DisableRetry = false, false
-	l := &vlock{ttl: cfg.TTL, held: map[string]*vheld{}}
+	l := &vlock{ttl: cfg.TTL, held: map[string]*vheld{}, retried: map[string]bool{}, acqRetried: map[string]bool{},
+		validity: map[string]time.Duration{}}
 	l.lkKey = func(k string) string { return vlPrefix + ":0:" + k }
 	lo := valkeylock.LockerOption{
 		ClientOption:   o,
@@ -72,6 +84,7 @@ func openValkeylock(cfg Config) (Lock, error) {
 		ExtendInterval: cfg.RenewEvery,
 		NoLoopTracking: true,
 		ClientBuilder: func(opt valkey.ClientOption) (valkey.Client, error) {
+			opt.RetryDelay = l.retryDelay
 			c, err := valkey.NewClient(opt)
 			if err != nil {
 				return nil, err
@@ -88,6 +101,103 @@ func openValkeylock(cfg Config) (Lock, error) {
 	}
 	l.locker = lk
 	return l, nil
+}
+
+// retryDelay is valkey-go's default retry delay (exponential from 2 µs
+// with equal jitter, at most 1 s; its defaultRetryDelayFn is unexported),
+// and it notes that cmd is being retried: the library's scripts are
+// retryable, so after a lost connection the client sends them again on a
+// new one, and the reply the caller gets is the last try's. The first try
+// may have run: net-timeout, seed 1, client 0's delete ran at once (client 5
+// was granted the key 20 ms later), its reply stalled until the heal closed
+// the connection, and the retry found client 5's value and returned 0.
+func (l *vlock) retryDelay(attempts int, cmd valkey.Completed, _ error) time.Duration {
+	l.noteRetry(cmd.Commands())
+	return retryBackoff(attempts)
+}
+
+// noteRetry notes a retry of args when they run one of the library's scripts.
+func (l *vlock) noteRetry(args []string) {
+	if scriptSHA(args) != "" {
+		l.mu.Lock()
+		l.retried[commandID(args)] = true
+		l.mu.Unlock()
+	}
+}
+
+// retryBackoff is valkey-go's defaultRetryDelayFn.
+func retryBackoff(attempts int) time.Duration {
+	base := 1 << min(20, attempts)
+	return min(time.Second, time.Duration(base+rand.IntN(base))*time.Microsecond)
+}
+
+// commandID names a command by its argv. The wrapper takes it before Do:
+// valkey-go recycles a command that succeeded, blanking its argv.
+func commandID(args []string) string { return strings.Join(args, "\x00") }
+
+// tookRetry says whether the command (by id) had a try before the reply
+// now in hand, and forgets it.
+func (l *vlock) tookRetry(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.retried[id]
+	delete(l.retried, id)
+	return r
+}
+
+// scriptResult classifies the reply of the library's extend or delete
+// script: 1 did it; 0 says the key does not hold this lock's value now,
+// which proves nothing happened only when no earlier try of the same
+// command may have run (retried false). After a retry, a 0 is what the
+// script answers when its first try already deleted the key (or extended
+// it, and it has since gone), so the outcome is unknown.
+func scriptResult(v int64, err error, retried bool) Result {
+	switch {
+	case err != nil:
+		return result(err)
+	case v != 0:
+		return ok()
+	case retried:
+		return Result{history.Info, errors.New("valkeylock script returned 0 on a retry: an earlier try, its reply lost, may have done it")}
+	}
+	return fail(errors.New("valkeylock script returned 0: the key no longer holds this lock's value"))
+}
+
+// acquireResult classifies TryWithContext's error. The library reports a
+// nil reply of its SET NX as ErrNotLocked; after a retry that nil can be
+// its own first try's key (the library then neither holds nor deletes it,
+// and it lingers for a TTL), so it is unknown rather than refused.
+func acquireResult(err error, retried bool) Result {
+	switch {
+	case err == nil:
+		return ok()
+	case errors.Is(err, valkeylock.ErrNotLocked) && retried:
+		return Result{history.Info, fmt.Errorf("%w, on a retry: an earlier try, its reply lost, may have set the key", err)}
+	case errors.Is(err, valkeylock.ErrNotLocked):
+		return fail(err)
+	}
+	return result(err)
+}
+
+// leftOf is what remains of a lease whose deadline the library fixed at
+// or after start, when its reply came at end. The library's deadlines are
+// absolute (SET ... PXAT, PEXPIREAT, from time.Now() before it sends), so a
+// reply that took long leaves a shorter lease than the TTL counted from
+// when the command ran, which is what ttl_ms alone tells the checker.
+// net-timeout, seed 5: an acquire called at 8.678 s ran after another
+// client's release at 9.094 s and returned at 9.114 s; the key expired at
+// 11.678 s, and a grant at 11.691 s was legal, but with the TTL counted
+// from when it ran the checker called it not linearizable. Never below
+// 1 ms: validity_ms 0 means no validity reported (the TTL).
+func leftOf(ttl time.Duration, start, end time.Time) time.Duration {
+	return max(time.Millisecond, ttl-end.Sub(start))
+}
+
+// Validity implements ValidityReporter.
+func (l *vlock) Validity(token string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validity[token]
 }
 
 func (l *vlock) Recipe() string     { return Valkeylock }
@@ -115,16 +225,20 @@ func (l *vlock) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	// The lock's context must outlive this call: its parent is Background, and
 	// the library bounds the attempt itself (TryNextAfter).
 	_ = ctx
+	l.mu.Lock()
+	delete(l.acqRetried, key)
+	l.mu.Unlock()
+	start := time.Now()
 	lctx, cancel, err := l.locker.TryWithContext(context.Background(), key)
 	if err != nil {
-		err = fmt.Errorf("valkeylock TryWithContext: %w", err)
-		if errors.Is(err, valkeylock.ErrNotLocked) {
-			return 0, fail(err)
-		}
-		return 0, result(err)
+		l.mu.Lock()
+		retried := l.acqRetried[key]
+		l.mu.Unlock()
+		return 0, acquireResult(fmt.Errorf("valkeylock TryWithContext: %w", err), retried)
 	}
 	l.mu.Lock()
 	l.held[key] = &vheld{token: token, ctx: lctx, cancel: cancel}
+	l.validity[token] = leftOf(l.ttl, start, time.Now())
 	l.mu.Unlock()
 	return 0, ok()
 }
@@ -148,6 +262,7 @@ func (l *vlock) Release(_ context.Context, key, token string) Result {
 	h.cancel()
 	l.mu.Lock()
 	delete(l.held, key)
+	delete(l.validity, token)
 	rel := h.release
 	l.mu.Unlock()
 	switch {
@@ -165,39 +280,58 @@ type observed struct {
 	l *vlock
 }
 
-func (o *observed) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
-	args := cmd.Commands()
-	// EVALSHA sha 1 key val deadline (or EVAL src 1 key ...)
+// scriptSHA is the SHA-1 of the library's script that args run (EVALSHA
+// sha 1 key val deadline, or EVAL src 1 key ...), "" for anything else.
+func scriptSHA(args []string) string {
 	if len(args) < 5 || (args[0] != "EVALSHA" && args[0] != "EVAL") {
-		return o.Client.Do(ctx, cmd)
+		return ""
 	}
 	sha := args[1]
 	if args[0] == "EVAL" {
 		sha = sha1hex(args[1])
 	}
-	if sha != vlExtendSHA && sha != vlDeleteSHA {
+	switch sha {
+	case vlAcquireSHA, vlExtendSHA, vlDeleteSHA:
+		return sha
+	}
+	return ""
+}
+
+func (o *observed) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
+	args := cmd.Commands()
+	sha := scriptSHA(args)
+	if sha == "" {
 		return o.Client.Do(ctx, cmd)
 	}
-	lkKey := args[3]
-	key := strings.TrimPrefix(lkKey, vlPrefix+":0:")
+	id, key := commandID(args), strings.TrimPrefix(args[3], vlPrefix+":0:")
+	if sha == vlAcquireSHA {
+		resp := o.Client.Do(ctx, cmd)
+		if o.l.tookRetry(id) {
+			o.l.mu.Lock()
+			o.l.acqRetried[key] = true
+			o.l.mu.Unlock()
+		}
+		return resp
+	}
 	o.l.mu.Lock()
 	h, obs := o.l.held[key], o.l.obs
 	o.l.mu.Unlock()
 	if h == nil {
-		return o.Client.Do(ctx, cmd)
+		resp := o.Client.Do(ctx, cmd)
+		o.l.tookRetry(id)
+		return resp
 	}
 	if sha == vlExtendSHA && obs != nil {
 		obs(history.FExtend, key, h.token, history.Invoke, o.l.ttl, nil)
 	}
+	start := time.Now()
 	resp := o.Client.Do(ctx, cmd)
 	v, err := resp.AsInt64()
-	var r Result
-	if err != nil {
-		r = result(err)
-	} else if v == 0 {
-		r = fail(errors.New("valkeylock script returned 0: the key no longer holds this lock's value"))
-	} else {
-		r = ok()
+	r := scriptResult(v, err, o.l.tookRetry(id))
+	if sha == vlExtendSHA && r.Ok() {
+		o.l.mu.Lock()
+		o.l.validity[h.token] = leftOf(o.l.ttl, start, time.Now())
+		o.l.mu.Unlock()
 	}
 	if sha == vlExtendSHA {
 		if obs != nil {

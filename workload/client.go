@@ -361,5 +361,8 @@ func (c *client) observe(f, key, token string, t history.Type, ttl time.Duration
 	if err != nil {
 		ev.Error = err.Error()
 	}
+	if v, ok := c.lk.(lock.ValidityReporter); ok && t == history.OK {
+		ev.ValidityMs = v.Validity(token).Milliseconds()
+	}
 	c.em.complete(p, t, ev)
 }
