@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -36,6 +37,7 @@ func runBenchLocks(args []string) int {
 	fencing := fs.Bool("fence-tokens", false, "draw a fencing token with every acquire (MULTI/SET NX/INCR)")
 	alias(fs, "fencing", "fence-tokens")
 	fs.Var(knob.Int{N: requests, Min: 1, Max: 100_000_000}, "requests", "valkey-benchmark -n")
+	profDir := fs.String("cpuprofile", "", "write CPU profiles of the lock phase to this directory: runner.pprof and client-N.pprof (go tool pprof)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -48,6 +50,11 @@ func runBenchLocks(args []string) int {
 	}
 	if *fencing && !rec.Fences() {
 		return fail("bench locks: --recipe %s draws no fencing token (the library is driven unchanged): drop --fence-tokens", *recipeName)
+	}
+	if *profDir != "" {
+		if st, err := os.Stat(*profDir); err != nil || !st.IsDir() {
+			return fail("bench locks: --cpuprofile %s is not a directory: create it first (mkdir -p %s)", *profDir, *profDir)
+		}
 	}
 	dur, recipe := d, recipeName
 	bins, err := cluster.FindBinaries()
@@ -79,7 +86,7 @@ func runBenchLocks(args []string) int {
 	if _, err := lock.Check(ctx, lc); err != nil {
 		return fail("bench: %v", err)
 	}
-	cycles, err := benchLocks(ctx, exe, lc, *clients, *dur)
+	cycles, err := benchLocks(ctx, exe, lc, *clients, *dur, *profDir)
 	if err != nil {
 		return fail("bench: %v", err)
 	}
@@ -100,16 +107,20 @@ func runBenchLocks(args []string) int {
 	return exitValid
 }
 
-func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration) (float64, error) {
+func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration, profDir string) (float64, error) {
 	var done atomic.Int64
 	var counting atomic.Bool
 	var wg sync.WaitGroup
 	var procs []*workload.Client
 	for i := 0; i < n; i++ {
-		c, err := workload.StartClient(ctx, exe, workload.ClientConfig{
+		var opt workload.StartOptions
+		if profDir != "" {
+			opt.Env = []string{cpuProfileEnv + "=" + filepath.Join(profDir, fmt.Sprintf("client-%d.pprof", i))}
+		}
+		c, err := workload.StartClientWith(ctx, exe, workload.ClientConfig{
 			Slot: i, NumClients: n, Lock: lc, Keys: []string{fmt.Sprintf("lock:{bench-%d}", i)},
 			TTLMs: 5000, OpTimeoutMs: 2000, NoSection: true, Seed: int64(i + 1),
-		})
+		}, opt)
 		if err != nil {
 			for _, p := range procs {
 				_ = p.Kill()
@@ -128,6 +139,13 @@ func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time
 		}()
 	}
 	time.Sleep(time.Second) // connections up, scripts loaded
+	if profDir != "" {
+		stop, err := startCPUProfile(filepath.Join(profDir, "runner.pprof"))
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+	}
 	counting.Store(true)
 	start := time.Now()
 	time.Sleep(dur)

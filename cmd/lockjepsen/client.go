@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/lockjepsen/lockjepsen/workload"
@@ -26,8 +28,32 @@ func runClient(args []string) int {
 	// {"stop":true} control line or EOF on stdin, which releases first.
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
+	if path := os.Getenv(cpuProfileEnv); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return fail("client: %v", err)
+		}
+		defer stop()
+	}
 	if err := workload.Serve(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		return fail("client: %v", err)
 	}
 	return exitValid
+}
+
+// cpuProfileEnv names the file a client process writes its CPU profile to
+// (bench locks --cpuprofile sets it for each client).
+const cpuProfileEnv = "LOCKJEPSEN_CPUPROFILE"
+
+// startCPUProfile profiles this process into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
