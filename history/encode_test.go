@@ -69,3 +69,77 @@ func benchEvents() []Event {
 		{Time: 812345978901, Process: 3, Client: 3, Type: OK, F: FRelease, Key: "lock:{job-1}", Token: tok},
 	}
 }
+
+// Unmarshal decodes a line as json.Unmarshal does: the lines AppendJSON
+// writes (fast path) and every other form (encoding/json's own), unknown
+// fields ignored and keys matched case-insensitively as it matches them.
+func TestUnmarshalMatchesJSON(t *testing.T) {
+	lines := []string{
+		`{"index":3,"time":5,"process":"nemesis","type":"info","f":"kill","node":"valkey-0","role":"primary"}`,
+		`{"time":5,"process":2,"type":"ok","f":"read","key":"k","token":"A","value":0,"verdict":"accepted"}`,
+		`{"time":5,"process":2,"type":"info","f":"release","key":"k","token":"A","error":"i/o \"timeout\"\n"}`,
+		`{"time":5,"process":2,"type":"ok","f":"acquire","key":"k","token":"A","colour":"red"}`,
+		`{"Time":5,"PROCESS":2,"type":"ok","f":"acquire","key":"k","token":"A"}`,
+		`{"time":5,"process":2,"type":"ok","f":"write","key":"k","token":"A","value":null}`,
+		` { "time" : 5 , "process" : 2 , "type" : "ok" , "f" : "acquire" } ` + "\n",
+		`{"time":1.5,"process":2,"type":"ok","f":"acquire"}`,
+		`{"time":5,"process":-1,"type":"ok","f":"acquire"}`,
+		`{"time":5,"process":2,"type":"ok","f":"acquire","key":"k\u00e9"}`,
+		`{"time":5,"process":2,"type":"ok"`,
+		`not json`,
+	}
+	for _, e := range benchEvents() {
+		lines = append(lines, string(AppendJSON(nil, &e))+"\n")
+	}
+	for _, l := range lines {
+		var want, got Event
+		werr := json.Unmarshal([]byte(l), &want)
+		gerr := Unmarshal([]byte(l), &got)
+		if (werr == nil) != (gerr == nil) {
+			t.Errorf("%s: error %v, json.Unmarshal's %v", l, gerr, werr)
+			continue
+		}
+		if wb, gb := AppendJSON(nil, &want), AppendJSON(nil, &got); string(wb) != string(gb) {
+			t.Errorf("%s:\n got %s\nwant %s", l, gb, wb)
+		}
+	}
+}
+
+func BenchmarkUnmarshal(b *testing.B) {
+	var lines [][]byte
+	for _, e := range benchEvents() {
+		lines = append(lines, append(AppendJSON(nil, &e), '\n'))
+	}
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var e Event
+			if err := Unmarshal(lines[i%len(lines)], &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var e Event
+			if err := json.Unmarshal(lines[i%len(lines)], &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// Every field AppendJSON writes takes the fast path: a field left out of
+// decodeFast sent every line carrying it through encoding/json.
+func TestDecodeFastTakesEveryField(t *testing.T) {
+	e := Event{Index: 1, Time: 2, Process: 3, Type: OK, F: FRead, Client: 4, Key: "k", Token: "t", TTLMs: 5, Fence: 6, FenceSource: FenceResource, Value: Int64(7), Node: "n", Error: "e", ValidityMs: 8, Verdict: Rejected, Role: "r", Detail: "d"}
+	line := AppendJSON(nil, &e)
+	var got Event
+	if err := decodeFast(line, &got, nil); err != nil {
+		t.Fatalf("decodeFast(%s): %v", line, err)
+	}
+	if g := AppendJSON(nil, &got); string(g) != string(line) {
+		t.Errorf("decodeFast round trip\n got %s\nwant %s", g, line)
+	}
+}
