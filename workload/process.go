@@ -128,17 +128,9 @@ func StartClientWith(ctx context.Context, exe string, cfg ClientConfig, o StartO
 func (c *Client) read(stdout io.Reader) {
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	for {
-		// A line in place in the buffer (ReadBytes copied every one): the
-		// event's strings are copies, so the buffer may move on.
-		b, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long := append([]byte(nil), b...)
-			for err == bufio.ErrBufferFull {
-				b, err = br.ReadSlice('\n')
-				long = append(long, b...)
-			}
-			b = long
-		}
+		// The line in place in the buffer: the event's strings are copies,
+		// so the buffer may move on.
+		b, err := history.ReadLine(br)
 		if len(b) > 0 && err == nil {
 			var e history.Event
 			if jerr := history.Unmarshal(b, &e); jerr != nil {
