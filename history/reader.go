@@ -107,6 +107,23 @@ func Scan(r io.Reader, name string, fn func(*Event) error) error {
 	return nil
 }
 
+// ReadLine reads up to and including the next newline: in place in br's
+// buffer (valid until the next read) where it fits, gathered into a copy
+// where it is longer. It does not allocate for a line that fits, as
+// ReadBytes does for every line.
+func ReadLine(br *bufio.Reader) ([]byte, error) {
+	b, err := br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return b, err
+	}
+	long := append([]byte(nil), b...)
+	for err == bufio.ErrBufferFull {
+		b, err = br.ReadSlice('\n')
+		long = append(long, b...)
+	}
+	return long, err
+}
+
 // scanned is one line as decodeLines leaves it: an event, a line that is
 // not one (derr), the end of the history (end: EOF, or a half-written last
 // line), or a read error.
@@ -143,16 +160,7 @@ func decodeLines(r io.Reader, name string, batches chan<- []scanned, free <-chan
 	}
 	batch = make([]scanned, 0, scanBatch)
 	for {
-		b, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: gather it whole.
-			long := append([]byte(nil), b...)
-			for err == bufio.ErrBufferFull {
-				b, err = br.ReadSlice('\n')
-				long = append(long, b...)
-			}
-			b = long
-		}
+		b, err := ReadLine(br)
 		if len(b) == 0 && err == io.EOF {
 			batch = append(batch, scanned{end: true})
 			send()

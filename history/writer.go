@@ -19,6 +19,7 @@ type Writer struct {
 	f    *os.File
 	bw   *bufio.Writer
 	next int64
+	buf  []byte // the line being written, reused
 	// sync flushes to the OS after every event (crash safety); benchmarks and
 	// offline rewrites turn it off.
 	sync bool
@@ -42,12 +43,8 @@ func (w *Writer) Write(e Event) (Event, error) {
 	defer w.mu.Unlock()
 	e.Index = w.next
 	w.next++
-	b, err := json.Marshal(&e)
-	if err != nil {
-		return e, fmt.Errorf("encode event: %w", err)
-	}
-	b = append(b, '\n')
-	if _, err := w.bw.Write(b); err != nil {
+	w.buf = append(AppendJSON(w.buf[:0], &e), '\n')
+	if _, err := w.bw.Write(w.buf); err != nil {
 		return e, fmt.Errorf("write history: %w", err)
 	}
 	if w.sync {

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -32,7 +31,8 @@ type emitter struct {
 	slot  int
 	n     int
 	infos [lanes]int
-	err   error // first write error: the runner is gone
+	buf   []byte // the line being written, reused
+	err   error  // first write error: the runner is gone
 }
 
 func newEmitter(out io.Writer, slot, n int) *emitter {
@@ -74,14 +74,10 @@ func (e *emitter) complete(p history.Process, t history.Type, ev history.Event) 
 func (e *emitter) writeLocked(ev history.Event) {
 	ev.Time = truetime.Now()
 	ev.Client = e.slot
-	b, err := json.Marshal(&ev)
-	if err != nil {
-		e.setErr(fmt.Errorf("encode event: %w", err))
-		return
-	}
+	e.buf = append(history.AppendJSON(e.buf[:0], &ev), '\n')
 	// One Write per line: a client killed mid-write leaves at most a torn
 	// last line, which the reader drops.
-	if _, err := e.out.Write(append(b, '\n')); err != nil {
+	if _, err := e.out.Write(e.buf); err != nil {
 		e.setErr(fmt.Errorf("write event: %w", err))
 	}
 }

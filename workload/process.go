@@ -128,10 +128,12 @@ func StartClientWith(ctx context.Context, exe string, cfg ClientConfig, o StartO
 func (c *Client) read(stdout io.Reader) {
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	for {
-		b, err := br.ReadBytes('\n')
+		// The line in place in the buffer: the event's strings are copies,
+		// so the buffer may move on.
+		b, err := history.ReadLine(br)
 		if len(b) > 0 && err == nil {
 			var e history.Event
-			if jerr := json.Unmarshal(b, &e); jerr != nil {
+			if jerr := history.Unmarshal(b, &e); jerr != nil {
 				c.noteBad(fmt.Errorf("client %d sent a line that is not an event: %v", c.slot, jerr))
 			} else if verr := history.Validate(&e); verr != nil {
 				c.noteBad(fmt.Errorf("client %d sent an invalid event: %v", c.slot, verr))

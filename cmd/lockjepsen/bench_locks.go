@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +39,7 @@ func runBenchLocks(args []string) int {
 	fencing := fs.Bool("fence-tokens", false, "draw a fencing token with every acquire (MULTI/SET NX/INCR)")
 	alias(fs, "fencing", "fence-tokens")
 	fs.Var(knob.Int{N: requests, Min: 1, Max: 100_000_000}, "requests", "valkey-benchmark -n")
+	profDir := fs.String("cpuprofile", "", "write CPU profiles of the lock phase to this directory: runner.pprof and client-N.pprof (go tool pprof)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -48,6 +52,11 @@ func runBenchLocks(args []string) int {
 	}
 	if *fencing && !rec.Fences() {
 		return fail("bench locks: --recipe %s draws no fencing token (the library is driven unchanged): drop --fence-tokens", *recipeName)
+	}
+	if *profDir != "" {
+		if st, err := os.Stat(*profDir); err != nil || !st.IsDir() {
+			return fail("bench locks: --cpuprofile %s is not a directory: create it first (mkdir -p %s)", *profDir, *profDir)
+		}
 	}
 	dur, recipe := d, recipeName
 	bins, err := cluster.FindBinaries()
@@ -79,7 +88,7 @@ func runBenchLocks(args []string) int {
 	if _, err := lock.Check(ctx, lc); err != nil {
 		return fail("bench: %v", err)
 	}
-	cycles, err := benchLocks(ctx, exe, lc, *clients, *dur)
+	cycles, cpu, err := benchLocks(ctx, exe, lc, *clients, *dur, *profDir)
 	if err != nil {
 		return fail("bench: %v", err)
 	}
@@ -95,26 +104,43 @@ func runBenchLocks(args []string) int {
 	fmt.Printf("valkey %s, %d client processes, recipe %s (fencing %v)\n", bins.Version, *clients, *recipe, *fencing)
 	fmt.Printf("lock cycles (acquire+release):  %10.0f /s\n", cycles)
 	fmt.Printf("lock operations:                %10.0f /s\n", lockOps)
+	if cpu.ok {
+		// CPU per operation moves less than a rate when others share the
+		// machine: it says what the harness costs, not what it was given.
+		fmt.Printf("CPU per lock op (user+sys):     %10.1f us in the clients, %.1f us in the runner\n",
+			cpu.clients.Seconds()*1e6/(lockOps*cpu.elapsed.Seconds()), cpu.runner.Seconds()*1e6/(lockOps*cpu.elapsed.Seconds()))
+	}
 	fmt.Printf("valkey-benchmark -t set -c %-3d  %10.0f requests/s\n", *clients, setRate)
 	fmt.Printf("ratio lock ops / SET:           %10.3f\n", lockOps/setRate)
 	return exitValid
 }
 
-func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration) (float64, error) {
+// benchCPU is the CPU time the client processes and the runner spent while
+// the lock operations were counted; ok is false where /proc could not say.
+type benchCPU struct {
+	clients, runner, elapsed time.Duration
+	ok                       bool
+}
+
+func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration, profDir string) (float64, benchCPU, error) {
 	var done atomic.Int64
 	var counting atomic.Bool
 	var wg sync.WaitGroup
 	var procs []*workload.Client
 	for i := 0; i < n; i++ {
-		c, err := workload.StartClient(ctx, exe, workload.ClientConfig{
+		var opt workload.StartOptions
+		if profDir != "" {
+			opt.Env = []string{cpuProfileEnv + "=" + filepath.Join(profDir, fmt.Sprintf("client-%d.pprof", i))}
+		}
+		c, err := workload.StartClientWith(ctx, exe, workload.ClientConfig{
 			Slot: i, NumClients: n, Lock: lc, Keys: []string{fmt.Sprintf("lock:{bench-%d}", i)},
 			TTLMs: 5000, OpTimeoutMs: 2000, NoSection: true, Seed: int64(i + 1),
-		})
+		}, opt)
 		if err != nil {
 			for _, p := range procs {
 				_ = p.Kill()
 			}
-			return 0, err
+			return 0, benchCPU{}, err
 		}
 		procs = append(procs, c)
 		wg.Add(1)
@@ -128,21 +154,78 @@ func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time
 		}()
 	}
 	time.Sleep(time.Second) // connections up, scripts loaded
+	if profDir != "" {
+		stop, err := startCPUProfile(filepath.Join(profDir, "runner.pprof"))
+		if err != nil {
+			return 0, benchCPU{}, err
+		}
+		defer stop()
+	}
+	cpu0, ok0 := cpuOf(procs)
 	counting.Store(true)
 	start := time.Now()
 	time.Sleep(dur)
 	counting.Store(false)
 	elapsed := time.Since(start)
+	cpu1, ok1 := cpuOf(procs)
+	cpu := benchCPU{clients: cpu1.clients - cpu0.clients, runner: cpu1.runner - cpu0.runner, elapsed: elapsed, ok: ok0 && ok1}
 	for _, c := range procs {
 		_ = c.Stop()
 	}
 	wg.Wait()
 	for _, c := range procs {
 		if err := c.Wait(); err != nil {
-			return 0, err
+			return 0, benchCPU{}, err
 		}
 	}
-	return float64(done.Load()) / elapsed.Seconds(), nil
+	return float64(done.Load()) / elapsed.Seconds(), cpu, nil
+}
+
+// cpuOf sums the user and system time of the client processes and of this
+// process so far, from /proc/PID/stat (fields 14 and 15, in clock ticks).
+func cpuOf(procs []*workload.Client) (benchCPU, bool) {
+	var c benchCPU
+	for _, p := range procs {
+		d, err := procCPU(strconv.Itoa(p.PID()))
+		if err != nil {
+			return c, false
+		}
+		c.clients += d
+	}
+	d, err := procCPU("self")
+	if err != nil {
+		return c, false
+	}
+	c.runner = d
+	return c, true
+}
+
+// clockTick is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+func procCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%s/stat: no ')'", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat: %d fields after the name", pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * clockTick, nil
 }
 
 var rpsRE = regexp.MustCompile(`SET: ([0-9.]+) requests per second`)

@@ -136,6 +136,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"resource", "serve", "--mode", "sometimes"}, "mode"},
 		{[]string{"resource", "serve", "--db", "x.db", "--resource-dsn", "postgres://x"}, "--resource-dsn"},
 		{[]string{"bench", "locks", "extra"}, "unexpected argument"},
+		{[]string{"bench", "locks", "--cpuprofile", "/nonexistent/profiles"}, "mkdir -p"},
 		{[]string{"bench", "cluster", "--min-replicas-to-write", "3"}, "--min-replicas-to-write"},
 		{[]string{"bench", "scenario", "--recipe", "redsync"}, "--fence none"},
 		{[]string{"lab", "99"}, "99"},
