@@ -122,12 +122,17 @@ def acquire(key, token, ttl_ms):
     path = lock_path(key)
     reap(path)
     lk = zk.Lock(path, identifier=token)
-    with mu:
-        grants[token] = (lk, epoch)
     try:
         got = lk.acquire(blocking=False, timeout=budget)
     except (KazooException, KazooTimeoutError) as e:
-        return info("Lock.acquire: %s: %s" % (type(e).__name__, e))
+        got = e
+    with mu:
+        # Kept for the release, with the session of now: a znode this
+        # grant made in an earlier session (kazoo retries across a LOST)
+        # went with that session.
+        grants[token] = (lk, epoch)
+    if isinstance(got, Exception):
+        return info("Lock.acquire: %s: %s" % (type(got).__name__, got))
     if not got:
         # False is both "held by another" and "kazoo's retries ran out";
         # only a znode of ours verifiably gone makes it a refusal.
@@ -137,8 +142,6 @@ def acquire(key, token, ttl_ms):
         with mu:
             del grants[token]
         return fail("held by another session")
-    with mu:
-        grants[token] = (lk, epoch)  # a LOST during the acquire is not this grant's
     st = zk.exists_async(lk.path + "/" + lk.node).get(timeout=budget)
     if st is None:
         return info("granted, then %s was gone before its czxid was read" % lk.node)
