@@ -8,6 +8,7 @@ alone."""
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the adapter's folder
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kazoo"))
 import adapter  # noqa: E402
 
