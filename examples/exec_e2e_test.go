@@ -170,7 +170,7 @@ func TestRuns(t *testing.T) {
 // baseline with the resource's fence on: every grant carries its lock znode's
 // czxid, named so in the history. Valid on seeds 1-3 on this machine; the
 // grants in 10 s went from 1 (load average 45, the members losing their
-// leader for seconds) to 287 (docs/protocol.md lists the figures), so only
+// leader for seconds) to 309 (docs/protocol.md lists the figures), so only
 // one is asked for.
 func TestKazooRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
