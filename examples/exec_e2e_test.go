@@ -86,6 +86,8 @@ func TestClientTest(t *testing.T) {
 		{adapters[0], nil, 0, []string{"11 passed, 0 failed"}},
 		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
 		{zkAdapter, zk, 0, []string{"PASS  session expiry", "PASS  two processes: mutual exclusion", "11 passed, 0 failed; fences returned"}},
+		// On Valkey it has no ensemble to talk to, and its init names the fix.
+		{zkAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_ZK_SERVERS is not set: run with --topology zookeeper"}},
 		{"testdata/twice.sh", nil, exitcode.BadInput, []string{"stdout line 2: second answer to id 1"}},
 		{"testdata/garble.sh", nil, exitcode.BadInput, []string{"stdout line 1: not a JSON object"}},
 		{"testdata/silent.sh", nil, 1, []string{"0 passed, 11 failed"}},

@@ -42,7 +42,8 @@ servers = os.environ.get("LOCKJEPSEN_ZK_SERVERS", "")
 # kazoo's calls retry on a lost connection; a deadline inside the operation's
 # timeout leaves room to answer before lockjepsen gives up on it.
 budget = op_timeout * 0.6
-zk = KazooClient(
+# No servers (not --topology zookeeper): no client; init says so.
+zk = servers and KazooClient(
     hosts=servers, timeout=session_s,
     # Reconnect at once and keep trying: the session may still be alive.
     connection_retry=dict(max_tries=-1, delay=0.05, max_delay=0.5),
@@ -219,7 +220,7 @@ def answer(req):
 
 
 def main():
-    if servers:
+    if zk:
         zk.add_listener(on_state)
         zk.start(timeout=15)
     try:
@@ -228,7 +229,7 @@ def main():
                 if line.strip():
                     pool.submit(answer, json.loads(line))
     finally:
-        if servers:
+        if zk:
             zk.stop()  # ends the session: its znodes go at once
             zk.close()
 
