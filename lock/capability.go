@@ -149,7 +149,7 @@ func CheckServer(ctx context.Context, cfg Config) (Caps, error) {
 		}
 		return checkEtcd(ctx, cfg)
 	}
-	if cfg.Recipe == ZKLock {
+	if cfg.Recipe == ZKLock || cfg.execOnZooKeeper() {
 		if err := cfg.Validate(); err != nil {
 			return Caps{}, err
 		}

@@ -141,10 +141,12 @@ func needsLua(c Caps) []string {
 // client (cluster.go: every recipe that opens its client with the recipe's
 // connection options, and sql-lease, which does not use Valkey; an exec
 // program is handed Sentinel addresses or one server's, not a cluster's),
-// Redlock's independent primaries, etcd.
+// Redlock's independent primaries, etcd. An exec program is handed a
+// ZooKeeper ensemble's members too (LOCKJEPSEN_ZK_SERVERS): a ZooKeeper lock
+// library such as kazoo's runs there.
 var (
-	onePrimary   = []string{"primary"}
-	primaryOrBus = []string{"primary", "cluster"}
+	primaryOrZooKeeper = []string{"primary", "zookeeper"}
+	primaryOrBus       = []string{"primary", "cluster"}
 )
 
 var recipes = []Recipe{
@@ -155,7 +157,7 @@ var recipes = []Recipe{
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus},
 	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus},
-	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, onePrimary},
+	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, primaryOrZooKeeper},
 	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}},
 	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus},
 	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus},
@@ -255,7 +257,7 @@ func (c *Config) Validate() error {
 	if spec.Name == EtcdMutex {
 		return c.validateEtcd()
 	}
-	if spec.Name == ZKLock {
+	if spec.Name == ZKLock || c.execOnZooKeeper() {
 		return c.validateZooKeeper()
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
@@ -280,6 +282,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("wait options: replicas and timeouts must be >= 0, WAITAOF local 0 or 1")
 	}
 	return nil
+}
+
+// execOnZooKeeper: an exec program handed a ZooKeeper ensemble instead of
+// Valkey (--topology zookeeper); what is checked of the server, and where its
+// fences come from, is ZooKeeper's.
+func (c *Config) execOnZooKeeper() bool {
+	return ExecProgram(c.Recipe) != "" && len(c.ZooKeeper) > 0
 }
 
 // Open validates cfg and connects the recipe.

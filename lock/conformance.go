@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/valkey-io/valkey-go"
 )
@@ -26,40 +29,65 @@ type ConformanceReport struct {
 // expiry, concurrent requests, fences. It checks the outcomes it is told and
 // what the server holds (the key's value and PTTL, read behind the program's
 // back). Each case prints one PASS or FAIL line to out.
+//
+// With ZooKeeper endpoints in cfg the server is a ZooKeeper ensemble: what is
+// read behind the program's back is the key's lock znode (ZKLockPath), the
+// lease is the program's session (cfg.TTL), and two more cases run a second
+// copy of the program (mutual exclusion between two sessions) and stop the
+// program until its session expires (the lost grant must not be extended).
 func ClientTest(ctx context.Context, cfg Config, out io.Writer) (ConformanceReport, error) {
 	var rep ConformanceReport
 	if ExecProgram(cfg.Recipe) == "" {
 		return rep, fmt.Errorf("client-test: %q is not exec:PATH", cfg.Recipe)
 	}
-	raw, err := Connect(cfg)
-	if err != nil {
-		return rep, err
+	t := &suite{ctx: ctx, cfg: cfg, out: out, opTimeout: cfg.OpTimeout, rep: &rep, silent: new(atomic.Bool)}
+	if len(cfg.ZooKeeper) > 0 {
+		conn, _, err := zk.Connect(cfg.ZooKeeper, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
+		if err != nil {
+			return rep, fmt.Errorf("connect to ZooKeeper: %w", err)
+		}
+		defer conn.Close()
+		t.zk = conn
+	} else {
+		raw, err := Connect(cfg)
+		if err != nil {
+			return rep, err
+		}
+		defer raw.Close()
+		t.raw = raw
 	}
-	defer raw.Close()
 	lk, err := openExec(cfg)
 	if err != nil {
 		return rep, err
 	}
-	l := lk.(*execLock)
-	defer l.Close()
-	t := &suite{ctx: ctx, l: l, raw: raw, out: out, opTimeout: cfg.OpTimeout, rep: &rep}
+	t.l = lk.(*execLock)
+	defer t.l.Close()
 	if t.opTimeout <= 0 {
 		t.opTimeout = 2 * time.Second
 	}
 	t.run()
-	rep.Protocol = l.Err()
+	rep.Protocol = t.l.Err()
 	return rep, nil
 }
 
 type suite struct {
 	ctx       context.Context
+	cfg       Config
 	l         *execLock
-	raw       valkey.Client
+	raw       valkey.Client // the Valkey behind the program, or nil
+	zk        *zk.Conn      // the ZooKeeper ensemble behind it, or nil
 	out       io.Writer
 	opTimeout time.Duration
 	rep       *ConformanceReport
-	silent    atomic.Bool // the program stopped answering: the rest is skipped
+	silent    *atomic.Bool // the program stopped answering: the rest is skipped
 	n         int
+}
+
+// with is the suite driving another copy of the program (a second client).
+func (t *suite) with(l *execLock) *suite {
+	u := *t
+	u.l = l
+	return &u
 }
 
 // caseErr is a failed expectation inside a case.
@@ -104,6 +132,10 @@ func (t *suite) release(what, key, tok string, want history.Type) Result {
 
 // holds checks that the server has key set to the program's token for tok.
 func (t *suite) holds(key, tok string) {
+	if t.zk != nil {
+		t.zkHolder(key, tok)
+		return
+	}
 	v, err := t.raw.Do(t.ctx, t.raw.B().Get().Key(key).Build()).ToString()
 	want := t.l.progToken(tok)
 	switch {
@@ -117,6 +149,16 @@ func (t *suite) holds(key, tok string) {
 }
 
 func (t *suite) absent(key, why string) {
+	if t.zk != nil {
+		kids, err := t.zkKids(key)
+		if err != nil {
+			panic(caseErr{fmt.Sprintf("children of %s: %v", ZKLockPath(key), err)})
+		}
+		if len(kids) > 0 {
+			panic(caseErr{fmt.Sprintf("%s still has %s: %s", ZKLockPath(key), strings.Join(kids, ", "), why)})
+		}
+		return
+	}
 	n, err := t.raw.Do(t.ctx, t.raw.B().Exists().Key(key).Build()).AsInt64()
 	if err != nil {
 		panic(caseErr{fmt.Sprintf("EXISTS %s: %v", key, err)})
@@ -183,12 +225,21 @@ func (t *suite) check(name string, body func() string) {
 // case ends.
 func (t *suite) fresh(ttl time.Duration) (key, tok string) {
 	key, tok = t.key(), NewToken()
-	t.acquire("acquire of a fresh key (the case's set-up)", key, tok, ttl, history.OK)
+	t.acquire("acquire of a fresh key (the case's set-up)", key, tok, t.ttl(ttl), history.OK)
 	return key, tok
 }
 
 // drop deletes key directly on the server, whatever the case left.
 func (t *suite) drop(key string) {
+	if t.zk != nil {
+		dir := ZKLockPath(key)
+		kids, _ := t.zkKids(key)
+		for _, k := range kids {
+			_ = t.zkDo(func() error { return t.zk.Delete(dir+"/"+k, -1) })
+		}
+		_ = t.zkDo(func() error { return t.zk.Delete(dir, -1) })
+		return
+	}
 	_ = t.raw.Do(context.WithoutCancel(t.ctx), t.raw.B().Del().Key(key).Build()).Error()
 }
 
@@ -197,7 +248,11 @@ func (t *suite) run() {
 	t.check("acquire a free key", func() string {
 		k, a := t.key(), NewToken()
 		defer t.drop(k)
-		fenceA = t.acquire("acquire", k, a, 5*time.Second, history.OK)
+		fenceA = t.acquire("acquire", k, a, t.ttl(5*time.Second), history.OK)
+		if t.zk != nil {
+			t.zkFence(k, a, fenceA)
+			return "an ephemeral znode of the program's session holds " + ZKLockPath(k) + " with the grant's token"
+		}
 		t.holds(k, a)
 		t.pttlWithin(k, 4*time.Second, 5*time.Second, "TTL 5 s")
 		return "the key holds the grant's token with its TTL"
@@ -205,24 +260,36 @@ func (t *suite) run() {
 	t.check("refuse a held key", func() string {
 		k, a := t.fresh(5 * time.Second)
 		defer t.drop(k)
-		t.acquire("acquire by another token", k, NewToken(), 5*time.Second, history.Fail)
+		t.acquire("acquire by another token", k, NewToken(), t.ttl(5*time.Second), history.Fail)
 		t.holds(k, a)
 		return ""
 	})
-	t.check("extend with its own token, longer TTL", func() string {
-		k, a := t.fresh(5 * time.Second)
-		defer t.drop(k)
-		t.extend("extend to 9 s", k, a, 9*time.Second, history.OK)
-		t.pttlWithin(k, 8*time.Second, 9*time.Second, "extend sets the TTL to ttl_ms from now")
-		return ""
-	})
-	t.check("extend with its own token, shorter TTL", func() string {
-		k, a := t.fresh(5 * time.Second)
-		defer t.drop(k)
-		t.extend("extend to 3 s", k, a, 3*time.Second, history.OK)
-		t.pttlWithin(k, 2*time.Second, 3*time.Second, "extend sets the TTL to ttl_ms from now, also when shorter (not added to what is left)")
-		return ""
-	})
+	if t.zk != nil {
+		// The lease is the session, whose timeout was fixed at connect:
+		// there is no TTL to read, only the znode that must stay.
+		t.check("extend with its own token", func() string {
+			k, a := t.fresh(5 * time.Second)
+			defer t.drop(k)
+			t.extend("extend", k, a, t.ttl(5*time.Second), history.OK)
+			t.holds(k, a)
+			return "the session is alive and the znode stays"
+		})
+	} else {
+		t.check("extend with its own token, longer TTL", func() string {
+			k, a := t.fresh(5 * time.Second)
+			defer t.drop(k)
+			t.extend("extend to 9 s", k, a, 9*time.Second, history.OK)
+			t.pttlWithin(k, 8*time.Second, 9*time.Second, "extend sets the TTL to ttl_ms from now")
+			return ""
+		})
+		t.check("extend with its own token, shorter TTL", func() string {
+			k, a := t.fresh(5 * time.Second)
+			defer t.drop(k)
+			t.extend("extend to 3 s", k, a, 3*time.Second, history.OK)
+			t.pttlWithin(k, 2*time.Second, 3*time.Second, "extend sets the TTL to ttl_ms from now, also when shorter (not added to what is left)")
+			return ""
+		})
+	}
 	// Of the foreign-token extends and releases that failed as they must,
 	// how many said "not_held": the summary speaks of those only, not of
 	// one that wrongly succeeded (its own case fails and says so).
@@ -230,13 +297,15 @@ func (t *suite) run() {
 	t.check("extend with a foreign token", func() string {
 		k, a := t.fresh(3 * time.Second)
 		defer t.drop(k)
-		r := t.extend("extend by another token", k, NewToken(), 9*time.Second, history.Fail)
+		r := t.extend("extend by another token", k, NewToken(), t.ttl(9*time.Second), history.Fail)
 		foreignFails++
 		if NotHeld(r) {
 			notHeld++
 		}
 		t.holds(k, a)
-		t.pttlWithin(k, 0, 3*time.Second, "a refused extend must not change the TTL")
+		if t.zk == nil {
+			t.pttlWithin(k, 0, 3*time.Second, "a refused extend must not change the TTL")
+		}
 		return ""
 	})
 	t.check("release with a foreign token", func() string {
@@ -262,23 +331,16 @@ func (t *suite) run() {
 		defer t.drop(k)
 		t.release("release", k, a, history.OK)
 		t.release("second release", k, a, history.Fail)
-		t.extend("extend after release", k, a, 5*time.Second, history.Fail)
+		t.extend("extend after release", k, a, t.ttl(5*time.Second), history.Fail)
 		t.absent(k, "an extend must not bring a released lock back")
 		return ""
 	})
-	t.check("expiry", func() string {
-		k2, c, d := t.key(), NewToken(), NewToken()
-		t.acquire("acquire with TTL 300 ms", k2, c, 300*time.Millisecond, history.OK)
-		time.Sleep(450 * time.Millisecond)
-		t.absent(k2, "the TTL ran out 150 ms ago")
-		t.extend("extend of the expired grant", k2, c, 5*time.Second, history.Fail)
-		t.absent(k2, "an extend must not bring an expired lock back")
-		t.acquire("acquire after expiry", k2, d, 5*time.Second, history.OK)
-		t.release("release of the expired grant", k2, c, history.Fail)
-		t.holds(k2, d)
-		t.release("release", k2, d, history.OK)
-		return ""
-	})
+	if t.zk != nil {
+		t.check("session expiry", t.sessionExpiry)
+		t.check("two processes: mutual exclusion", t.twoProcesses)
+	} else {
+		t.check("expiry", t.expiry)
+	}
 	t.check("concurrent requests on 8 keys", func() string {
 		keys := make([]string, 8)
 		for i := range keys {
@@ -300,7 +362,7 @@ func (t *suite) run() {
 					}
 				}()
 				tok := NewToken()
-				t.acquire("acquire "+key, key, tok, 5*time.Second, history.OK)
+				t.acquire("acquire "+key, key, tok, t.ttl(5*time.Second), history.OK)
 				t.release("release "+key, key, tok, history.OK)
 			}()
 		}
@@ -315,9 +377,12 @@ func (t *suite) run() {
 			return "none returned: runs need --fence none with this program"
 		}
 		k3, e, f := t.key(), NewToken(), NewToken()
-		f1 := t.acquire("acquire", k3, e, 5*time.Second, history.OK)
+		defer t.drop(k3)
+		f1 := t.acquire("acquire", k3, e, t.ttl(5*time.Second), history.OK)
+		t.zkFence(k3, e, f1)
 		t.release("release", k3, e, history.OK)
-		f2 := t.acquire("acquire again", k3, f, 5*time.Second, history.OK)
+		f2 := t.acquire("acquire again", k3, f, t.ttl(5*time.Second), history.OK)
+		t.zkFence(k3, f, f2)
 		t.release("release", k3, f, history.OK)
 		if f1 <= 0 || f2 <= f1 {
 			panic(caseErr{fmt.Sprintf("fences %d then %d on one key: want positive and increasing", f1, f2)})
@@ -329,4 +394,201 @@ func (t *suite) run() {
 		fmt.Fprintf(t.out, "  note  %d of the %d foreign-token extend/release fails carry no \"not_held\": true, so in a run a client whose lease the server denies works on to its own deadline (docs/protocol.md)\n",
 			foreignFails-notHeld, foreignFails)
 	}
+}
+
+// expiry: a grant whose TTL ran out is gone, cannot be extended back, and
+// its release does not free the next holder's lock.
+func (t *suite) expiry() string {
+	k2, c, d := t.key(), NewToken(), NewToken()
+	t.acquire("acquire with TTL 300 ms", k2, c, 300*time.Millisecond, history.OK)
+	time.Sleep(450 * time.Millisecond)
+	t.absent(k2, "the TTL ran out 150 ms ago")
+	t.extend("extend of the expired grant", k2, c, 5*time.Second, history.Fail)
+	t.absent(k2, "an extend must not bring an expired lock back")
+	t.acquire("acquire after expiry", k2, d, 5*time.Second, history.OK)
+	t.release("release of the expired grant", k2, c, history.Fail)
+	t.holds(k2, d)
+	t.release("release", k2, d, history.OK)
+	return ""
+}
+
+// ttl is the lease a case asks for: d on Valkey; on ZooKeeper the session's
+// timeout (cfg.TTL), fixed when the program connected, which is all it can
+// promise.
+func (t *suite) ttl(d time.Duration) time.Duration {
+	if t.zk != nil {
+		return t.cfg.TTL
+	}
+	return d
+}
+
+// zkDo runs one request of the suite's own ZooKeeper session, within 5 s.
+func (t *suite) zkDo(call func() error) error {
+	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+	defer cancel()
+	return zkDo(ctx, call)
+}
+
+// zkKids lists the znodes under key's lock path (none when it is absent).
+// A sync first: the suite's session may read from another member than the
+// program's, a follower that has not yet applied the program's last write
+// (seen: a refused acquire's deleted znode still listed there).
+func (t *suite) zkKids(key string) ([]string, error) {
+	var kids []string
+	err := t.zkDo(func() (err error) {
+		if _, err = t.zk.Sync(ZKLockPath(key)); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		kids, _, err = t.zk.Children(ZKLockPath(key))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return kids, err
+}
+
+// zkHolder checks that key's lock path holds one znode, the grant's: an
+// ephemeral one (a lost session frees it) carrying the program's token in its
+// name or as its data, and nothing else: a refused or released acquire that
+// left its znode behind would queue for the lock and take it later. It
+// returns the znode's stat.
+func (t *suite) zkHolder(key, tok string) *zk.Stat {
+	dir, want := ZKLockPath(key), t.l.progToken(tok)
+	kids, err := t.zkKids(key)
+	switch {
+	case err != nil:
+		panic(caseErr{fmt.Sprintf("children of %s: %v", dir, err)})
+	case len(kids) == 0:
+		panic(caseErr{fmt.Sprintf("%s has no znode: the lock is not held (on ZooKeeper a program keeps key K's lock under /lockjepsen/K, docs/protocol.md)", dir)})
+	case len(kids) > 1:
+		panic(caseErr{fmt.Sprintf("%s has %d znodes (%s), want the holder's alone: a refused or released acquire left its znode behind, to take the lock later", dir, len(kids), strings.Join(kids, ", "))})
+	}
+	var data []byte
+	var st *zk.Stat
+	if err := t.zkDo(func() (err error) { data, st, err = t.zk.Get(dir + "/" + kids[0]); return err }); err != nil {
+		panic(caseErr{fmt.Sprintf("get %s/%s: %v", dir, kids[0], err)})
+	}
+	if st.EphemeralOwner == 0 {
+		panic(caseErr{fmt.Sprintf("%s/%s is not ephemeral: a lost session would never free the lock", dir, kids[0])})
+	}
+	if !strings.Contains(kids[0], want) && string(data) != want {
+		panic(caseErr{fmt.Sprintf("%s/%s carries the grant's token %q neither in its name nor as its data (%q)", dir, kids[0], want, data)})
+	}
+	return st
+}
+
+// zkFence checks the holder's znode and, when the acquire returned a fence,
+// that it is that znode's czxid (docs/protocol.md): the history then names
+// the fence's source (zk-czxid) truthfully.
+func (t *suite) zkFence(key, tok string, fence int64) {
+	if t.zk == nil {
+		return
+	}
+	st := t.zkHolder(key, tok)
+	if fence > 0 && fence != st.Czxid {
+		panic(caseErr{fmt.Sprintf("fence %d is not the holder znode's czxid %d: on ZooKeeper the fence is the lock znode's czxid (docs/protocol.md)", fence, st.Czxid)})
+	}
+}
+
+// sessionExpiry stops the program (SIGSTOP: its heartbeats stop) until the
+// ensemble expires its session and deletes the grant's znode, then resumes
+// it: the grant is lost, and an extend or release of it must not say ok.
+// kazoo's Lock, for one, still calls itself acquired then.
+func (t *suite) sessionExpiry() string {
+	k, a := t.fresh(5 * time.Second)
+	defer t.drop(k)
+	p := t.l.cmd.Process
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		panic(caseErr{fmt.Sprintf("SIGSTOP the program: %v", err)})
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = p.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	start := time.Now()
+	// The leader expires a session in buckets of one tick, after its
+	// timeout (the TTL): allow twice that.
+	for deadline := start.Add(2*t.cfg.TTL + 2*time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if kids, err := t.zkKids(k); err == nil && len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			panic(caseErr{fmt.Sprintf("the program stopped for %v and its znode under %s is still there: is its session timeout LOCKJEPSEN_TTL_MS (%v)?",
+				time.Since(start).Round(time.Millisecond), ZKLockPath(k), t.cfg.TTL)})
+		}
+	}
+	expired := time.Since(start).Round(100 * time.Millisecond)
+	resume()
+	// Back from the stop, the program first finds its connection dead (an
+	// info, which proves nothing and is allowed), then learns of the
+	// expiry; it must never answer ok.
+	var r Result
+	for deadline := time.Now().Add(t.cfg.TTL + 3*time.Second); ; {
+		r = t.expectNot("extend of the lost grant", history.OK, func(ctx context.Context) Result { return t.l.Extend(ctx, k, a, t.cfg.TTL) })
+		if r.Outcome == history.Fail || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r.Outcome != history.Fail {
+		panic(caseErr{fmt.Sprintf("extend of the lost grant still ended %s (%v) %v after the resume, want fail", r.Outcome, r.Err, t.cfg.TTL+3*time.Second)})
+	}
+	t.absent(k, "an extend must not bring a lost grant back")
+	b := NewToken()
+	t.acquire("acquire after the session expired", k, b, t.cfg.TTL, history.OK)
+	t.release("release of the lost grant", k, a, history.Fail)
+	t.holds(k, b)
+	t.release("release", k, b, history.OK)
+	note := fmt.Sprintf("stopped, the session expired in %v and its znode went; resumed, the lost grant's extend failed", expired)
+	if NotHeld(r) {
+		note += " with not_held"
+	}
+	return note
+}
+
+// expectNot runs one operation and fails the case if it ended bad; an info
+// within the operation's timeout is returned, not a failure.
+func (t *suite) expectNot(what string, bad history.Type, op func(context.Context) Result) Result {
+	ctx, cancel := context.WithTimeout(t.ctx, t.opTimeout)
+	defer cancel()
+	r := op(ctx)
+	if r.Outcome == bad {
+		panic(caseErr{fmt.Sprintf("%s ended %s, want anything else", what, bad)})
+	}
+	return r
+}
+
+// twoProcesses starts a second copy of the program, a second session (as a
+// run's second client does), and checks mutual exclusion between the two:
+// each refuses the key while the other holds it and takes it once released.
+func (t *suite) twoProcesses() string {
+	cfg := t.cfg
+	cfg.Client = 1
+	lk, err := openExec(cfg)
+	if err != nil {
+		panic(caseErr{fmt.Sprintf("start a second copy: %v", err)})
+	}
+	defer lk.Close()
+	u := t.with(lk.(*execLock))
+	k, a, b, c := t.key(), NewToken(), NewToken(), NewToken()
+	defer t.drop(k)
+	t.acquire("acquire by the first", k, a, t.cfg.TTL, history.OK)
+	u.acquire("acquire by the second while the first holds", k, b, t.cfg.TTL, history.Fail)
+	t.holds(k, a)
+	t.release("release by the first", k, a, history.OK)
+	u.acquire("acquire by the second after the release", k, b, t.cfg.TTL, history.OK)
+	u.holds(k, b)
+	t.acquire("acquire by the first while the second holds", k, c, t.cfg.TTL, history.Fail)
+	u.holds(k, b)
+	u.release("release by the second", k, b, history.OK)
+	t.absent(k, "both released")
+	if err := u.l.Err(); err != nil {
+		panic(caseErr{fmt.Sprintf("the second copy: %v", err)})
+	}
+	return "each refused the key while the other's session held it"
 }

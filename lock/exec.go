@@ -89,6 +89,9 @@ func ExecEnv(cfg Config) []string {
 	if cfg.Addr != "" {
 		env = append(env, "LOCKJEPSEN_ADDR="+cfg.Addr)
 	}
+	if len(cfg.ZooKeeper) > 0 {
+		env = append(env, "LOCKJEPSEN_ZK_SERVERS="+strings.Join(cfg.ZooKeeper, ","))
+	}
 	if cli := valkeyCLI(); cli != "" {
 		env = append(env, "LOCKJEPSEN_VALKEY_CLI="+cli)
 	}

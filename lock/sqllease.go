@@ -80,15 +80,16 @@ func (l *sqlLease) Release(ctx context.Context, key, token string) Result {
 }
 
 // FenceSource names where a recipe's own fence numbers come from, as the
-// history's fence_source field says it.
-func FenceSource(recipe string) string {
-	if recipe == SQLLease {
+// history's fence_source field says it. An exec program on ZooKeeper returns
+// its lock znode's czxid: docs/protocol.md asks it, and client-test checks
+// each returned fence against the holder's znode.
+func FenceSource(cfg Config) string {
+	switch {
+	case cfg.Recipe == SQLLease:
 		return history.FenceLeaseRow
-	}
-	if recipe == EtcdMutex {
+	case cfg.Recipe == EtcdMutex:
 		return history.FenceEtcdRevision
-	}
-	if recipe == ZKLock {
+	case cfg.Recipe == ZKLock, cfg.execOnZooKeeper():
 		return history.FenceZxid
 	}
 	return history.FenceValkey

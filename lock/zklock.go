@@ -138,9 +138,14 @@ func zkResult(what string, err error) Result {
 	return fail(fmt.Errorf("%s: %w", what, err))
 }
 
+// ZKLockPath is the znode under which key's lock lives, for zk-lock and for
+// an exec program on ZooKeeper alike (docs/protocol.md), where client-test
+// reads it: /lockjepsen/<key>.
+func ZKLockPath(key string) string { return path.Join(zkRoot, zkName(key)) }
+
 // parent makes <root>/<key> (and the root) once per key.
 func (l *zkLock) parent(ctx context.Context, key string) (string, error) {
-	p := path.Join(zkRoot, zkName(key))
+	p := ZKLockPath(key)
 	l.mu.Lock()
 	known := l.parents[p]
 	l.mu.Unlock()

@@ -145,8 +145,9 @@ fi
 
 # The ZooKeeper backend (--topology zookeeper) needs Debian's zookeeper package (the
 # server's jars; the zookeeperd package, which would run a daemon on 2181, is not
-# installed: lockjepsen starts its own members on free ports) and a headless JRE.
-apt_install zookeeper default-jre-headless
+# installed: lockjepsen starts its own members on free ports) and a headless JRE;
+# python3-kazoo for the kazoo exec adapter (examples/kazoo).
+apt_install zookeeper default-jre-headless python3-kazoo
 [[ -f /usr/share/java/zookeeper.jar ]] || die "/usr/share/java/zookeeper.jar not found after installing zookeeper"
 
 FAKETIME_LIB=$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime.so.1$' || true)

@@ -168,7 +168,7 @@ func (c *client) cycle(ctx context.Context) bool {
 	cancel()
 	ev.Fence, ev.Error = fence, r.Error()
 	if fence != 0 {
-		ev.FenceSource = lock.FenceSource(c.cfg.Lock.Recipe)
+		ev.FenceSource = lock.FenceSource(c.cfg.Lock)
 	}
 	validity := c.validity(tok, r)
 	ev.ValidityMs = validity.Milliseconds()

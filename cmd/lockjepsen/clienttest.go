@@ -16,7 +16,7 @@ import (
 
 func init() {
 	register(command{name: "client-test", run: runClientTest,
-		summary: "check your own lock client (a program speaking docs/protocol.md) against one Valkey before any fault"})
+		summary: "check your own lock client (a program speaking docs/protocol.md) against one Valkey, or a ZooKeeper ensemble, before any fault"})
 }
 
 // recipeFlag is --recipe: a recipe name, or exec:PATH.
@@ -53,16 +53,20 @@ func (f execArgsFlag) Set(v string) error { *f.args = append(*f.args, v); return
 // shows up in -h without editing this line.
 var recipeUsage = "lock recipe: " + strings.Join(lock.Names(), ", ") + " (exec:PATH is your own client speaking docs/protocol.md; docs/recipes.md says which runs on which --topology)"
 
-// runClientTest starts one Valkey primary watched by one Sentinel, starts
-// the program with the environment a run gives it, and drives it through
-// lock.ClientTest. Exit 0: every case passed; 1: some failed; 2: a protocol
-// error, or the program or the server could not be started.
+// runClientTest starts one Valkey primary watched by one Sentinel (or, with
+// --topology zookeeper, a ZooKeeper ensemble as that deployment runs it),
+// starts the program with the environment a run gives it, and drives it
+// through lock.ClientTest. Exit 0: every case passed; 1: some failed; 254: a
+// protocol error, or the program or the server could not be started.
 func runClientTest(args []string) int {
-	fs := newFlagSet("client-test", "client-test [--exec-arg ARG]... PATH")
+	fs := newFlagSet("client-test", "client-test [--topology sentinel|zookeeper] [--exec-arg ARG]... PATH")
 	var execArgs []string
 	fs.Var(execArgsFlag{&execArgs}, "exec-arg", "an argument for the program (repeat for more)")
 	opTimeout := 2 * time.Second
 	fs.Var(knob.Duration{D: &opTimeout, Min: 100 * time.Millisecond}, "op-timeout", "an operation not answered by then is info (a failed case)")
+	topology := cluster.TopologySentinel
+	fs.Var(knob.Choice{S: &topology, Among: []string{cluster.TopologySentinel, cluster.TopologyZooKeeper}}, "topology",
+		"the server behind the program: sentinel (one Valkey primary, one Sentinel) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -74,9 +78,16 @@ func runClientTest(args []string) int {
 	if _, err := lock.Lookup(recipe); err != nil {
 		return fail("client-test: %v", err)
 	}
-	bins, err := cluster.FindBinaries()
-	if err != nil {
-		return fail("%v", err)
+	var bins cluster.Binaries
+	if topology == cluster.TopologyZooKeeper {
+		if _, _, err := cluster.FindZooKeeper(); err != nil {
+			return fail("client-test: %v", err)
+		}
+	} else {
+		var err error
+		if bins, err = cluster.FindBinaries(); err != nil {
+			return fail("%v", err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "lockjepsen-client-test-")
 	if err != nil {
@@ -84,23 +95,34 @@ func runClientTest(args []string) int {
 	}
 	defer os.RemoveAll(dir)
 	ccfg := cluster.Defaults()
-	ccfg.Dir, ccfg.Replicas, ccfg.Sentinels, ccfg.Quorum = dir, 0, 1, 1
-	cl, err := cluster.NewLocal(ccfg, bins)
+	ccfg.Dir, ccfg.Topology = dir, topology
+	if topology == cluster.TopologySentinel {
+		ccfg.Replicas, ccfg.Sentinels, ccfg.Quorum = 0, 1, 1
+	}
+	cl, err := cluster.New(ccfg, bins)
 	if err != nil {
 		return fail("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	uctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	uctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	err = cl.Up(uctx)
 	cancel()
 	defer cl.Down()
 	if err != nil {
-		return fail("client-test: Valkey up: %v", err)
+		return fail("client-test: %s up: %v", map[bool]string{true: "ZooKeeper", false: "Valkey"}[topology == cluster.TopologyZooKeeper], err)
 	}
 	lc := lock.Config{Recipe: recipe, ExecArgs: execArgs, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName,
 		TTL: 5 * time.Second, OpTimeout: opTimeout}
-	fmt.Printf("lockjepsen client-test: %s against Valkey %s (1 primary, 1 Sentinel), protocol %d\n", prog, bins.Version, lock.ProtocolVersion)
+	against := fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", bins.Version)
+	if topology == cluster.TopologyZooKeeper {
+		ep := ccfg.Deployment().Endpoints(cl)
+		// The lease is the program's session: 3 s keeps the session-expiry
+		// case short and still outlasts a loaded machine's stalls.
+		lc.Sentinels, lc.MasterSet, lc.ZooKeeper, lc.TTL = nil, "", ep.ZooKeeper, 3*time.Second
+		against = fmt.Sprintf("%s (%d members, session timeout %v)", cl.Version(), len(ep.ZooKeeper), lc.TTL)
+	}
+	fmt.Printf("lockjepsen client-test: %s against %s, protocol %d\n", prog, against, lock.ProtocolVersion)
 	rep, err := lock.ClientTest(ctx, lc, os.Stdout)
 	if err != nil {
 		return fail("client-test: %v", err)
