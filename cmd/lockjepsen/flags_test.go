@@ -164,6 +164,7 @@ func badValues(f *flag.Flag) []string {
 var flagAccepts = map[string]string{
 	"run --out ":                        "empty --out is the default, results/<timestamp>-<scenario>",
 	"bench scenario --out ":             "empty --out is the default, as run's",
+	"bench locks --cpuprofile ":         "empty --cpuprofile writes no profile (the default)",
 	"run --seed -1":                     "every int64 is a seed",
 	"bench scenario --seed -1":          "every int64 is a seed",
 	"sweep --seed -1":                   "every int64 is a seed",
