@@ -38,6 +38,7 @@ CASES=(
   "sql-lease|baseline|--scenario baseline --recipe sql-lease"
   "exec redis-py|baseline|--scenario baseline --recipe exec:examples/redis-py/adapter.py --fence none"
   "exec valkey-cli|baseline|--scenario baseline --recipe exec:examples/valkey-cli/adapter.sh --fence none"
+  "exec kazoo|baseline|--scenario baseline --topology zookeeper --recipe exec:examples/kazoo/adapter.py"
   "sentinel|coordinated-failover|--scenario coordinated-failover"
   "sentinel|eviction-noeviction|--scenario eviction-noeviction"
   "sentinel|eviction-dedicated|--scenario eviction-dedicated"
