@@ -78,7 +78,7 @@ images: setup
 ## soak: clean runs on every deployment and the faults expected valid (32 clients, 4 keys, 60 s; about 100 runs,
 ## outside CI), each must check valid; scripts/soak.sh OUT SEEDS, restartable. Writes results/soak/soak.md.
 soak: setup build
-	@bash scripts/soak.sh
+	@bash scripts/soak.sh results/soak 5
 
 ## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side.
 .PHONY: reference-row reference-join

@@ -7,7 +7,7 @@
 # several seeds. Long (about 100 runs of 70-90 s): run it outside CI, in pieces
 # if need be; a run whose folder already holds results.json is not run again.
 #
-#   scripts/soak.sh [OUT] [SEEDS]     OUT defaults to results/soak, SEEDS to 4
+#   scripts/soak.sh [OUT] [SEEDS]     OUT defaults to results/soak, SEEDS to 4 (make soak: 5, 24 cases x 5 = 120 runs)
 #   SOAK_ONLY=REGEX   only the cases whose "deployment|case" matches (grep -E)
 #   SOAK_TIME=60s     each run's --time-limit (a shorter one to try the script)
 #
