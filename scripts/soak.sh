@@ -60,7 +60,11 @@ for c in "${CASES[@]}"; do
   [[ -z "${SOAK_ONLY:-}" ]] || grep -qE "$SOAK_ONLY" <<<"$dep|$name" || continue
   for seed in $(seq 1 "$SEEDS"); do
     dir="$OUT/runs/$(echo "$dep-$name" | tr -c 'a-z0-9-' '-')-seed-$seed"
-    [[ -f "$dir/results.json" ]] && continue
+    # Counted already: a valid run's folder is replaced by a results.json
+    # marker, a kept one gets .counted once its line is in runs.tsv (a run
+    # stopped between its results.json and that line runs again).
+    [[ -f "$dir/.counted" ]] && continue
+    grep -qs '"soak"' "$dir/results.json" && continue
     rm -rf "$dir"
     rc=0
     # shellcheck disable=SC2086
@@ -75,6 +79,7 @@ for c in "${CASES[@]}"; do
       keep=""
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events" "$keep" >> "$TSV"
+    touch "$dir/.counted"
     printf 'soak: %-16s %-26s seed %s: exit %s, %s, %s events\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events"
   done
 done
