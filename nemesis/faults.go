@@ -835,7 +835,9 @@ func pickHolder(ctx context.Context, env Env) (Holder, error) {
 	}
 }
 
-func clientNode(c int) string { return fmt.Sprintf("client-%d", c) }
+// ClientNode is the node name of client slot c in nemesis events (client-N),
+// what the checker reads a client fault's target from.
+func ClientNode(c int) string { return fmt.Sprintf("client-%d", c) }
 
 func runPauseClient(ctx context.Context, env Env, s Step) error {
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -844,7 +846,7 @@ func runPauseClient(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "pause-client", clientNode(h.Client), "client", "SIGSTOP client %d, holder of %s, for %v (TTL %v)", h.Client, h.Key, s.Duration.Round(time.Millisecond), env.TTL())
+	logf(env, "pause-client", ClientNode(h.Client), "client", "SIGSTOP client %d, holder of %s, for %v (TTL %v)", h.Client, h.Key, s.Duration.Round(time.Millisecond), env.TTL())
 	if err := env.PauseClient(h.Client); err != nil {
 		return err
 	}
@@ -852,7 +854,7 @@ func runPauseClient(ctx context.Context, env Env, s Step) error {
 	if err := env.ResumeClient(h.Client); err != nil {
 		return err
 	}
-	logf(env, "resume-client", clientNode(h.Client), "client", "SIGCONT client %d", h.Client)
+	logf(env, "resume-client", ClientNode(h.Client), "client", "SIGCONT client %d", h.Client)
 	return sleepErr
 }
 
@@ -886,12 +888,12 @@ func runSkewClient(ctx context.Context, env Env, s Step) error {
 	if err := env.SkewClient(h.Client, 0, s.Rate); err != nil {
 		return err
 	}
-	logf(env, "skew-client", clientNode(h.Client), "client", "client %d's clock now runs at %.2fx", h.Client, s.Rate)
+	logf(env, "skew-client", ClientNode(h.Client), "client", "client %d's clock now runs at %.2fx", h.Client, s.Rate)
 	sleepErr := sleep(ctx, s.Duration)
 	if err := env.SkewClient(h.Client, 0, 1); err != nil {
 		return err
 	}
-	logf(env, "unskew-client", clientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
+	logf(env, "unskew-client", ClientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
 	return sleepErr
 }
 

@@ -397,14 +397,14 @@ func runCrashClient(ctx context.Context, env Env, s Step) error {
 	if err := ce.ArmCrash(i); err != nil {
 		return err
 	}
-	logf(env, "crash-client", clientNode(i), "client", "client %d will SIGKILL itself at its next acquire's step point (after SETNX, before EXPIRE for setnx-expire)", i)
+	logf(env, "crash-client", ClientNode(i), "client", "client %d will SIGKILL itself at its next acquire's step point (after SETNX, before EXPIRE for setnx-expire)", i)
 	deadline := time.Now().Add(5 * time.Second)
 	for ce.ClientAlive(i) && time.Now().Before(deadline) {
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	logf(env, "client-gone", clientNode(i), "client", "client %d gone: %v", i, !ce.ClientAlive(i))
+	logf(env, "client-gone", ClientNode(i), "client", "client %d gone: %v", i, !ce.ClientAlive(i))
 	return nil
 }
 
@@ -424,11 +424,11 @@ func runKillHolder(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "kill-client", clientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
+	logf(env, "kill-client", ClientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
 	if err := ce.KillClient(h.Client); err != nil {
 		return err
 	}
-	logf(env, "client-gone", clientNode(h.Client), "client", "client %d is gone for good", h.Client)
+	logf(env, "client-gone", ClientNode(h.Client), "client", "client %d is gone for good", h.Client)
 	return nil
 }
 

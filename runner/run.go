@@ -310,7 +310,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 				if sig, ok := killedBy(err); ok {
 					// Killed by another hand: the run goes on without it, as
 					// after the kill-holder fault, and says so.
-					env{r}.Log(history.Event{F: history.NClientExited, Node: fmt.Sprintf("client-%d", i),
+					env{r}.Log(history.Event{F: history.NClientExited, Node: nemesis.ClientNode(i),
 						Detail: fmt.Sprintf("client %d (pid %d) was ended by signal %d (%v), not by a fault of the schedule; the run goes on without it", i, c.PID(), int(sig), sig)})
 					fmt.Fprintf(progress, "\nwarning: client %d (pid %d) was ended by signal %d (%v), not by lockjepsen; the run goes on without it\n", i, c.PID(), int(sig), sig)
 					return
