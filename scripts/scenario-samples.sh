@@ -75,9 +75,13 @@ run standalone-restart
 run standalone-restart --appendonly --appendfsync always
 run standalone-promote
 run eviction-volatile-ttl
+run eviction-volatile-lru
+run eviction-allkeys-lru
 run eviction-noeviction
 run eviction-dedicated
 run coordinated-failover
+run standalone-coordinated
+run standalone-coordinated-force
 run net-baseline
 run net-latency
 run net-timeout
