@@ -87,6 +87,15 @@ func (clusterDeployment) waitFailover(ctx context.Context, l *Local, from string
 // rejoins as a replica of whoever took its slots (the cluster bus demotes it).
 func (clusterDeployment) rejoinsAsReplica() bool { return false }
 
+// Replicated is false here although every shard has replicas: "one primary
+// with every live replica linked to it" reads the other shards' primaries as
+// replicas that never link, so a back-to-back sweep stopped its fault
+// schedule after the first fault of every trial ("valkey-1 does not
+// replicate valkey-0 with its link up yet"). WaitReady is the right wait
+// between two faults: the slots served, one owner in every view (a moved
+// slot included), every replica linked.
+func (clusterDeployment) Replicated() bool { return false }
+
 func (c *Config) validateCluster() error {
 	if c.Shards == 0 {
 		c.Shards = DefaultShards

@@ -112,6 +112,23 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	if err != nil {
 		return err
 	}
+	if len(sentinels) > 0 {
+		// A majority naming the new primary is not the end of Sentinel's
+		// switch: its leader still reconfigures the other replica, and a
+		// Sentinel that has not yet switched still names the old primary.
+		// Back to back, the next fault paused the replicas 0.2 s later,
+		// the leader's failover ended for timeout, another Sentinel flagged
+		// the new primary down and ran a failover of its own in the middle
+		// of the next coordinated one, and that fault waited in vain for
+		// its replicas (sweep trial, seed 1, 46 s in). The switch is done
+		// when every Sentinel names the new primary and sees its replicas.
+		if err := c.WaitReady(ctx); err != nil {
+			return fmt.Errorf("after %s: %w", how, err)
+		}
+		if now, err := c.Primary(ctx); err == nil && now.Name != np.Name {
+			return fmt.Errorf("after %s to %s, Sentinel moved the primary again, to %s, on its own", how, np.Name, now.Name)
+		}
+	}
 	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
 	logf(env, "coordinated-done", np.Name, cluster.RolePrimary, "%s: %s is primary, %s its replica (an acquire landed on %s alone before: %v)",
 		how, np.Name, p.Name, p.Name, got)
