@@ -72,14 +72,14 @@ clean:
 images: setup
 	@bash scripts/build-images.sh
 
-## reference-row: one row of the reference at its rule, e.g. `make reference-row FAULTS=resync-window`: the 8
-## default settings × FAULTS (comma-separated kinds), trials in results/rows-sweep/<kinds> (restartable: a second
-## call resumes it), the summary, CSV, table and plots copied to results/rows/<kinds>/ to commit. The matrix too long
 ## soak: clean runs on every deployment and the faults expected valid (32 clients, 4 keys, 60 s; about 100 runs,
 ## outside CI), each must check valid; scripts/soak.sh OUT SEEDS, restartable. Writes results/soak/soak.md.
 soak: setup build
 	@bash scripts/soak.sh results/soak 5
 
+## reference-row: one row of the reference at its rule, e.g. `make reference-row FAULTS=resync-window`: the 8
+## default settings × FAULTS (comma-separated kinds), trials in results/rows-sweep/<kinds> (restartable: a second
+## call resumes it), the summary, CSV, table and plots copied to results/rows/<kinds>/ to commit. The matrix too long
 ## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side.
 .PHONY: reference-row reference-join
 reference-row: setup build
