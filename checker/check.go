@@ -81,6 +81,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 	}
 	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
+	ev := evictionsOf(nem, min(slack, observedLag))
 	if !marks.Registered() && slices.ContainsFunc(nem, func(e history.Event) bool {
 		return e.F != history.NFailover && e.F != history.NAuditPTTL && e.F != history.NClosedBySetting
 	}) {
@@ -99,7 +100,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[i] = checkGroup(h.ops(g), idx, fs, slack, audited, audit, opts, t0)
+			parts[i] = checkGroup(h.ops(g), idx, fs, ev, slack, audited, audit, opts, t0)
 		}()
 	}
 	wg.Wait()
@@ -267,7 +268,7 @@ type stuckOutcome struct {
 }
 
 // checkGroup runs every rule on the Ops of one group of keys.
-func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
+func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, ev evictions, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
 	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire)}
 	draw := opts.Pictures
 	lockOps, lockKeys := byKey(ops, isLockOp)
@@ -307,7 +308,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 			// A lease the server ended early is blamed, like a double grant,
 			// on what the server went through, never on the client.
 			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, opMoment(w.op), w.end, slack, v.Clients, dg || w.kind == "lease-lost")
-			v.Explanation = explainWitness(w, t0, v.Cause, v.Faults)
+			v.Explanation = explainWitness(w, t0, v.Cause, v.Faults, ev)
 			out.violations = append(out.violations, v)
 		}
 		if kc.res.Porcupine == "illegal" {
@@ -378,7 +379,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, slack int64, audited bo
 
 	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, slack, int64(opts.Epsilon))
 	for i := range g.dhs {
-		g.dhs[i].Explanation = explainDoubleHolder(g.dhs[i], t0)
+		g.dhs[i].Explanation = explainDoubleHolder(g.dhs[i], t0, ev)
 	}
 	fenceOps, fenceKeys := byKey(ops, func(o *Op) bool { return isLockOp(o) || o.F == history.FFence })
 	g.fences = fenceIssues(fenceOps, fenceKeys)

@@ -171,7 +171,8 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				cause, names := attribute(fs, a.grant.Call, b.start, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
 					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,
-					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource}
+					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource,
+					staleCall: a.grant.Call, staleGrant: a.grant.Return}
 				for _, w := range a.writes {
 					if w.Call < b.start {
 						continue

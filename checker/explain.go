@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -14,14 +15,91 @@ import (
 func secs(t, t0 int64) string { return fmt.Sprintf("%.3f s", rel(t, t0)) }
 
 func causeClause(cause string, faults []string) string {
-	where := ""
-	if len(faults) > 0 {
-		where = " (" + strings.Join(faults[:min(len(faults), 3)], ", ") + ")"
-	}
 	if c, ok := marks.LookupCause(cause); ok {
-		return fmt.Sprintf(c.Text, where)
+		return fmt.Sprintf(c.Text, faultList(faults))
 	}
 	return "No injected fault was in force at the time, which points at the lock recipe, the server, or a client slower than its lease."
+}
+
+// faultList names up to three faults in force, in parentheses.
+func faultList(faults []string) string {
+	if len(faults) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(faults[:min(len(faults), 3)], ", ") + ")"
+}
+
+// evictions are the times the nemesis logged each lock key evicted
+// (history.NEvicted), per key in time order, and lag, how late such a log
+// may come after the eviction (attribute's slack for point events).
+type evictions struct {
+	at  map[string][]int64
+	lag int64
+}
+
+func evictionsOf(nem []history.Event, lag int64) evictions {
+	ev := evictions{at: make(map[string][]int64), lag: lag}
+	for _, e := range nem {
+		if e.F == history.NEvicted && e.Key != "" {
+			ev.at[e.Key] = append(ev.at[e.Key], e.Time)
+		}
+	}
+	for _, ts := range ev.at {
+		slices.Sort(ts)
+	}
+	return ev
+}
+
+// lossSpan is where a violation on a lock key came about: from the first
+// holder's acquire (sent at call, granted at grant) to the second grant, or
+// the reply that ended the first lease (at). first names the first holder
+// ("client 13's"), second the far end ("client 2's grant").
+type lossSpan struct {
+	key, first, second string
+	call, grant, at    int64
+}
+
+// clause is causeClause checked against the history. A violation blamed on
+// eviction is only said to follow an eviction the node logged for its key
+// within s: the text names it, or says that none was logged there.
+func (ev evictions) clause(cause string, faults []string, s lossSpan, t0 int64) string {
+	if cause != marks.CauseEviction {
+		return causeClause(cause, faults)
+	}
+	// The node logs an eviction a moment after it, so one of the first
+	// lease's key comes after the first acquire was sent (the key was set by
+	// then) and at most lag after the far end. Logged between the two grants
+	// is the plain case; before the first grant's reply or after the far end,
+	// the log's delay is named.
+	var within []int64
+	early, late := int64(never), int64(never)
+	for _, t := range ev.at[s.key] {
+		switch {
+		case t >= s.grant && t <= s.at:
+			within = append(within, t)
+		case t >= s.call && t < s.grant:
+			early = t
+		case t > s.at && t <= s.at+ev.lag && late == never:
+			late = t
+		}
+	}
+	ended := fmt.Sprintf("%s at %s", s.second, secs(s.at, t0))
+	var seen string
+	switch {
+	case len(within) > 0:
+		seen = fmt.Sprintf("%s evicted at %s, between %s grant at %s and %s", s.key, secs(within[0], t0), s.first, secs(s.grant, t0), ended)
+		if len(within) > 1 {
+			seen += fmt.Sprintf(" (the first of %d evictions of the key logged between them)", len(within))
+		}
+	case early != never:
+		seen = fmt.Sprintf("%s evicted at %s, after %s acquire at %s was sent and before %s", s.key, secs(early, t0), s.first, secs(s.call, t0), ended)
+	case late != never:
+		seen = fmt.Sprintf("%s evicted at %s, %.1f ms after %s (the node's notice comes a moment after the eviction)", s.key, secs(late, t0), float64(late-s.at)/1e6, ended)
+	default:
+		return fmt.Sprintf("It happened while the primary was over its maxmemory%s, but the node logged no eviction of %s between %s acquire at %s and %s: the cause named is the fault in force, not an eviction seen.",
+			faultList(faults), s.key, s.first, secs(s.call, t0), ended)
+	}
+	return causeClause(cause, faults) + " The node logged " + seen + "."
 }
 
 // names words two holders for a sentence: by client slot, and by token too
@@ -44,14 +122,22 @@ func capital(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func explainWitness(w witness, t0 int64, cause string, faults []string) string {
+func explainWitness(w witness, t0 int64, cause string, faults []string, ev evictions) string {
 	h := w.holder
 	a, b := names(h.grant.Client, h.token, w.op.Client, w.op.Token)
+	s := lossSpan{key: w.key, first: a + "'s", second: b + "'s grant", call: h.grant.Call, grant: h.grant.Return, at: opMoment(w.op)}
+	switch {
+	case w.kind == "lease-lost":
+		s.first, s.second = fmt.Sprintf("client %d's", h.grant.Client), "the reply to its "+w.op.F
+	case w.op.F != history.FAcquire:
+		s.second = b + "'s " + w.op.F
+	}
+	clause := ev.clause(cause, faults, s, t0)
 	switch w.kind {
 	case "non-holder-release", "non-holder-extend":
 		if w.unknownGrant {
 			return fmt.Sprintf("%s's %s of its own token succeeded on %s at %s while %s certainly held the lock (its lease ran from %s to at least %s). %s's acquire had ended with an unknown outcome: the server granted it the lock while %s's lease was alive, and the %s found that grant. A correct lock server never grants a lock whose lease cannot have expired. %s",
-				capital(b), w.op.F, w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0), capital(b), a, w.op.F, causeClause(cause, faults))
+				capital(b), w.op.F, w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0), capital(b), a, w.op.F, clause)
 		}
 	}
 	switch w.kind {
@@ -61,17 +147,17 @@ func explainWitness(w witness, t0 int64, cause string, faults []string) string {
 	case "lease-lost":
 		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and granted the lock to client %d again (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
 			h.grant.Client, w.key, shortToken(h.token), secs(h.start, t0), secs(h.end, t0), secs(w.op.Return, t0), w.op.F,
-			w.regrant.Client, shortToken(w.regrant.Token), secs(w.regrant.Return, t0), causeClause(cause, faults))
+			w.regrant.Client, shortToken(w.regrant.Token), secs(w.regrant.Return, t0), clause)
 	case "non-holder-extend":
 		return fmt.Sprintf("%s extended %s at %s while %s certainly held it (its lease ran from %s to at least %s): the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
 	}
 	if w.told != nil {
 		return fmt.Sprintf("The lock service granted %s to %s at %s while %s's lease was certainly alive (from %s to %s): it had answered %s's %s at %s that the token no longer held the lock, so it ended that lease early and handed the lock on. A correct lock server never grants a lock whose lease cannot have expired. %s",
-			w.key, b, secs(w.op.Return, t0), a, secs(h.start, t0), secs(h.end, t0), a, w.told.F, secs(w.told.Return, t0), causeClause(cause, faults))
+			w.key, b, secs(w.op.Return, t0), a, secs(h.start, t0), secs(h.end, t0), a, w.told.F, secs(w.told.Return, t0), clause)
 	}
 	return fmt.Sprintf("%s and %s held %s at the same time: %s's lease was certainly alive from %s to %s, yet the lock service also granted the lock to %s at %s. A correct lock server never grants a lock whose lease cannot have expired. %s",
-		capital(a), b, w.key, a, secs(h.start, t0), secs(h.end, t0), b, secs(w.op.Return, t0), causeClause(cause, faults))
+		capital(a), b, w.key, a, secs(h.start, t0), secs(h.end, t0), b, secs(w.op.Return, t0), clause)
 }
 
 // explainStuckLock explains porcupine's verdict when the direct check found
@@ -109,19 +195,19 @@ func explainStuckResource(key string, s *Section, from, to, t0 int64) string {
 	return out
 }
 
-func explainDoubleHolder(d DoubleHolder, t0 int64) string {
+func explainDoubleHolder(d DoubleHolder, t0 int64, ev evictions) string {
 	var b strings.Builder
+	a, n := names(d.StaleClient, d.StaleToken, d.NewClient, d.NewToken)
+	clause := ev.clause(d.Cause, d.Faults, lossSpan{key: d.Key, first: a + "'s", second: n + "'s grant", call: d.staleCall, grant: d.staleGrant, at: d.Start}, t0)
 	if d.DoubleGrant {
-		a, n := names(d.StaleClient, d.StaleToken, d.NewClient, d.NewToken)
 		fmt.Fprintf(&b, "%s and %s both held %s for %.0f ms from %s: the lock service granted it twice. ", capital(a), n, d.Key, d.OverlapMs, secs(d.Start, t0))
-		b.WriteString(causeClause(d.Cause, d.Faults))
+		b.WriteString(clause)
 	} else {
-		a, n := names(d.StaleClient, d.StaleToken, d.NewClient, d.NewToken)
 		fmt.Fprintf(&b, "%s's lease on %s expired while it still acted as holder; %s was then granted the lock, legitimately, and for %.0f ms both acted as holder. ", capital(a), d.Key, n, d.OverlapMs)
 		if d.Cause == "none" {
 			b.WriteString("No fault was injected on this client: it simply took longer than its lease (a stall, a slow reply).")
 		} else {
-			b.WriteString(causeClause(d.Cause, d.Faults))
+			b.WriteString(clause)
 		}
 	}
 	if d.NewTurnedAway != "" && d.FenceSource == history.FenceResource {

@@ -312,6 +312,9 @@ type DoubleHolder struct {
 	// resource (the database's sequence) or lease-row; empty without a fence.
 	FenceSource string `json:"fence_source,omitempty"`
 	Explanation string `json:"explanation"`
+	// staleCall and staleGrant are the stale holder's acquire's call and
+	// reply: where the explanation looks for its key's eviction.
+	staleCall, staleGrant int64
 }
 
 // Violation is one finding, explained for a workshop attendee.

@@ -22,4 +22,10 @@ const (
 	// client (client-N), Detail the signal. The run goes on without it, as
 	// after kill-holder; its open operations stay unknown.
 	NClientExited = "client-exited"
+	// NEvicted is an observation of the memory-pressure faults: the lock's
+	// primary, over its maxmemory, published that it evicted Key (a
+	// keyspace notification, logged as it arrived, so a moment after the
+	// eviction). Node is the primary. The checker looks for it before it
+	// says a lock was lost to eviction.
+	NEvicted = "evicted"
 )

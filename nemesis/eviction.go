@@ -104,7 +104,7 @@ func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 				mu.Lock()
 				evicted = append(evicted, key)
 				mu.Unlock()
-				env.Log(history.Event{F: "evicted", Node: p.Name, Key: key, Role: string(cluster.RolePrimary),
+				env.Log(history.Event{F: history.NEvicted, Node: p.Name, Key: key, Role: string(cluster.RolePrimary),
 					Detail: fmt.Sprintf("%s evicted %s (maxmemory-policy %s)", p.Name, key, policy)})
 			})
 		}()
