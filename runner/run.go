@@ -693,14 +693,11 @@ func (r *run) finishLogs() {
 		_ = r.cluster.CollectLogs(filepath.Join(r.dir, runfolder.Logs))
 	}
 	// Sort the arrival-ordered history by true time, atomically, so the file
-	// on disk is in the documented order.
-	path := filepath.Join(r.dir, runfolder.History)
-	if ev, err := history.ReadFile(path); err == nil {
-		for i := range ev {
-			ev[i].Index = int64(i)
-		}
-		_ = history.WriteFile(path, ev)
-	}
+	// on disk is in the documented order. SortFile holds 32 bytes an event,
+	// not the events: reading them all here made the run's process peak at
+	// 5.3 GiB on 9M events, where checking the folder takes 1.38 GiB. A
+	// history the reader refuses stays as it is, for the check to name.
+	_ = history.SortFile(filepath.Join(r.dir, runfolder.History))
 }
 
 // teardown ends every process this run started, whatever happened.
