@@ -52,7 +52,7 @@ const zkRoot = "/lockjepsen"
 //   - release: list the children, then delete our znode; not held when it
 //     is gone (the session expired) or when it was a waiter's (after an
 //     acquire whose outcome was lost). A znode whose release lost its answer
-//     is an orphan: the next acquire on the key deletes it first, since it
+//     is an orphan: the client's next acquire, on any key, deletes it first, since it
 //     would otherwise hold or queue for the lock as long as the session
 //     lives (seen under zk-pause-leader: two orphans blocked both keys for
 //     the rest of the run, 7 grants in 25 s).
@@ -175,7 +175,7 @@ func (l *zkLock) Acquire(ctx context.Context, key, token string, _ time.Duration
 	if err != nil {
 		return 0, fail(err) // no lock znode was made
 	}
-	l.reap(ctx, dir)
+	l.reapAll(ctx)
 	l.mu.Lock()
 	l.holds[token] = zkHold{dir: dir}
 	l.mu.Unlock()
@@ -222,6 +222,26 @@ func (l *zkLock) orphan(dir, token string) {
 		l.orphans[dir] = map[string]bool{}
 	}
 	l.orphans[dir][token] = true
+}
+
+// reapAll reaps the orphans under every lock key, not only the one this
+// acquire is for: a client that goes on to other keys never came back for an
+// orphan under the first, which then held the lock for the rest of the run
+// (the soak's zk-pause-leader seed 1: an acquire whose cleanup and release
+// both lost their answers under a paused leader left its waiter's znode on
+// lock:{job-2}; it became the holder, and 136 acquires by others were refused
+// over the last 18 s, a stuck lock). Any later acquire by that client now
+// deletes it.
+func (l *zkLock) reapAll(ctx context.Context) {
+	l.mu.Lock()
+	dirs := make([]string, 0, len(l.orphans))
+	for d := range l.orphans {
+		dirs = append(dirs, d)
+	}
+	l.mu.Unlock()
+	for _, d := range dirs {
+		l.reap(ctx, d)
+	}
 }
 
 // reap deletes the orphaned znodes under dir, found by their token, before
