@@ -97,8 +97,19 @@ done
   awk -F'\t' 'NR>1 {r++; e+=$6; if ($5=="valid" && $4==0) v++; else n++}
     END {printf "| **all** | %d | %d | %d | %d |\n", r, e, v, n}' "$TSV"
   echo
+  echo "By case (the faults whose expectation is \"lock valid\" count as clean runs):"
+  echo
+  echo "| deployment | case | runs | events | valid | not valid |"
+  echo "|---|---|---|---|---|---|"
+  awk -F'\t' 'NR>1 {k=$1" | "$2; r[k]++; e[k]+=$6; if ($5=="valid" && $4==0) v[k]++; else n[k]++}
+    END {for (k in r) printf "| %s | %d | %d | %d | %d |\n", k, r[k], e[k], v[k], n[k]}' "$TSV" | sort
+  echo
   echo "Not valid:"
   awk -F'\t' 'NR>1 && !($5=="valid" && $4==0) {printf "- %s %s seed %s: exit %s, %s, %s\n", $1, $2, $3, $4, $5, $7; f=1}
     END {if (!f) print "- none"}' "$TSV"
+  # A kept folder may say what the run was and what changed since (NOTE.md).
+  awk -F'\t' 'NR>1 && $7!="" {print $7}' "$TSV" | while read -r kept; do
+    if [[ -f "$kept/NOTE.md" ]]; then echo; sed 's/^/  /' "$kept/NOTE.md"; fi
+  done
 } > "$OUT/soak.md"
 cat "$OUT/soak.md"
