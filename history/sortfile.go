@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -61,21 +60,16 @@ func SortFile(path string) error {
 	return runfolder.WriteAtomic(path, 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		rd := &window{f: f, buf: make([]byte, sortWindow)}
-		in := make(interner, internMax)
 		var out []byte
 		for i, l := range lines {
 			b, err := rd.line(l.off, l.n)
 			if err != nil {
 				return fmt.Errorf("read back %s: %w", path, err)
 			}
-			// Decoded as Scan decoded it (Scan accepted the line).
-			b = bytes.TrimSpace(b)
+			// Scan accepted the line; Unmarshal decodes it the same way.
 			var e Event
-			if decodeFast(b, &e, &in) != nil {
-				e = Event{}
-				if err := json.Unmarshal(b, &e); err != nil {
-					return fmt.Errorf("read back %s at byte %d: %w", path, l.off, err)
-				}
+			if err := Unmarshal(bytes.TrimSpace(b), &e); err != nil {
+				return fmt.Errorf("read back %s at byte %d: %w", path, l.off, err)
 			}
 			e.Index = int64(i)
 			out = append(AppendJSON(out[:0], &e), '\n')
