@@ -122,22 +122,24 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 		// of their own: once it aborted, leaving the old primary a primary
 		// for 13.5 s until Sentinel's convert-to-slave (the next fault's
 		// replicas never linked); once it completed and moved the primary
-		// back to the old one, and a grant was lost (a 75 s trial, 1 of 7
-		// switches). That is Sentinel's doing, not the coordinated switch's,
+		// back to the old one, and a grant was lost (a 2 min trial, 1
+		// double grant in 16 switches). That is Sentinel's doing, not the coordinated switch's,
 		// and the sweep must see it apart: wait down-after and one ping
 		// period, then until every Sentinel names one primary and sees its
 		// replicas (WaitReady), and log a primary that moved meanwhile as a
-		// failover of its own.
-		// Polled, so that Sentinel's own switch is logged when a majority
+		// failover of its own, polled so that it is logged when a majority
 		// names it, as the checker's attribution needs.
-		settle := time.Now().Add(env.DownAfter() + time.Second)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		observe := func() {
 			if now, err := c.Primary(ctx); err == nil && now.Name != final.Name {
 				logf(env, history.NFailover, now.Name, cluster.RolePrimary,
 					"Sentinel's own failover after the coordinated switch: %s flagged down (ODOWN) soon after taking over, %s promoted", final.Name, now.Name)
 				final = now
 			}
+		}
+		settle := time.Now().Add(env.DownAfter() + time.Second)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			observe()
 			if time.Now().After(settle) {
 				rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				err := c.WaitReady(rctx)
@@ -153,11 +155,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 				return err
 			}
 		}
-		if now, err := c.Primary(ctx); err == nil && now.Name != final.Name {
-			logf(env, history.NFailover, now.Name, cluster.RolePrimary,
-				"Sentinel's own failover after the coordinated switch: %s flagged down (ODOWN) soon after taking over, %s promoted", final.Name, now.Name)
-			final = now
-		}
+		observe() // a switch between the last look and the readiness that ended the wait
 	}
 	logf(env, "coordinated-done", final.Name, cluster.RolePrimary, "%s: %s is primary (%s took over from %s; an acquire landed on %s alone before: %v)",
 		how, final.Name, np.Name, p.Name, p.Name, got)
