@@ -116,11 +116,70 @@ log "lockjepsen/lockjepsen:latest (static, CGO_ENABLED=0)"
 dbuild -t lockjepsen/lockjepsen:latest "$L" || die "docker build of lockjepsen/lockjepsen failed"
 }
 
+# --- etcd and ZooKeeper, staged into a rootfs ---------------------------------
+# stage_etcd ROOTFS copies Debian's etcd binary and the libraries ldd lists for
+# it into ROOTFS and sets EV to its version; it returns 1 (nothing copied) when
+# etcd is not installed. The etcd image and the runner image share it.
+stage_etcd() {
+local root=$1 ETCD="${LOCKJEPSEN_ETCD_BIN:-$(command -v etcd || true)}"
+[[ -n "$ETCD" && -x "$ETCD" ]] || return 1
+EV=$("$ETCD" --version | sed -n 's/^etcd Version: \([0-9.]*\).*/\1/p')
+[[ -n "$EV" ]] || die "$ETCD --version names no version"
+mkdir -p "$root/usr/local/bin"
+cp -L "$ETCD" "$root/usr/local/bin/etcd"
+copy_libs "$ETCD" "$root"
+}
+
+# stage_zookeeper ROOTFS copies Debian's ZooKeeper server (jars) and the JRE
+# that runs it on the host into ROOTFS and sets ZV to its version; it returns
+# 1 (nothing copied) when zookeeper is not installed. The jars are the
+# server's classpath with its manifests followed (scripts/zkjars, the same
+# classpath the local runtime starts), at the paths the manifests name. The
+# JRE is JAVA_HOME (readlink -f of java, two levels up) at the same path:
+# bin/java, lib/ and conf/ dereferenced (several are links into
+# /etc/java-*), less what a server never loads (the JDK's ct.sym and
+# src.zip, the java.desktop module's native libraries), and the shared
+# libraries ldd lists for java and every library left; /usr/local/bin/java
+# links to it, so that a PATH lookup finds it.
+stage_zookeeper() {
+local root=$1 JAVA="${LOCKJEPSEN_JAVA:-$(command -v java || true)}"
+if [[ -z "$JAVA" || ! -x "$JAVA" || ( ! -f /usr/share/java/zookeeper.jar && -z "${LOCKJEPSEN_ZK_CLASSPATH:-}" ) ]]; then
+  return 1
+fi
+local JH JARS f
+JH=$(dirname "$(dirname "$(readlink -f "$JAVA")")")
+[[ -x "$JH/bin/java" && -d "$JH/lib" ]] || die "$JAVA is not a JRE's bin/java (JAVA_HOME $JH has no lib/)"
+JARS=$(go run ./scripts/zkjars) || die "the ZooKeeper classpath could not be read (scripts/zkjars)"
+# shellcheck disable=SC2086 # one jar a line, no spaces in Debian's paths
+ZV=$("$JH/bin/java" -cp "$(echo $JARS | tr ' ' ':')" org.apache.zookeeper.version.VersionInfoMain 2>/dev/null | sed -n 's/^Apache ZooKeeper, version \([0-9.]*\).*/\1/p')
+[[ -n "$ZV" ]] || die "ZooKeeper's VersionInfoMain named no version"
+mkdir -p "$root/usr/local/bin" "$root$JH/bin"
+cp -L "$JH/bin/java" "$root$JH/bin/java"
+ln -sf "$JH/bin/java" "$root/usr/local/bin/java"
+# (the list from the host's JAVA_HOME, so that ldd resolves each library's
+# $ORIGIN there, at the paths the image repeats)
+local JRE
+JRE=$(cd "$JH" && find -L lib conf -type f \
+    ! -name ct.sym ! -name src.zip \
+    ! -name 'libawt*.so' ! -name libfontmanager.so ! -name libjavajpeg.so ! -name libjawt.so ! -name libjsound.so \
+    ! -name liblcms.so ! -name libmlib_image.so ! -name libsplashscreen.so ! -name libatk-wrapper.so) \
+  || die "listing the JRE under $JH failed"
+(cd "$JH" && echo "$JRE" | xargs cp -L --parents -t "$root$JH/") || die "copying the JRE from $JH failed"
+copy_libs "$JH/bin/java" "$root"
+for f in $(echo "$JRE" | grep '\.so$'); do copy_libs "$JH/$f" "$root"; done
+for f in $JARS; do
+  mkdir -p "$root$(dirname "$f")"
+  cp -L "$f" "$root$f"
+done
+}
+
 # --- lockjepsen/runner -------------------------------------------------------
 # A sweep shard in one container: the static lockjepsen binary starts the
 # Valkey nodes, Sentinels, clients and resource as processes (local runtime),
 # exactly as on the host. The Valkey binaries and libfaketime come with their
 # ldd-listed libraries; libfaketime sits where cluster.FindBinaries looks.
+# etcd and ZooKeeper (with its JRE) come too when the host has them, so that a
+# shard can run every deployment of the comparison (--configs etcd,zookeeper).
 build_runner() {
 need_valkey
 R="$STAGE/runner"
@@ -130,10 +189,13 @@ cp "$BIN/valkey-server" "$BIN/valkey-cli" "$R/rootfs/usr/local/bin/"
 ln -s valkey-server "$R/rootfs/usr/local/bin/valkey-sentinel"
 cp -L "$FAKETIME" "$R/rootfs/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 for f in "$BIN/valkey-server" "$BIN/valkey-cli" "$FAKETIME"; do copy_libs "$f" "$R/rootfs"; done
+local extra=""
+if stage_etcd "$R/rootfs"; then extra+=" + etcd $EV"; fi
+if stage_zookeeper "$R/rootfs"; then extra+=" + ZooKeeper $ZV and its JRE"; fi
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$R/rootfs/usr/local/bin/lockjepsen" ./cmd/lockjepsen \
   || die "go build of the static lockjepsen binary failed"
 cp docker/runner.Dockerfile "$R/Dockerfile"
-log "lockjepsen/runner:latest (lockjepsen static + Valkey $VERSION + libfaketime)"
+log "lockjepsen/runner:latest (lockjepsen static + Valkey $VERSION + libfaketime$extra)"
 dbuild -t lockjepsen/runner:latest --label "org.lockjepsen.valkey-version=$VERSION" "$R" || die "docker build of lockjepsen/runner failed"
 }
 
@@ -142,71 +204,34 @@ dbuild -t lockjepsen/runner:latest --label "org.lockjepsen.valkey-version=$VERSI
 # --runtime docker --topology etcd. Without etcd installed the image is
 # skipped with a note; the docker runtime then names the command that builds it.
 build_etcd() {
-local ETCD="${LOCKJEPSEN_ETCD_BIN:-$(command -v etcd || true)}"
-if [[ -z "$ETCD" || ! -x "$ETCD" ]]; then
+E="$STAGE/etcd"
+rm -rf "$E"; mkdir -p "$E/rootfs/data" "$E/rootfs/tmp"
+chmod 1777 "$E/rootfs/tmp"
+if ! stage_etcd "$E/rootfs"; then
   log "lockjepsen/etcd skipped: etcd is not installed (make setup-etcd installs Debian's etcd-server)"
   return 0
 fi
-local EV
-EV=$("$ETCD" --version | sed -n 's/^etcd Version: \([0-9.]*\).*/\1/p')
-[[ -n "$EV" ]] || die "$ETCD --version names no version"
-E="$STAGE/etcd"
-rm -rf "$E"; mkdir -p "$E/rootfs/usr/local/bin" "$E/rootfs/data" "$E/rootfs/tmp"
-chmod 1777 "$E/rootfs/tmp"
-cp -L "$ETCD" "$E/rootfs/usr/local/bin/etcd"
-copy_libs "$ETCD" "$E/rootfs"
 cp docker/etcd.Dockerfile "$E/Dockerfile"
-log "lockjepsen/etcd:$EV from $ETCD ($(cd "$E/rootfs" && find . -type f | sed 's|^\.||' | sort | tr '\n' ' '))"
+log "lockjepsen/etcd:$EV from ${LOCKJEPSEN_ETCD_BIN:-$(command -v etcd)} ($(cd "$E/rootfs" && find . -type f | sed 's|^\.||' | sort | tr '\n' ' '))"
 dbuild -t "lockjepsen/etcd:$EV" -t lockjepsen/etcd:latest --label "org.lockjepsen.etcd-version=$EV" "$E" \
   || die "docker build of lockjepsen/etcd failed"
 }
 
 # --- lockjepsen/zookeeper ----------------------------------------------------
-# Debian's ZooKeeper server (jars) on the JRE that runs it on the host, FROM
-# scratch: --runtime docker --topology zookeeper. The jars are the server's
-# classpath with its manifests followed (scripts/zkjars, the same classpath
-# the local runtime starts), at the paths the manifests name. The JRE is
-# JAVA_HOME (readlink -f of java, two levels up) at the same path: bin/java,
-# lib/ and conf/ dereferenced (several are links into /etc/java-*), less what
-# a server never loads (the JDK's ct.sym and src.zip, the java.desktop
-# module's native libraries), and the shared libraries ldd lists for java
-# and every library left. Without zookeeper installed the image is skipped
-# with a note; the docker runtime then names the command that builds it.
+# Debian's ZooKeeper server on the JRE that runs it on the host (stage_zookeeper),
+# FROM scratch: --runtime docker --topology zookeeper. Without zookeeper
+# installed the image is skipped with a note; the docker runtime then names
+# the command that builds it.
 build_zookeeper() {
-local JAVA="${LOCKJEPSEN_JAVA:-$(command -v java || true)}"
-if [[ -z "$JAVA" || ! -x "$JAVA" || ( ! -f /usr/share/java/zookeeper.jar && -z "${LOCKJEPSEN_ZK_CLASSPATH:-}" ) ]]; then
+Z="$STAGE/zookeeper"
+rm -rf "$Z"; mkdir -p "$Z/rootfs/data" "$Z/rootfs/tmp"
+chmod 1777 "$Z/rootfs/tmp"
+if ! stage_zookeeper "$Z/rootfs"; then
   log "lockjepsen/zookeeper skipped: zookeeper is not installed (make setup installs Debian's zookeeper and default-jre-headless)"
   return 0
 fi
-local JH JARS ZV f
-JH=$(dirname "$(dirname "$(readlink -f "$JAVA")")")
-[[ -x "$JH/bin/java" && -d "$JH/lib" ]] || die "$JAVA is not a JRE's bin/java (JAVA_HOME $JH has no lib/)"
-JARS=$(go run ./scripts/zkjars) || die "the ZooKeeper classpath could not be read (scripts/zkjars)"
-# shellcheck disable=SC2086 # one jar a line, no spaces in Debian's paths
-ZV=$("$JH/bin/java" -cp "$(echo $JARS | tr ' ' ':')" org.apache.zookeeper.version.VersionInfoMain 2>/dev/null | sed -n 's/^Apache ZooKeeper, version \([0-9.]*\).*/\1/p')
-[[ -n "$ZV" ]] || die "ZooKeeper's VersionInfoMain named no version"
-Z="$STAGE/zookeeper"
-rm -rf "$Z"; mkdir -p "$Z/rootfs/usr/local/bin" "$Z/rootfs$JH/bin" "$Z/rootfs/data" "$Z/rootfs/tmp"
-chmod 1777 "$Z/rootfs/tmp"
-cp -L "$JH/bin/java" "$Z/rootfs$JH/bin/java"
-ln -s "$JH/bin/java" "$Z/rootfs/usr/local/bin/java"
-# (the list from the host's JAVA_HOME, so that ldd resolves each library's
-# $ORIGIN there, at the paths the image repeats)
-local JRE
-JRE=$(cd "$JH" && find -L lib conf -type f \
-    ! -name ct.sym ! -name src.zip \
-    ! -name 'libawt*.so' ! -name libfontmanager.so ! -name libjavajpeg.so ! -name libjawt.so ! -name libjsound.so \
-    ! -name liblcms.so ! -name libmlib_image.so ! -name libsplashscreen.so ! -name libatk-wrapper.so) \
-  || die "listing the JRE under $JH failed"
-(cd "$JH" && echo "$JRE" | xargs cp -L --parents -t "$Z/rootfs$JH/") || die "copying the JRE from $JH failed"
-copy_libs "$JH/bin/java" "$Z/rootfs"
-for f in $(echo "$JRE" | grep '\.so$'); do copy_libs "$JH/$f" "$Z/rootfs"; done
-for f in $JARS; do
-  mkdir -p "$Z/rootfs$(dirname "$f")"
-  cp -L "$f" "$Z/rootfs$f"
-done
 cp docker/zookeeper.Dockerfile "$Z/Dockerfile"
-log "lockjepsen/zookeeper:$ZV from $JH and $(echo "$JARS" | wc -l) jars ($(du -sh "$Z/rootfs" | cut -f1))"
+log "lockjepsen/zookeeper:$ZV ($(du -sh "$Z/rootfs" | cut -f1))"
 dbuild -t "lockjepsen/zookeeper:$ZV" -t lockjepsen/zookeeper:latest --label "org.lockjepsen.zookeeper-version=$ZV" "$Z" \
   || die "docker build of lockjepsen/zookeeper failed"
 }
