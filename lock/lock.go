@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -32,6 +33,16 @@ func ok() Result { return Result{Outcome: history.OK} }
 
 // fail is for operations that definitely had no effect.
 func fail(err error) Result { return Result{Outcome: history.Fail, Err: err} }
+
+// contended is a refused acquire because another client holds the lock,
+// in a library's own words (redsync's ErrTaken, redislock's ErrNotObtained,
+// valkeylock's ErrNotLocked, a ZooKeeper waiter's timeout): the recipe adds
+// the phrase the availability figures count as contention
+// (metrics.RefusalReason), so that a library's refusals read as the lock
+// working rather than as errors, as the native recipe's do.
+func contended(err error) Result {
+	return fail(fmt.Errorf("%w: another client holds the lock", err))
+}
 
 // Lock is one recipe bound to its connection(s). The caller picks the token
 // (NewToken) before invoking, so the history's invoke event can carry it; a

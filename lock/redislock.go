@@ -74,6 +74,9 @@ func (l *bsmLock) Close()                              { l.rc.Close() }
 
 func (l *bsmLock) Acquire(ctx context.Context, key, token string, ttl time.Duration) (int64, Result) {
 	lk, err := l.c.Obtain(ctx, key, ttl, &redislock.Options{Token: token})
+	if errors.Is(err, redislock.ErrNotObtained) {
+		return 0, contended(fmt.Errorf("redislock Obtain: %w", err))
+	}
 	if err != nil {
 		return 0, goRedisResult("redislock Obtain", err)
 	}

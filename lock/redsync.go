@@ -118,13 +118,12 @@ func redsyncResult(op string, err error) Result {
 		return Result{Classify(re.Err), err}
 	}
 	var taken *redsync.ErrTaken
-	switch {
-	case errors.As(err, &taken), errors.Is(err, redsync.ErrFailed),
-		errors.Is(err, redsync.ErrExtendFailed), errors.Is(err, redsync.ErrLockAlreadyExpired):
-		return fail(err)
-	}
 	var nodeTaken *redsync.ErrNodeTaken
-	if errors.As(err, &nodeTaken) {
+	switch {
+	case errors.As(err, &taken), errors.As(err, &nodeTaken):
+		return contended(err)
+	case errors.Is(err, redsync.ErrFailed),
+		errors.Is(err, redsync.ErrExtendFailed), errors.Is(err, redsync.ErrLockAlreadyExpired):
 		return fail(err)
 	}
 	if c := Classify(err); c != history.Info {

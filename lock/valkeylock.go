@@ -174,7 +174,7 @@ func acquireResult(err error, retried bool) Result {
 	case errors.Is(err, valkeylock.ErrNotLocked) && retried:
 		return Result{history.Info, fmt.Errorf("%w, on a retry: an earlier try, its reply lost, may have set the key", err)}
 	case errors.Is(err, valkeylock.ErrNotLocked):
-		return fail(err)
+		return contended(err)
 	}
 	return result(err)
 }

@@ -319,7 +319,9 @@ func (l *zkLock) await(ctx context.Context, dir, mine string) (int64, Result) {
 		select {
 		case <-ev:
 		case <-wctx.Done():
-			return 0, l.giveUp(mine, Result{history.Info, fmt.Errorf("waiting for %s: %w", kids[i-1], wctx.Err())})
+			// A predecessor still there at the deadline: someone holds the
+			// lock (or waits ahead), the lock working.
+			return 0, l.giveUp(mine, Result{history.Info, fmt.Errorf("waited for %s: %w: another client holds the lock", kids[i-1], wctx.Err())})
 		}
 	}
 }

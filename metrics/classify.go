@@ -28,7 +28,7 @@ func RefusalReason(msg string) string {
 		return "other"
 	}
 	switch {
-	case strings.Contains(msg, "another client holds the lock"):
+	case isContention(msg):
 		return "contention"
 	case strings.Contains(msg, "NOREPLICAS"):
 		return "noreplicas"
@@ -72,4 +72,22 @@ func ParseRedlockTally(msg string) (RedlockTally, bool) {
 func RefusedByMajority(msg string) bool {
 	t, ok := ParseRedlockTally(msg)
 	return ok && t.Refused > t.Nodes-t.Quorum
+}
+
+// contentionPhrases are the words a refused acquire uses when another client
+// holds the lock: the recipes' own ("another client holds the lock", which
+// they add to a library's own error, lock's contended) and the exec protocol's
+// ("held by another", docs/protocol.md). Availability counts such refusals as
+// the lock working, not as errors.
+var contentionPhrases = []string{"another client holds the lock", "held by another"}
+
+// isContention reports whether an acquire's error says the lock was held by
+// someone else.
+func isContention(msg string) bool {
+	for _, p := range contentionPhrases {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
