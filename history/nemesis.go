@@ -28,4 +28,12 @@ const (
 	// eviction). Node is the primary. The checker looks for it before it
 	// says a lock was lost to eviction.
 	NEvicted = "evicted"
+	// NStalePrimary and NStalePrimaryDemoted are observations that make a
+	// window: a failover no fault drove (a network fault dropping Sentinel's
+	// links, Sentinel re-running a failover) leaves the old primary, alive,
+	// serving writes as a primary until Sentinel demotes it, ~10 s later on
+	// loopback. Node is the old primary; the window ends when it reports role
+	// slave, or no longer answers.
+	NStalePrimary        = "stale-primary"
+	NStalePrimaryDemoted = "stale-primary-demoted"
 )

@@ -72,7 +72,7 @@ var causes = []Cause{
 	{CauseFastRestart, 0, false, "It happened around a fast restart%s: the primary came back empty, faster than any failover (before Sentinel noticed, or with no Sentinel at all), forgot the first grant and granted again."},
 	{CauseReplicaClock, 1, false, "It happened after a failover to a replica whose wall clock ran ahead%s: the lock reached it as an absolute expiry time (SET ... PX travels as PXAT), so on its clock the lease was already over and it granted the lock again."},
 	{CauseFailover, 2, false, "It happened around a failover%s: the promoted replica never received the first grant, so it handed the lock out again."},
-	{CauseSplitBrain, 3, false, "It happened while a primary was paused or cut off%s: two nodes acted as primary and each granted the lock (split brain)."},
+	{CauseSplitBrain, 3, false, "It happened while a primary was paused or cut off, or left serving after a failover%s: two nodes acted as primary and each granted the lock (split brain)."},
 	{CauseServerClock, 4, false, "It happened around a server clock change%s: the server's clock jumped, so the first lease expired early."},
 	{CauseReplication, 5, false, "It happened while the replicas were paused%s: writes were acknowledged that no replica had copied."},
 	{CauseClientPause, 6, true, "The first client had been paused%s longer than its lease, so its lease expired honestly while it still believed it held the lock."},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/marks"
 )
 
@@ -231,4 +232,10 @@ func init() {
 	for _, f := range catalog {
 		marks.Register(f.Marks...)
 	}
+	marks.Register(observedMarks...)
 }
+
+// observedMarks are windows the runner logs from what it observes rather
+// than from a fault step: the old primary of a failover no fault drove,
+// still serving, is a split brain until Sentinel demotes it.
+var observedMarks = []Mark{{Event: history.NStalePrimary, Heal: history.NStalePrimaryDemoted, Cause: CauseSplitBrain}}
