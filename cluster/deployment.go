@@ -75,6 +75,21 @@ type Endpoints struct {
 	Cluster   []string // Valkey Cluster: every node, the client follows MOVED
 	Etcd      []string // etcd: the members' client endpoints
 	ZooKeeper []string // ZooKeeper: the members' client ports
+	// DialMap (--net-proxy) maps each node's announced address, which is
+	// what Sentinel hands out, to the proxy the lock clients dial instead
+	// (netproxy.go): replication and the clients cross different proxies.
+	DialMap map[string]string
+}
+
+// dialMapper is a runtime with client proxies (--net-proxy).
+type dialMapper interface{ DialMap() map[string]string }
+
+// dialMapOf is rt's dial map, nil when it has none.
+func dialMapOf(rt Runtime) map[string]string {
+	if d, ok := rt.(dialMapper); ok {
+		return d.DialMap()
+	}
+	return nil
 }
 
 // RunKnobs are the run's knobs (runner.Config's) that a deployment may refuse.

@@ -23,6 +23,14 @@ import (
 // it, as they would all cross the node's network interface. The runner's
 // own admin connections (INFO, CLIENT KILL, the fault steps) use the
 // node's direct address, so that a fault never slows the harness.
+//
+// Each node has a second proxy, announced nowhere, for the lock clients:
+// the runner hands them a dial map (Endpoints.DialMap) from every node's
+// announced address to its client proxy, so that what Sentinel hands out
+// is dialed there. The announced proxy then carries replication and
+// Sentinel alone, and a toxic on it slows the replication link without
+// slowing the clients (net-slow-replication). The other network faults put
+// their toxic on both, so that clients, Sentinels and replicas alike see it.
 
 // Toxic is one toxiproxy toxic on a node's proxy (toxiproxy's names:
 // latency, timeout, reset_peer, bandwidth, slow_close, ...).
@@ -38,6 +46,9 @@ type Toxic struct {
 	// Attributes are the toxic's own (latency: latency and jitter in ms;
 	// timeout and reset_peer: timeout in ms).
 	Attributes map[string]int64
+	// ReplicationOnly puts the toxic on the announced proxy alone (the
+	// replicas' and the Sentinels' path), not on the clients' proxy.
+	ReplicationOnly bool
 }
 
 // NetShaper is a runtime with a proxy in front of each Valkey node
@@ -55,29 +66,50 @@ var _ NetShaper = (*Local)(nil)
 // netProxies is the set of proxies of one run.
 type netProxies struct {
 	mu     sync.Mutex
-	byNode map[string]*toxiproxy.Proxy
+	byNode map[string]nodeProxies
 }
 
-// startNetProxies starts one proxy per data node, in front of its direct
-// address, on a port the kernel picks; it returns the proxies' addresses by
-// node. On error nothing stays listening.
-func startNetProxies(nodes []Node) (*netProxies, map[string]string, error) {
+// nodeProxies are a node's two proxies: repl is announced (replication,
+// Sentinel), client is the lock clients' (through the dial map).
+type nodeProxies struct{ repl, client *toxiproxy.Proxy }
+
+func (n nodeProxies) each(f func(*toxiproxy.Proxy)) { f(n.repl); f(n.client) }
+
+// startNetProxies starts two proxies per data node, both in front of its
+// direct address, on ports the kernel picks; it returns the announced
+// (replication) proxy's address by node and the dial map from each
+// announced address to the node's client proxy. On error nothing stays
+// listening.
+func startNetProxies(nodes []Node) (p *netProxies, announced, dialMap map[string]string, err error) {
 	// No HTTP API and no log: the proxies live and die with the run.
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p := &netProxies{byNode: map[string]*toxiproxy.Proxy{}}
-	addrs := map[string]string{}
+	p = &netProxies{byNode: map[string]nodeProxies{}}
+	announced, dialMap = map[string]string{}, map[string]string{}
+	start := func(name, upstream string) (*toxiproxy.Proxy, error) {
+		px := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
+		if err := px.Start(); err != nil {
+			return nil, fmt.Errorf("start the --net-proxy proxy %s: %w", name, err)
+		}
+		return px, nil
+	}
 	for _, n := range nodes {
 		if n.Kind == RoleSentinel {
 			continue
 		}
-		px := toxiproxy.NewProxy(srv, n.Name, "127.0.0.1:0", n.Addr)
-		if err := px.Start(); err != nil {
-			p.close()
-			return nil, nil, fmt.Errorf("start the --net-proxy proxy in front of %s: %w", n.Name, err)
+		var np nodeProxies
+		if np.repl, err = start(n.Name, n.Addr); err == nil {
+			if np.client, err = start(n.Name+"-clients", n.Addr); err != nil {
+				np.repl.Stop()
+			}
 		}
-		p.byNode[n.Name], addrs[n.Name] = px, px.Listen
+		if err != nil {
+			p.close()
+			return nil, nil, nil, err
+		}
+		p.byNode[n.Name] = np
+		announced[n.Name], dialMap[np.repl.Listen] = np.repl.Listen, np.client.Listen
 	}
-	return p, addrs, nil
+	return p, announced, dialMap, nil
 }
 
 // close stops every proxy: its listener and every connection through it.
@@ -88,31 +120,34 @@ func (p *netProxies) close() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for name, px := range p.byNode {
-		px.Toxics.ResetToxics(context.Background())
-		px.Stop()
+	for name, np := range p.byNode {
+		np.each(func(px *toxiproxy.Proxy) {
+			px.Toxics.ResetToxics(context.Background())
+			px.Stop()
+		})
 		delete(p.byNode, name)
 	}
 }
 
-func (p *netProxies) proxy(node string) (*toxiproxy.Proxy, error) {
+func (p *netProxies) proxy(node string) (nodeProxies, error) {
 	if p == nil {
-		return nil, errNoNetProxy
+		return nodeProxies{}, errNoNetProxy
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	px, ok := p.byNode[node]
+	np, ok := p.byNode[node]
 	if !ok {
-		return nil, fmt.Errorf("%s has no --net-proxy proxy (a Sentinel, or the run has ended)", node)
+		return nodeProxies{}, fmt.Errorf("%s has no --net-proxy proxy (a Sentinel, or the run has ended)", node)
 	}
-	return px, nil
+	return np, nil
 }
 
 var errNoNetProxy = errors.New("this run has no proxies in front of its nodes: add --net-proxy")
 
-// AddToxic puts a toxic on the proxy in front of node.
+// AddToxic puts a toxic on the proxies in front of node: both, or with
+// ReplicationOnly the announced one alone.
 func (l *Local) AddToxic(node string, t Toxic) error {
-	px, err := l.proxies.proxy(node)
+	np, err := l.proxies.proxy(node)
 	if err != nil {
 		return err
 	}
@@ -123,8 +158,14 @@ func (l *Local) AddToxic(node string, t Toxic) error {
 	if err != nil {
 		return fmt.Errorf("encode the %s toxic: %w", t.Type, err)
 	}
-	if _, err := px.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
-		return fmt.Errorf("add the %s toxic on %s's proxy: %w", t.Type, node, err)
+	targets := []*toxiproxy.Proxy{np.repl, np.client}
+	if t.ReplicationOnly {
+		targets = targets[:1]
+	}
+	for _, px := range targets {
+		if _, err := px.Toxics.AddToxicJson(strings.NewReader(string(body))); err != nil {
+			return fmt.Errorf("add the %s toxic on %s's proxy %s: %w", t.Type, node, px.Name, err)
+		}
 	}
 	return nil
 }
@@ -145,24 +186,35 @@ func (l *Local) ClearToxics(node string) error {
 		sort.Strings(names)
 	}
 	for _, n := range names {
-		px, err := l.proxies.proxy(n)
+		np, err := l.proxies.proxy(n)
 		if err != nil {
 			return err
 		}
-		px.Toxics.ResetToxics(context.Background())
+		np.each(func(px *toxiproxy.Proxy) { px.Toxics.ResetToxics(context.Background()) })
 	}
 	return nil
 }
 
+// DialMap maps every node's announced address to its client proxy (nil
+// without --net-proxy): the lock clients dial through it.
+func (l *Local) DialMap() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dialMap
+}
+
 // proxyListeners lists the addresses the proxies listen on while the
-// cluster is up (the nodes' announced addresses), which a test checks are
-// closed after Down.
+// cluster is up (the nodes' announced addresses and their client proxies),
+// which a test checks are closed after Down.
 func (l *Local) proxyListeners() []string {
 	var out []string
 	for _, n := range l.Nodes() {
 		if n.Announce != "" && n.Announce != n.Addr {
 			out = append(out, n.Announce)
 		}
+	}
+	for _, c := range l.DialMap() {
+		out = append(out, c)
 	}
 	return out
 }

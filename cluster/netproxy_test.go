@@ -8,14 +8,21 @@ import (
 
 // TestNetProxyInFrontOfEveryNode runs a real Sentinel topology with
 // --net-proxy: Sentinel names the proxies (before and after a failover), a
-// toxic on a proxy slows what crosses it and nothing else, and Down closes
+// toxic on a proxy slows what crosses it and nothing else, one on the
+// replication path alone leaves the clients' proxy fast, and Down closes
 // every proxy's listener.
 func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 	l := startCluster(t, func(c *Config) { c.NetProxy = true })
 	ctx := ctxT(t, 60*time.Second)
 	listeners := l.proxyListeners()
-	if len(listeners) != len(l.ValkeyNodes()) {
-		t.Fatalf("%d proxy listeners for %d Valkey nodes: %v", len(listeners), len(l.ValkeyNodes()), listeners)
+	if len(listeners) != 2*len(l.ValkeyNodes()) {
+		t.Fatalf("%d proxy listeners for %d Valkey nodes, want two each: %v", len(listeners), len(l.ValkeyNodes()), listeners)
+	}
+	dm := l.cfg.Deployment().Endpoints(l).DialMap
+	for _, n := range l.ValkeyNodes() {
+		if c := dm[n.Announce]; c == "" || c == n.Announce || c == n.Addr {
+			t.Errorf("the clients' dial map sends %s's announced %s to %q, want its own client proxy", n.Name, n.Announce, c)
+		}
 	}
 	sentinelsName := func(want Node) {
 		t.Helper()
@@ -67,6 +74,24 @@ func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 	}
 	if d := pingTakes(p.Announce); d > 200*time.Millisecond {
 		t.Errorf("PING through the healed proxy took %v", d)
+	}
+
+	// On the replication path alone (net-slow-replication): the announced
+	// proxy is slow, the clients' is not.
+	clientPath := dm[p.Announce]
+	pingTakes(clientPath)
+	if err := l.AddToxic(p.Name, Toxic{Name: "slow-repl", Type: "latency", Stream: "downstream", Toxicity: 1,
+		Attributes: map[string]int64{"latency": 300}, ReplicationOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if d := pingTakes(p.Announce); d < 250*time.Millisecond {
+		t.Errorf("PING through the slowed replication proxy took %v, want at least 250ms", d)
+	}
+	if d := pingTakes(clientPath); d > 200*time.Millisecond {
+		t.Errorf("PING through the clients' proxy took %v: a replication-only toxic reached the clients", d)
+	}
+	if err := l.ClearToxics(""); err != nil {
+		t.Fatal(err)
 	}
 
 	// A failover: Sentinel promotes a replica at its proxy, and the old

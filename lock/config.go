@@ -1,7 +1,10 @@
 package lock
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -36,6 +39,12 @@ type Config struct {
 	// recipes talk to it through valkey-go's cluster client, which follows
 	// MOVED and ASK (cluster.go).
 	ClusterAddrs []string `json:"cluster_addrs,omitempty"`
+	// DialMap (--net-proxy) rewrites the addresses the clients dial: a
+	// node's announced address (what Sentinel hands out, and the replicas'
+	// path) to the proxy the clients go through, so that a fault can slow
+	// replication alone. Addresses not in it, the Sentinels', are dialed as
+	// they are.
+	DialMap map[string]string `json:"dial_map,omitempty"`
 	// DriftFactor is Redlock's clock drift factor (validity = TTL − elapsed −
 	// TTL·factor − 2ms); 0: DefaultDriftFactor.
 	DriftFactor float64 `json:"drift_factor,omitempty"`
@@ -310,6 +319,11 @@ func Open(cfg Config) (Lock, error) {
 // record; client-side caching is off because locks never read through it.
 func (c *Config) clientOption() valkey.ClientOption {
 	o := valkey.ClientOption{DisableRetry: true, DisableCache: true}
+	if len(c.DialMap) > 0 {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", c.dial(addr))
+		}
+	}
 	if c.Addr == "" && len(c.Addrs) > 0 {
 		// The redlock topology: every node runs the same server, so the
 		// capability check asks the first.
@@ -332,6 +346,14 @@ func (c *Config) clientOption() valkey.ClientOption {
 	}
 	o.Sentinel = valkey.SentinelOption{MasterSet: ms}
 	return o
+}
+
+// dial is the address to dial for addr: its DialMap entry, or addr.
+func (c *Config) dial(addr string) string {
+	if to, ok := c.DialMap[addr]; ok {
+		return to
+	}
+	return addr
 }
 
 // Connect opens a plain valkey-go client with the recipe's connection

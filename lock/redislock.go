@@ -49,6 +49,12 @@ func openRedislock(cfg Config) (Lock, error) {
 // waits out its 3 s ReadTimeout whatever the context says.
 func (c *Config) goRedisOptions() *redis.UniversalOptions {
 	o := &redis.UniversalOptions{ContextTimeoutEnabled: true}
+	if len(c.DialMap) > 0 {
+		var d net.Dialer
+		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, c.dial(addr))
+		}
+	}
 	switch {
 	case c.Addr != "":
 		o.Addrs = []string{c.Addr}

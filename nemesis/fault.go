@@ -95,6 +95,10 @@ type Needs struct {
 	// NetProxy: a proxy in front of every node (--net-proxy), which the
 	// network faults put their toxics on.
 	NetProxy bool
+	// DialMap: lock clients that dial through the runner's dial map (every
+	// built-in recipe), so that the clients' path and replication's differ.
+	// An exec adapter dials what Sentinel hands out, replication's proxy.
+	DialMap bool
 }
 
 // Mark is one fault event of the history (package marks, where the readers

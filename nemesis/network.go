@@ -52,10 +52,10 @@ var networkFaults = []*Fault{
 		"the primary's replies delayed --net-latency ± --net-jitter (300 ms ± 100 ms; toxiproxy latency on its proxy, "+
 			"--net-proxy) for 3-6 renewal periods: acquires and renewals slow down, leases are measured from before the request",
 		func(p PlanParams) (time.Duration, time.Duration) { return p.TTL, p.TTL },
-		func(n NetSizes) (cluster.Toxic, string) {
-			return cluster.Toxic{Type: "latency", Stream: "downstream", Toxicity: 1,
-					Attributes: map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}},
-				fmt.Sprintf("every reply delayed %v ± %v", n.Latency, n.Jitter)
+		func(n NetSizes) ([]cluster.Toxic, string) {
+			return []cluster.Toxic{{Type: "latency", Stream: "downstream", Toxicity: 1,
+					Attributes: map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}}},
+				fmt.Sprintf("every reply delayed %v ± %v (clients, Sentinels and replicas alike)", n.Latency, n.Jitter)
 		}),
 	// timeout 0: a connection it falls on passes nothing until the heal,
 	// when toxiproxy closes every connection the toxic reached.
@@ -63,24 +63,42 @@ var networkFaults = []*Fault{
 		"a --net-share (half) of the primary's connections stop passing replies (toxiproxy timeout) for 0.6-0.9 s, "+
 			"then every connection through its proxy is closed: commands ran, their answers never came (info)",
 		func(PlanParams) (time.Duration, time.Duration) { return 600 * time.Millisecond, 300 * time.Millisecond },
-		func(n NetSizes) (cluster.Toxic, string) {
-			return cluster.Toxic{Type: "timeout", Stream: "downstream", Toxicity: n.Share, Attributes: map[string]int64{"timeout": 0}},
-				fmt.Sprintf("%.0f%% of the connections pass no reply", 100*n.Share)
+		func(n NetSizes) ([]cluster.Toxic, string) {
+			return []cluster.Toxic{{Type: "timeout", Stream: "downstream", Toxicity: n.Share, Attributes: map[string]int64{"timeout": 0}}},
+				fmt.Sprintf("%.0f%% of the connections pass no reply (clients, Sentinels and replicas alike)", 100*n.Share)
 		}),
 	networkFault("net-reset",
 		"for 0.3-0.5 s each of the primary's connections is closed as its next reply arrives, the "+
 			"reply dropped (toxiproxy reset_peer): the command ran, its client learns nothing (info) and reconnects",
 		func(PlanParams) (time.Duration, time.Duration) { return 300 * time.Millisecond, 200 * time.Millisecond },
-		func(NetSizes) (cluster.Toxic, string) {
-			return cluster.Toxic{Type: "reset_peer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int64{"timeout": 0}},
-				"each connection closed at its next reply, the reply lost"
+		func(NetSizes) ([]cluster.Toxic, string) {
+			return []cluster.Toxic{{Type: "reset_peer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int64{"timeout": 0}}},
+				"each connection closed at its next reply, the reply lost (clients, Sentinels and replicas alike)"
 		}),
+	// Both directions: WAIT waits for a replica's REPLCONF ACK (upstream)
+	// to a write it received late (downstream). The clients' own proxy is
+	// untouched: what it costs is the replication's share alone.
+	needs(Needs{NetProxy: true, Replicas: 1, DialMap: true}, networkFault("net-slow-replication",
+		"the primary's replication links (and Sentinel's) delayed --net-latency ± --net-jitter each way (300 ms ± 100 ms; "+
+			"the clients' path untouched) for 3-6 renewal periods: what WAIT and min-replicas-to-write cost on a slow link, "+
+			"and how much a failover in it loses",
+		func(p PlanParams) (time.Duration, time.Duration) { return p.TTL, p.TTL },
+		func(n NetSizes) ([]cluster.Toxic, string) {
+			attrs := map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}
+			return []cluster.Toxic{
+					{Name: "-down", Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
+					{Name: "-up", Type: "latency", Stream: "upstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true}},
+				fmt.Sprintf("the replication stream and its acknowledgements delayed %v ± %v each way (replicas and Sentinels; not the clients)", n.Latency, n.Jitter)
+		})),
 }
+
+// needs sets what a fault needs beyond the network faults' own.
+func needs(n Needs, f *Fault) *Fault { f.Needs = n; return f }
 
 // networkFault is one network fault: the toxic made from the step's sizes,
 // on the primary's proxy for a duration drawn from [min, min+spread]
 // (hold), logged as name and healed as name+"-healed".
-func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Duration), toxic func(NetSizes) (cluster.Toxic, string)) *Fault {
+func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Duration), toxics func(NetSizes) ([]cluster.Toxic, string)) *Fault {
 	return &Fault{
 		Name:  name,
 		Doc:   doc,
@@ -96,16 +114,17 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 		},
 		span: heldSpan,
 		inject: func(ctx context.Context, env Env, s Step) error {
-			t, what := toxic(s.sizes())
-			return holdToxic(ctx, env, s, name, t, what)
+			ts, what := toxics(s.sizes())
+			return holdToxic(ctx, env, s, name, ts, what)
 		},
 		heal: clearToxics,
 	}
 }
 
-// holdToxic puts t on the primary's proxy, logs event, holds it for the
-// step's duration and removes it, logging the heal (event+"-healed").
-func holdToxic(ctx context.Context, env Env, s Step, event string, t cluster.Toxic, what string) error {
+// holdToxic puts ts on the primary's proxies, logs event, holds them for
+// the step's duration and removes them, logging the heal (event+"-healed").
+// A toxic's Name is a suffix to event (toxiproxy wants one name a toxic).
+func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.Toxic, what string) error {
 	c := env.Cluster()
 	sh, ok := c.(cluster.NetShaper)
 	if !ok {
@@ -115,11 +134,14 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, t cluster.Tox
 	if err != nil {
 		return err
 	}
-	t.Name = event
-	if err := sh.AddToxic(p.Name, t); err != nil {
-		return err
+	for _, t := range ts {
+		t.Name = event + t.Name
+		if err := sh.AddToxic(p.Name, t); err != nil {
+			_ = sh.ClearToxics(p.Name)
+			return err
+		}
 	}
-	logf(env, event, p.Name, cluster.RolePrimary, "on %s's proxy (clients, Sentinels and replicas alike) for %v: %s",
+	logf(env, event, p.Name, cluster.RolePrimary, "on %s's proxy for %v: %s",
 		p.Name, s.Duration.Round(time.Millisecond), what)
 	sleepErr := sleep(ctx, s.Duration)
 	// Even when the run is ending: a toxic left on would slow its heal.

@@ -20,6 +20,7 @@ func (r *run) lockConfig() lock.Config {
 		Recipe:    r.cfg.Recipe,
 		Sentinels: ep.Sentinels, MasterSet: ep.MasterSet,
 		Addr: ep.Addr, Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd, ZooKeeper: ep.ZooKeeper,
+		DialMap:  ep.DialMap,
 		Fencing:  rec.DrawsFence(r.cfg.Fence, r.cfg.FenceSource),
 		ExecArgs: r.cfg.ExecArgs,
 		Wait:     r.cfg.Wait,

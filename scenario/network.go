@@ -45,6 +45,11 @@ var networkScenarios = map[string]Scenario{
 		"the primary's connections reset as a reply arrives, the reply lost: an acquire that took the lock ends info, "+
 			"its key expires with its TTL, and nobody is granted it twice",
 		"valid (operations ended info)", SomeUnknown()),
+	"net-slow-replication": netRun("net-slow-replication",
+		"the primary's replication links 300 ms ± 100 ms slow each way for 3-6 renewal periods, the clients' path "+
+			"untouched: grants go on at full speed (without WAIT nothing waits for a replica), the replicas lag by the "+
+			"link's delay, and nothing is granted twice while the primary lives",
+		"valid (grants during every net-slow-replication)", GrantsDuring("net-slow-replication")),
 }
 
 func init() {
