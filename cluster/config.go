@@ -182,8 +182,6 @@ func (c *Config) Validate() error {
 	}
 	if c.NetProxy {
 		switch {
-		case c.runtime() != "local":
-			return fmt.Errorf("--net-proxy runs on --runtime local only in this version (the proxies live in lockjepsen's own process, on 127.0.0.1): drop --runtime %s", c.runtime())
 		case c.TopologyName() != TopologySentinel:
 			return fmt.Errorf("--net-proxy is offered on --topology sentinel only in this version: drop --topology %s", c.TopologyName())
 		case c.Detached:

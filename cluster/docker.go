@@ -85,6 +85,12 @@ type Docker struct {
 	homes       []dockerNet       // home network of node i (same order as nodes)
 	partitioned map[string]bool
 	isolated    map[string]bool // cut off from the clients too (Isolate)
+	// proxies and dialMap are --net-proxy's (netproxy.go): in this
+	// process, each node's pair listening on the host's address on the
+	// node's home network, so that its peers reach them there and a
+	// partition cuts them off as it cuts off the node.
+	proxies *netProxies
+	dialMap map[string]string
 }
 
 // dockerQueries are the topology's own questions, asked over the network
@@ -405,7 +411,22 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 	if d.zk != nil {
 		d.zkQuorum()
 	}
-	d.topo.initialPrimary = d.Nodes()[0].Addr
+	if d.cfg.NetProxy {
+		p, announced, dialMap, err := startNetProxies(d.Nodes(), func(n Node) string {
+			return d.homes[d.index(n.Name)].prefix.Addr().Next().String() // .1, the host
+		})
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.proxies, d.dialMap = p, dialMap
+		d.mu.Unlock()
+		for name, a := range announced {
+			d.update(name, func(x *Node) { x.Announce = a })
+		}
+	}
+	// Sentinels monitor the first primary at its proxy, when there is one.
+	d.topo.initialPrimary = d.Nodes()[0].Reach()
 	for _, n := range d.Nodes() {
 		if err := os.RemoveAll(n.Dir); err != nil {
 			return fmt.Errorf("clear %s: %w", n.Dir, err)
@@ -638,16 +659,17 @@ func (d *Docker) writeConfig(ctx context.Context, n Node, asReplica bool) error 
 	case asReplica:
 		primary := d.topo.initialPrimary
 		if cur, err := d.Primary(ctx); err == nil {
-			primary = cur.Addr
+			primary = cur.Reach()
 		}
-		if primary == n.Addr {
+		if n.Answers(primary) {
 			primary = ""
 		}
 		content = valkeyConf(&d.cfg, &inside, dockerValkeyPort, primary)
 	default:
 		content = valkeyConf(&d.cfg, &inside, dockerValkeyPort, "")
 	}
-	if n.Kind != RoleSentinel {
+	if n.Kind != RoleSentinel && n.Announce == "" {
+		// (with --net-proxy valkeyConf announced the node's proxy)
 		content += "replica-announce-ip " + host + "\n"
 	}
 	content = strings.Replace(content, "bind 127.0.0.1\n", "bind 0.0.0.0\n", 1)
@@ -870,6 +892,7 @@ func (d *Docker) dropConn(addr string) {
 // cleaned too, then checks that none is left.
 func (d *Docker) Down() error {
 	d.topo.adm.close()
+	d.proxies.close()
 	if d.etcd != nil {
 		d.etcd.closeClients()
 	}

@@ -199,7 +199,7 @@ func TestSameScheduleBothRuntimes(t *testing.T) {
 			continue // only one runtime can carry it out: nothing to compare
 		}
 		if _, err := tryPlan(name, "docker", 1); err != nil && strings.Contains(err.Error(), "--runtime local") {
-			continue // nor here: one of its faults or knobs needs the local runtime (the memory faults, --net-proxy)
+			continue // nor here: one of its faults or knobs needs the local runtime (the memory faults)
 		}
 		for seed := int64(1); seed <= 5; seed++ {
 			l, d := plan(t, name, "local", seed), plan(t, name, "docker", seed)

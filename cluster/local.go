@@ -256,7 +256,7 @@ func (l *Local) Up(ctx context.Context) error {
 		return fmt.Errorf("create run directory: %w", err)
 	}
 	if l.cfg.NetProxy && l.proxies == nil {
-		p, addrs, dialMap, err := startNetProxies(l.Nodes())
+		p, addrs, dialMap, err := startNetProxies(l.Nodes(), func(Node) string { return "127.0.0.1" })
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -61,7 +62,10 @@ type NetShaper interface {
 	ClearToxics(node string) error
 }
 
-var _ NetShaper = (*Local)(nil)
+var (
+	_ NetShaper = (*Local)(nil)
+	_ NetShaper = (*Docker)(nil)
+)
 
 // netProxies is the set of proxies of one run.
 type netProxies struct {
@@ -76,17 +80,19 @@ type nodeProxies struct{ repl, client *toxiproxy.Proxy }
 func (n nodeProxies) each(f func(*toxiproxy.Proxy)) { f(n.repl); f(n.client) }
 
 // startNetProxies starts two proxies per data node, both in front of its
-// direct address, on ports the kernel picks; it returns the announced
-// (replication) proxy's address by node and the dial map from each
-// announced address to the node's client proxy. On error nothing stays
-// listening.
-func startNetProxies(nodes []Node) (p *netProxies, announced, dialMap map[string]string, err error) {
+// direct address, on ports the kernel picks, listening on the host
+// listenOn names for the node (127.0.0.1 on the local runtime; on docker
+// the host's address on the node's home network, which the node's peers
+// reach and a partition cuts); it returns the announced (replication)
+// proxy's address by node and the dial map from each announced address to
+// the node's client proxy. On error nothing stays listening.
+func startNetProxies(nodes []Node, listenOn func(Node) string) (p *netProxies, announced, dialMap map[string]string, err error) {
 	// No HTTP API and no log: the proxies live and die with the run.
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	p = &netProxies{byNode: map[string]nodeProxies{}}
 	announced, dialMap = map[string]string{}, map[string]string{}
-	start := func(name, upstream string) (*toxiproxy.Proxy, error) {
-		px := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
+	start := func(name, host, upstream string) (*toxiproxy.Proxy, error) {
+		px := toxiproxy.NewProxy(srv, name, net.JoinHostPort(host, "0"), upstream)
 		if err := px.Start(); err != nil {
 			return nil, fmt.Errorf("start the --net-proxy proxy %s: %w", name, err)
 		}
@@ -97,8 +103,9 @@ func startNetProxies(nodes []Node) (p *netProxies, announced, dialMap map[string
 			continue
 		}
 		var np nodeProxies
-		if np.repl, err = start(n.Name, n.Addr); err == nil {
-			if np.client, err = start(n.Name+"-clients", n.Addr); err != nil {
+		host := listenOn(n)
+		if np.repl, err = start(n.Name, host, n.Addr); err == nil {
+			if np.client, err = start(n.Name+"-clients", host, n.Addr); err != nil {
 				np.repl.Stop()
 			}
 		}
@@ -146,8 +153,28 @@ var errNoNetProxy = errors.New("this run has no proxies in front of its nodes: a
 
 // AddToxic puts a toxic on the proxies in front of node: both, or with
 // ReplicationOnly the announced one alone.
-func (l *Local) AddToxic(node string, t Toxic) error {
-	np, err := l.proxies.proxy(node)
+func (l *Local) AddToxic(node string, t Toxic) error { return l.proxies.addToxic(node, t) }
+
+// ClearToxics removes every toxic from node's proxies, or from every proxy.
+func (l *Local) ClearToxics(node string) error { return l.proxies.clearToxics(node) }
+
+// AddToxic puts a toxic on the proxies in front of node (--net-proxy on
+// docker: the proxies run in lockjepsen's process on the host).
+func (d *Docker) AddToxic(node string, t Toxic) error { return d.proxies.addToxic(node, t) }
+
+// ClearToxics removes every toxic from node's proxies, or from every proxy.
+func (d *Docker) ClearToxics(node string) error { return d.proxies.clearToxics(node) }
+
+// DialMap maps every node's announced address to its client proxy (nil
+// without --net-proxy).
+func (d *Docker) DialMap() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dialMap
+}
+
+func (p *netProxies) addToxic(node string, t Toxic) error {
+	np, err := p.proxy(node)
 	if err != nil {
 		return err
 	}
@@ -170,23 +197,22 @@ func (l *Local) AddToxic(node string, t Toxic) error {
 	return nil
 }
 
-// ClearToxics removes every toxic from node's proxy, or from every proxy.
-func (l *Local) ClearToxics(node string) error {
-	if l.proxies == nil {
+func (p *netProxies) clearToxics(node string) error {
+	if p == nil {
 		return errNoNetProxy
 	}
 	names := []string{node}
 	if node == "" {
 		names = names[:0]
-		l.proxies.mu.Lock()
-		for n := range l.proxies.byNode {
+		p.mu.Lock()
+		for n := range p.byNode {
 			names = append(names, n)
 		}
-		l.proxies.mu.Unlock()
+		p.mu.Unlock()
 		sort.Strings(names)
 	}
 	for _, n := range names {
-		np, err := l.proxies.proxy(n)
+		np, err := p.proxy(n)
 		if err != nil {
 			return err
 		}

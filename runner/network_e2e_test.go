@@ -5,11 +5,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -28,6 +31,7 @@ func TestNetworkScenarios(t *testing.T) {
 		{"net-latency", nil, []string{"net-latency", "net-latency-healed"}},
 		{"net-timeout", nil, []string{"net-timeout", "net-timeout-healed"}},
 		{"net-reset", nil, []string{"net-reset", "net-reset-healed"}},
+		{"net-slow-replication", nil, []string{"net-slow-replication", "net-slow-replication-healed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
@@ -93,4 +97,83 @@ func TestValkeylockLockValidUnderNetworkFaults(t *testing.T) {
 			assertProxiesClosed(t, cfg.Out)
 		})
 	}
+}
+
+// TestSlowReplicationCostsWAIT: under net-slow-replication the clients'
+// own path is fast, so without WAIT a grant costs what it did; WAIT 1 waits
+// for the replica's acknowledgement across the slowed link, each way. The
+// run stays valid. Measured over 10 seeds before it went in (README,
+// "Network faults").
+func TestSlowReplicationCostsWAIT(t *testing.T) {
+	cfg := config(t, "net-slow-replication", func(c *Config) { c.Wait = knob.Wait{Replicas: 1, TimeoutMs: 1000} })
+	expectLesson(t, cfg, 0)
+	inside, outside := grantedLatencies(t, cfg.Out, "net-slow-replication")
+	if len(inside) == 0 || len(outside) == 0 {
+		t.Fatalf("granted acquires: %d inside the slow windows, %d outside", len(inside), len(outside))
+	}
+	if m := median(inside); m < 300*time.Millisecond {
+		t.Errorf("granted acquires under the slow replication link took a median %v with WAIT 1, want at least 300ms (the link's delay each way)", m)
+	}
+	if m := median(outside); m > 100*time.Millisecond {
+		t.Errorf("granted acquires outside the slow windows took a median %v with WAIT 1, want under 100ms", m)
+	}
+}
+
+// grantedLatencies splits a run's granted acquires by whether they were
+// invoked while fault was in force.
+func grantedLatencies(t *testing.T, out, fault string) (inside, outside []time.Duration) {
+	t.Helper()
+	nem, err := history.ReadFile(filepath.Join(out, runfolder.Nemesis))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wins [][2]int64
+	var open int64 = -1
+	for _, e := range nem {
+		switch e.F {
+		case fault:
+			open = e.Time
+		case fault + "-healed":
+			if open >= 0 {
+				wins = append(wins, [2]int64{open, e.Time})
+				open = -1
+			}
+		}
+	}
+	h, err := history.ReadFile(filepath.Join(out, runfolder.History))
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoked := map[string]int64{}
+	for _, e := range h {
+		if e.F != history.FAcquire {
+			continue
+		}
+		switch e.Type {
+		case history.Invoke:
+			invoked[e.Token] = e.Time
+		case history.OK:
+			at, ok := invoked[e.Token]
+			if !ok {
+				continue
+			}
+			d := time.Duration(e.Time - at)
+			in := false
+			for _, w := range wins {
+				in = in || (at >= w[0] && at <= w[1])
+			}
+			if in {
+				inside = append(inside, d)
+			} else {
+				outside = append(outside, d)
+			}
+		}
+	}
+	return inside, outside
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

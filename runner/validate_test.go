@@ -31,7 +31,10 @@ func TestValidateRefusesWhatTheFlagsTell(t *testing.T) {
 		// topology; their sizes must make sense inside the run.
 		{"net fault with the proxies", func(c *Config) { c.Faults, c.Cluster.NetProxy = []string{"net-latency"}, true }, ""},
 		{"net fault without the proxies", func(c *Config) { c.Faults = []string{"net-timeout"} }, "--net-proxy"},
-		{"proxies on docker", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Runtime = true, "docker" }, "--net-proxy"},
+		{"slow replication through an exec adapter", func(c *Config) {
+			c.Faults, c.Cluster.NetProxy, c.Recipe, c.Fence = []string{"net-slow-replication"}, true, "exec:/bin/true", "none"
+		}, "exec adapter"},
+		{"proxies on docker", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Runtime = true, "docker" }, ""},
 		{"proxies on standalone", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Topology = true, "standalone" }, "--net-proxy"},
 		{"latency past the time limit", func(c *Config) { c.Net.Latency = c.TimeLimit + 1 }, "--net-latency"},
 		{"jitter above the latency", func(c *Config) { c.Net.Jitter = c.Net.Latency + 1 }, "--net-jitter"},

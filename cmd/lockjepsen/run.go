@@ -118,7 +118,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	redlockFlags(fs, &cfg)
 	shardFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
-	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process, on 127.0.0.1) in front of every Valkey node, announced as the node's address: what the net-* faults act on (--runtime local, --topology sentinel)")
+	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process; on 127.0.0.1, or on docker on the host's address in each node's network) in front of every Valkey node, announced as the node's address, and a second one for the lock clients: what the net-* faults act on (--topology sentinel)")
 	fs.Var(knob.Duration{D: &cfg.Net.Latency, Min: time.Millisecond}, "net-latency", "net-latency: the delay added to each of the primary's replies (toxiproxy's latency), at most --time-limit")
 	fs.Var(knob.Duration{D: &cfg.Net.Jitter, Min: 0}, "net-jitter", "net-latency: each delay is --net-latency ± this (0 to --net-latency)")
 	fs.Func("net-share", "net-timeout: the share of the primary's connections that stop passing replies, above 0 and at most 1 (default 0.5)", func(v string) error {
