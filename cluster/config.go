@@ -182,8 +182,10 @@ func (c *Config) Validate() error {
 	}
 	if c.NetProxy {
 		switch {
-		case c.TopologyName() != TopologySentinel:
-			return fmt.Errorf("--net-proxy is offered on --topology sentinel only in this version: drop --topology %s", c.TopologyName())
+		case c.TopologyName() == TopologyStandalone:
+			return fmt.Errorf("--net-proxy is not offered on --topology standalone in this version (its service address is already a forwarder in lockjepsen's own process): use sentinel, redlock or cluster")
+		case c.TopologyName() != TopologySentinel && c.TopologyName() != TopologyRedlock && c.TopologyName() != TopologyCluster:
+			return fmt.Errorf("--net-proxy puts proxies in front of Valkey nodes: drop it with --topology %s", c.TopologyName())
 		case c.Detached:
 			return fmt.Errorf("--net-proxy needs lockjepsen running beside the nodes (the proxies are in its process): use it with run, not cluster up")
 		}

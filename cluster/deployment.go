@@ -108,6 +108,9 @@ const (
 	NeedFailover = "failover"
 	// NeedAny: every deployment (faults that act on clients only).
 	NeedAny = "any"
+	// NeedReplicas: the lock's primary replicates to replicas of its own
+	// (Sentinel's, standalone's, a cluster shard's), not Redlock's N.
+	NeedReplicas = "replicas"
 )
 
 var (

@@ -46,7 +46,7 @@ func (redlockDeployment) Settled() string { return "waiting for every node to an
 // answering PING is the whole wait.
 func (redlockDeployment) Replicated() bool { return false }
 func (redlockDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{Addrs: Addrs(rt)}
+	return Endpoints{Addrs: Addrs(rt), DialMap: dialMapOf(rt)}
 }
 func (redlockDeployment) Offers(need string) bool {
 	return need == TopologyRedlock || need == NeedAny
@@ -147,7 +147,7 @@ func Addrs(rt Runtime) []string {
 	var out []string
 	for _, n := range rt.Nodes() {
 		if n.Kind != RoleSentinel {
-			out = append(out, n.Addr)
+			out = append(out, n.Reach()) // the proxy, with --net-proxy
 		}
 	}
 	return out

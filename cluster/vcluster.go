@@ -47,9 +47,11 @@ func (clusterDeployment) Banner(c Config, version string) string {
 func (clusterDeployment) Settled() string {
 	return "waiting for cluster_state:ok on every node, replicas in sync"
 }
-func (clusterDeployment) Endpoints(rt Runtime) Endpoints { return Endpoints{Cluster: Addrs(rt)} }
+func (clusterDeployment) Endpoints(rt Runtime) Endpoints {
+	return Endpoints{Cluster: Addrs(rt), DialMap: dialMapOf(rt)}
+}
 func (clusterDeployment) Offers(need string) bool {
-	return need == TopologyCluster || need == NeedAny
+	return need == TopologyCluster || need == NeedAny || need == NeedReplicas
 }
 func (clusterDeployment) ValidateRun(k RunKnobs) error {
 	if k.DelayedRestart > 0 {
@@ -173,6 +175,12 @@ func clusterConf(c *Config, n *Node, port int) string {
 	b.WriteString("cluster-replica-validity-factor 0\n")
 	// A shard without a primary must not stop the others' writes.
 	b.WriteString("cluster-require-full-coverage no\n")
+	if n.Announce != "" {
+		// --net-proxy: the slot map names the proxy (replicas replicate
+		// through it, clients are mapped to their own); the bus stays direct.
+		h, p, _ := strings.Cut(n.Announce, ":")
+		fmt.Fprintf(&b, "cluster-announce-ip %s\ncluster-announce-port %s\ncluster-announce-bus-port %d\n", h, p, port+10000)
+	}
 	return b.String()
 }
 

@@ -78,7 +78,7 @@ var networkFaults = []*Fault{
 	// Both directions: WAIT waits for a replica's REPLCONF ACK (upstream)
 	// to a write it received late (downstream). The clients' own proxy is
 	// untouched: what it costs is the replication's share alone.
-	needs(Needs{NetProxy: true, Replicas: 1, DialMap: true}, networkFault("net-slow-replication",
+	needs(Needs{NetProxy: true, Replicas: 1, DialMap: true, Topology: cluster.NeedReplicas}, networkFault("net-slow-replication",
 		"the primary's replication links (and Sentinel's) delayed --net-latency ± --net-jitter each way (300 ms ± 100 ms; "+
 			"the clients' path untouched) for 3-6 renewal periods: what WAIT and min-replicas-to-write cost on a slow link, "+
 			"and how much a failover in it loses",
@@ -102,7 +102,10 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 	return &Fault{
 		Name:  name,
 		Doc:   doc,
-		Needs: Needs{NetProxy: true},
+		// Any deployment --net-proxy serves (Sentinel, Redlock, Cluster):
+		// the proxies are the need, and the deployment's own check says
+		// where they can stand.
+		Needs: Needs{NetProxy: true, Topology: cluster.NeedAny},
 		Marks: []Mark{{Event: name, Heal: name + "-healed", Cause: marks.CauseNetwork}},
 		plan: func(rng *rand.Rand, p PlanParams) Step {
 			lo, spread := hold(p)
@@ -132,7 +135,12 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 	}
 	p, err := c.Primary(ctx)
 	if err != nil {
-		return err
+		// Redlock's N primaries: the step's node (the first, as planned:
+		// one node of N slowed, stalled or reset).
+		var perr error
+		if p, perr = pickNode(c, s); perr != nil {
+			return err
+		}
 	}
 	for _, t := range ts {
 		t.Name = event + t.Name

@@ -36,6 +36,13 @@ func TestValidateRefusesWhatTheFlagsTell(t *testing.T) {
 		}, "exec adapter"},
 		{"proxies on docker", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Runtime = true, "docker" }, ""},
 		{"proxies on standalone", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Topology = true, "standalone" }, "--net-proxy"},
+		{"proxies on cluster", func(c *Config) {
+			c.Faults, c.Cluster.NetProxy, c.Cluster.Topology, c.Cluster.Replicas = []string{"net-reset"}, true, "cluster", 1
+		}, ""},
+		{"proxies on etcd", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Topology, c.Recipe = true, "etcd", "etcd-mutex" }, "--net-proxy"},
+		{"slow replication on redlock", func(c *Config) {
+			c.Faults, c.Cluster.NetProxy, c.Cluster.Topology, c.Recipe, c.Fence = []string{"net-slow-replication"}, true, "redlock", "redlock", "none"
+		}, "replica"},
 		{"latency past the time limit", func(c *Config) { c.Net.Latency = c.TimeLimit + 1 }, "--net-latency"},
 		{"jitter above the latency", func(c *Config) { c.Net.Jitter = c.Net.Latency + 1 }, "--net-jitter"},
 		{"share above 1", func(c *Config) { c.Net.Share = 1.5 }, "--net-share"},
