@@ -100,8 +100,8 @@ func needs(n Needs, f *Fault) *Fault { f.Needs = n; return f }
 // (hold), logged as name and healed as name+"-healed".
 func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Duration), toxics func(NetSizes) ([]cluster.Toxic, string)) *Fault {
 	return &Fault{
-		Name:  name,
-		Doc:   doc,
+		Name: name,
+		Doc:  doc,
 		// Any deployment --net-proxy serves (Sentinel, Redlock, Cluster):
 		// the proxies are the need, and the deployment's own check says
 		// where they can stand.
