@@ -86,5 +86,6 @@ run net-baseline
 run net-latency
 run net-timeout
 run net-reset
+run net-slow-replication
 mv "$DOC.tmp" "$DOC"
 echo "wrote $DOC"
