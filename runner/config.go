@@ -258,7 +258,7 @@ func (c *Config) Validate() error {
 		if f.Needs.DialMap && lock.ExecProgram(c.Recipe) != "" {
 			return fmt.Errorf("%s slows the replication path alone, and an exec adapter dials what Sentinel hands out, "+
 				"which is that path: its operations would be slowed with replication (the protocol carries no dial map yet); "+
-				"use a built-in recipe (native, redsync, valkeylock, redislock), or net-latency to slow clients and replication together", name)
+				"use a built-in --recipe (native, redsync, valkeylock, redislock), or net-latency to slow clients and replication together", name)
 		}
 	}
 	if len(c.FaultsAt) > 0 {

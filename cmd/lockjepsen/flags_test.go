@@ -324,13 +324,16 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 		flagCase{args: []string{"run", "--valkey-build", "nolua", "--recipe", "redsync", "--fence", "none"}, name: "valkey-build"},
 		flagCase{args: []string{"run", "--resource-dsn", "postgres://lockjepsen@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, name: "resource-dsn"},
 		// The network faults act on the proxies, which run in this
-		// process in front of a local Sentinel topology only.
+		// process in front of Sentinel's, Redlock's and a cluster's nodes.
 		flagCase{args: []string{"run", "--scenario", "baseline", "--faults", "net-latency", "--interval", "3s"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "net-timeout", "--net-proxy=false"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "baseline", "--faults-at", "4s:net-reset"}, name: "net-proxy"},
-		flagCase{args: []string{"run", "--scenario", "net-baseline", "--runtime", "docker"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "net-baseline", "--topology", "standalone"}, name: "net-proxy"},
-		flagCase{args: []string{"bench", "scenario", "--scenario", "net-latency", "--topology", "cluster"}, name: "net-proxy"},
+		flagCase{args: []string{"bench", "scenario", "--scenario", "net-latency", "--topology", "etcd", "--recipe", "etcd-mutex"}, name: "net-proxy"},
+		// The replication path alone: an exec adapter would be slowed with it,
+		// and Redlock has no replication to slow.
+		flagCase{args: []string{"run", "--scenario", "net-slow-replication", "--recipe", "exec:/bin/true", "--fence", "none"}, name: "recipe"},
+		flagCase{args: []string{"run", "--scenario", "net-slow-replication", "--topology", "redlock", "--recipe", "redlock", "--fence", "none"}, name: "topology"},
 		// Sizes the flags alone accept but the run refuses.
 		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "30s"}, name: "net-latency"},
 		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "100ms", "--net-jitter", "150ms"}, name: "net-jitter"})
