@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,14 @@ type StuckLock struct {
 	// LeftBy is the operation that left the key behind: the last grant or
 	// extend, ok or unknown, before Since.
 	LeftBy LeftBy `json:"left_by"`
+	// Unknown are the latest operations on the key before Since whose
+	// outcome is unknown (acquires, extends and releases that ended info),
+	// newest first, at most maxUnknownListed; UnknownCount counts them all.
+	// Any of them may be what left the key taken: the checker sees the
+	// replies, not the server's state (a ZooKeeper run's stuck znode was an
+	// earlier client's unknown acquire and release, not the last one's).
+	Unknown      []LeftBy `json:"unknown,omitempty"`
+	UnknownCount int      `json:"unknown_count,omitempty"`
 	// Audit is the PTTL every node reported for the key at the end (ms; -1 no
 	// expiry, -2 no key).
 	Audit       map[string]int64 `json:"audit,omitempty"`
@@ -112,8 +121,21 @@ func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 i
 	if last > since {
 		s.RefusedMs = float64(last-since) / 1e6
 	}
+	leftBy := func(o *Op) LeftBy {
+		return LeftBy{F: o.F, Client: o.Client, Token: o.Token, Outcome: o.Outcome, Event: o.InvokeIndex, TimeS: rel(o.Call, t0)}
+	}
 	if left != nil {
-		s.LeftBy = LeftBy{F: left.F, Client: left.Client, Token: left.Token, Outcome: left.Outcome, Event: left.InvokeIndex, TimeS: rel(left.Call, t0)}
+		s.LeftBy = leftBy(left)
+	}
+	for i := len(ops) - 1; i >= 0; i-- {
+		o := ops[i]
+		if o.Outcome != history.Info || o.Call >= since || o == left {
+			continue
+		}
+		s.UnknownCount++
+		if len(s.Unknown) < maxUnknownListed {
+			s.Unknown = append(s.Unknown, leftBy(o))
+		}
 	}
 	s.Explanation = explainStuck(s, left, audited)
 	v := Violation{Kind: "stuck-lock", Affects: "liveness", Key: key, Start: since, End: max(since, last),
@@ -121,8 +143,17 @@ func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 i
 	if left != nil {
 		v.Clients, v.Tokens, v.Events = []int{left.Client}, []string{left.Token}, []int64{left.InvokeIndex}
 	}
+	for _, u := range s.Unknown {
+		if !slices.Contains(v.Clients, u.Client) {
+			v.Clients = append(v.Clients, u.Client)
+		}
+	}
 	return &stuckOutcome{lock: s, violation: v}
 }
+
+// maxUnknownListed bounds the unknown operations a stuck lock names: under
+// a network fault a key can have hundreds.
+const maxUnknownListed = 5
 
 func explainStuck(s StuckLock, left *Op, audited bool) string {
 	var b strings.Builder
@@ -139,6 +170,18 @@ func explainStuck(s StuckLock, left *Op, audited bool) string {
 			left.Client, what, s.LeftBy.TimeS, left.InvokeIndex, s.SinceS)
 	}
 	fmt.Fprintf(&b, "yet %d acquire(s) over the next %.1f s were refused with no holder renewing it", s.Attempts, s.RefusedMs/1000)
+	if s.UnknownCount > 0 {
+		var us []string
+		for _, u := range s.Unknown {
+			us = append(us, fmt.Sprintf("client %d's %s at %.3f s (event %d)", u.Client, u.F, u.TimeS, u.Event))
+		}
+		more := ""
+		if n := s.UnknownCount - len(s.Unknown); n > 0 {
+			more = fmt.Sprintf(" and %d earlier", n)
+		}
+		fmt.Fprintf(&b, "; earlier operations on it whose outcome is unknown, any of which may have left it taken: %s%s",
+			strings.Join(us, ", "), more)
+	}
 	var minus []string
 	for n, v := range s.Audit {
 		if v == -1 {
