@@ -182,9 +182,10 @@ func (c *Config) Validate() error {
 	}
 	if c.NetProxy {
 		switch {
-		case c.TopologyName() == TopologyStandalone:
-			return fmt.Errorf("--net-proxy is not offered on --topology standalone in this version (its service address is already a forwarder in lockjepsen's own process): use sentinel, redlock or cluster")
-		case c.TopologyName() != TopologySentinel && c.TopologyName() != TopologyRedlock && c.TopologyName() != TopologyCluster:
+		case c.TopologyName() == TopologyStandalone && c.runtime() != "local":
+			return fmt.Errorf("--net-proxy with --topology standalone runs on --runtime local (as standalone does)")
+		case c.TopologyName() != TopologySentinel && c.TopologyName() != TopologyRedlock && c.TopologyName() != TopologyCluster &&
+			c.TopologyName() != TopologyStandalone:
 			return fmt.Errorf("--net-proxy puts proxies in front of Valkey nodes: drop it with --topology %s", c.TopologyName())
 		case c.Detached:
 			return fmt.Errorf("--net-proxy needs lockjepsen running beside the nodes (the proxies are in its process): use it with run, not cluster up")

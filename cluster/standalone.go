@@ -158,7 +158,7 @@ func (s *standaloneLocal) Up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := openFrontDoor(p.Addr)
+	f, err := openFrontDoor(s.clientAddr(p))
 	if err != nil {
 		s.Local.Down()
 		return err
@@ -183,8 +183,17 @@ func (s *standaloneLocal) Repoint(node string) error {
 	if s.front == nil {
 		return fmt.Errorf("no service address to repoint: the runtime is not up")
 	}
-	s.front.repoint(n.Addr)
+	s.front.repoint(s.clientAddr(n))
 	return nil
+}
+
+// clientAddr is where the service address forwards to reach n: its client
+// proxy with --net-proxy (the announced one carries replication), else n.
+func (s *standaloneLocal) clientAddr(n Node) string {
+	if c, ok := s.DialMap()[n.Reach()]; ok {
+		return c
+	}
+	return n.Addr
 }
 
 // frontDoor forwards each connection on a loopback port to the current

@@ -62,7 +62,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	var how string
 	switch {
 	case force:
-		host, port, _ := strings.Cut(target.Addr, ":")
+		host, port, _ := strings.Cut(target.Reach(), ":")
 		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
 			return errorsJoinResume(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), c, replicas)
 		}
@@ -101,7 +101,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 			}
 			how = "SENTINEL FAILOVER " + cluster.MasterName + " COORDINATED"
 		} else {
-			host, port, _ := strings.Cut(target.Addr, ":")
+			host, port, _ := strings.Cut(target.Reach(), ":")
 			if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port); err != nil {
 				return fmt.Errorf("FAILOVER TO %s on %s: %w", target.Name, p.Name, err)
 			}
@@ -182,7 +182,7 @@ func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) 
 			// FAILOVER leaves the other replicas following the old primary
 			// (chained); the operator points them at the new one, or the
 			// set is never ready again (each run waited out 30 s for it).
-			host, port, _ := strings.Cut(np.Addr, ":")
+			host, port, _ := strings.Cut(np.Reach(), ":")
 			for _, n := range replicasOf(c, np.Name) {
 				if n.Name == old.Name {
 					continue

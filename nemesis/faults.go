@@ -676,7 +676,7 @@ func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "promoted", r.Name, cluster.RolePrimary, "REPLICAOF NO ONE on %s, the service address moved to it (an acquire landed on %s after the cut: %v)", r.Name, p.Name, got)
-	host, port, _ := strings.Cut(r.Addr, ":")
+	host, port, _ := strings.Cut(r.Reach(), ":")
 	for _, n := range append([]cluster.Node{p}, replicas[1:]...) {
 		if n.Name != p.Name {
 			if err := c.Resume(n.Name); err != nil {
@@ -1017,7 +1017,7 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		tries++
 		errs := make(chan error, len(replicas))
 		for _, r := range replicas {
-			go func() { errs <- forceFullSync(ctx, c, r.Name, p.Addr) }()
+			go func() { errs <- forceFullSync(ctx, c, r.Name, p.Reach()) }()
 		}
 		for range replicas {
 			if err := <-errs; err != nil {

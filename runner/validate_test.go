@@ -35,7 +35,9 @@ func TestValidateRefusesWhatTheFlagsTell(t *testing.T) {
 			c.Faults, c.Cluster.NetProxy, c.Recipe, c.Fence = []string{"net-slow-replication"}, true, "exec:/bin/true", "none"
 		}, "exec adapter"},
 		{"proxies on docker", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Runtime = true, "docker" }, ""},
-		{"proxies on standalone", func(c *Config) { c.Cluster.NetProxy, c.Cluster.Topology = true, "standalone" }, "--net-proxy"},
+		{"proxies on standalone", func(c *Config) {
+			c.Faults, c.Cluster.NetProxy, c.Cluster.Topology = []string{"net-reset"}, true, "standalone"
+		}, ""},
 		{"proxies on cluster", func(c *Config) {
 			c.Faults, c.Cluster.NetProxy, c.Cluster.Topology, c.Cluster.Replicas = []string{"net-reset"}, true, "cluster", 1
 		}, ""},

@@ -328,7 +328,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 		flagCase{args: []string{"run", "--scenario", "baseline", "--faults", "net-latency", "--interval", "3s"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "net-timeout", "--net-proxy=false"}, name: "net-proxy"},
 		flagCase{args: []string{"run", "--scenario", "baseline", "--faults-at", "4s:net-reset"}, name: "net-proxy"},
-		flagCase{args: []string{"run", "--scenario", "net-baseline", "--topology", "standalone"}, name: "net-proxy"},
+		flagCase{args: []string{"run", "--scenario", "net-baseline", "--topology", "standalone", "--runtime", "docker"}, name: "runtime"},
 		flagCase{args: []string{"bench", "scenario", "--scenario", "net-latency", "--topology", "etcd", "--recipe", "etcd-mutex"}, name: "net-proxy"},
 		// The replication path alone: an exec adapter would be slowed with it,
 		// and Redlock has no replication to slow.
