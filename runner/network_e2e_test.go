@@ -26,16 +26,38 @@ func TestNetworkScenarios(t *testing.T) {
 		mutate   func(*Config)
 		// events the nemesis must have logged: the fault did what it says.
 		events []string
+		// topology, when set, runs the scenario on that deployment.
+		topology string
 	}{
-		{"net-baseline", func(c *Config) { c.TimeLimit = 10 * time.Second }, nil},
-		{"net-latency", nil, []string{"net-latency", "net-latency-healed"}},
-		{"net-timeout", nil, []string{"net-timeout", "net-timeout-healed"}},
-		{"net-reset", nil, []string{"net-reset", "net-reset-healed"}},
-		{"net-slow-replication", nil, []string{"net-slow-replication", "net-slow-replication-healed"}},
+		{"net-baseline", func(c *Config) { c.TimeLimit = 10 * time.Second }, nil, ""},
+		{"net-latency", nil, []string{"net-latency", "net-latency-healed"}, ""},
+		{"net-timeout", nil, []string{"net-timeout", "net-timeout-healed"}, ""},
+		{"net-reset", nil, []string{"net-reset", "net-reset-healed"}, ""},
+		{"net-slow-replication", nil, []string{"net-slow-replication", "net-slow-replication-healed"}, ""},
+		// The proxies in front of the other deployments' nodes: standalone's
+		// service address forwards to the primary's client proxy, a cluster
+		// announces its proxies in the slot map (10 of 10 valid each:
+		// lockjepsen bench scenario --scenario net-reset --topology T --seeds 10).
+		{"net-reset", nil, []string{"net-reset", "net-reset-healed"}, "standalone"},
+		{"net-reset", nil, []string{"net-reset", "net-reset-healed"}, "cluster"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.scenario, func(t *testing.T) {
-			cfg := config(t, tt.scenario, tt.mutate)
+		name := tt.scenario
+		if tt.topology != "" {
+			name += "/" + tt.topology
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := config(t, tt.scenario, func(c *Config) {
+				if tt.mutate != nil {
+					tt.mutate(c)
+				}
+				if tt.topology != "" {
+					c.Cluster.Topology = tt.topology
+				}
+				if tt.topology == "cluster" {
+					c.Cluster.Replicas = 1
+				}
+			})
 			if !cfg.Cluster.NetProxy {
 				t.Fatalf("scenario %s runs without --net-proxy", tt.scenario)
 			}
