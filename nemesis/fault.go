@@ -26,7 +26,11 @@ type Fault struct {
 	// Failover: each injection makes Sentinel promote a replica, so a sweep
 	// counts failovers as its opportunities; other faults count injections.
 	Failover bool
-	Needs    Needs
+	// MovesPrimary: each injection moves the lock key to another primary
+	// on purpose without a failover (a slot moved to another shard), so
+	// the primary the runner watches changes and that is no failover.
+	MovesPrimary bool
+	Needs        Needs
 	// Marks are the events the fault logs, the first one at injection: it
 	// anchors the fault on the history's clock.
 	Marks []Mark

@@ -348,7 +348,7 @@ var catalog = append([]*Fault{
 	},
 	{
 		Name:  "migrate-slot",
-		Needs: Needs{Topology: TopologyCluster},
+		Needs: Needs{Topology: TopologyCluster}, MovesPrimary: true,
 		Marks: []Mark{{Event: "migrate-slot", Heal: "migrate-slot-done", Cause: marks.CauseReshard}},
 		Doc: "(cluster) legacy resharding under a held lock: after a fresh grant, the lock key's slot opened on its shard " +
 			"(SETSLOT MIGRATING) and the next (IMPORTING) for 1.5 to 2 TTLs, its keys MIGRATEd half a TTL in, then SETSLOT NODE",
@@ -365,7 +365,7 @@ var catalog = append([]*Fault{
 	},
 	{
 		Name:  "migrate-slot-atomic",
-		Needs: Needs{Topology: TopologyCluster},
+		Needs: Needs{Topology: TopologyCluster}, MovesPrimary: true,
 		Marks: []Mark{{Event: "migrate-slot-atomic", Heal: "migrate-slot-atomic-done", Cause: marks.CauseReshard}},
 		Doc: "(cluster) atomic slot migration under a held lock: after a fresh grant, CLUSTER MIGRATESLOTS moves the " +
 			"lock key's slot to the next shard, awaited until CLUSTER GETSLOTMIGRATIONS reports it done",

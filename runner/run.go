@@ -71,7 +71,8 @@ type run struct {
 	killedMu sync.Mutex
 	killed   map[int]bool
 	// stepping is set while a step of a failover fault runs (its
-	// nemesis.Fault says Failover): the failovers it causes are its to log;
+	// nemesis.Fault says Failover, or MovesPrimary: a slot moved to another
+	// shard): the failovers and moves it causes are its to log;
 	// watchPrimary logs the others, those during any other step included.
 	stepping atomic.Bool
 	steps    atomic.Int64 // steps of failover faults finished
@@ -785,7 +786,7 @@ func (r *run) runStep(ctx context.Context, s nemesis.Step) error {
 // markStep marks s in progress if its fault is a failover fault, and
 // returns what marks it ended.
 func (r *run) markStep(s nemesis.Step) (ended func()) {
-	if f, err := nemesis.Lookup(s.Fault); err != nil || !f.Failover {
+	if f, err := nemesis.Lookup(s.Fault); err != nil || !(f.Failover || f.MovesPrimary) {
 		return func() {}
 	}
 	r.stepping.Store(true)
