@@ -85,12 +85,11 @@ type Docker struct {
 	homes       []dockerNet       // home network of node i (same order as nodes)
 	partitioned map[string]bool
 	isolated    map[string]bool // cut off from the clients too (Isolate)
-	// proxies and dialMap are --net-proxy's (netproxy.go): in this
-	// process, each node's pair listening on the host's address on the
-	// node's home network, so that its peers reach them there and a
-	// partition cuts them off as it cuts off the node.
+	// proxies are --net-proxy's (netproxy.go): in this process, each
+	// node's pair listening on the host's address on the node's home
+	// network, so that its peers reach them there and a partition cuts
+	// them off as it cuts off the node.
 	proxies *netProxies
-	dialMap map[string]string
 }
 
 // dockerQueries are the topology's own questions, asked over the network
@@ -412,14 +411,14 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 		d.zkQuorum()
 	}
 	if d.cfg.NetProxy {
-		p, announced, dialMap, err := startNetProxies(d.Nodes(), func(n Node) string {
+		p, announced, err := startNetProxies(d.Nodes(), func(n Node) string {
 			return d.homes[d.index(n.Name)].prefix.Addr().Next().String() // .1, the host
 		})
 		if err != nil {
 			return err
 		}
 		d.mu.Lock()
-		d.proxies, d.dialMap = p, dialMap
+		d.proxies = p
 		d.mu.Unlock()
 		for name, a := range announced {
 			d.update(name, func(x *Node) { x.Announce = a })

@@ -28,9 +28,6 @@ type Local struct {
 	// proxies are the --net-proxy proxies in front of the data nodes, nil
 	// without the flag (netproxy.go).
 	proxies *netProxies
-	// dialMap maps each node's announced address to its client proxy
-	// (--net-proxy): Endpoints.DialMap.
-	dialMap map[string]string
 	// initialPrimary is the address Sentinels were told to monitor.
 	initialPrimary string
 	// cache is the cache instance (CacheHost), once a fault started it;
@@ -256,12 +253,12 @@ func (l *Local) Up(ctx context.Context) error {
 		return fmt.Errorf("create run directory: %w", err)
 	}
 	if l.cfg.NetProxy && l.proxies == nil {
-		p, addrs, dialMap, err := startNetProxies(l.Nodes(), func(Node) string { return "127.0.0.1" })
+		p, addrs, err := startNetProxies(l.Nodes(), func(Node) string { return "127.0.0.1" })
 		if err != nil {
 			return err
 		}
 		l.mu.Lock()
-		l.proxies, l.dialMap = p, dialMap
+		l.proxies = p
 		for i := range l.nodes {
 			l.nodes[i].Announce = addrs[l.nodes[i].Name]
 		}

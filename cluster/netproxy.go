@@ -84,13 +84,12 @@ func (n nodeProxies) each(f func(*toxiproxy.Proxy)) { f(n.repl); f(n.client) }
 // listenOn names for the node (127.0.0.1 on the local runtime; on docker
 // the host's address on the node's home network, which the node's peers
 // reach and a partition cuts); it returns the announced (replication)
-// proxy's address by node and the dial map from each announced address to
-// the node's client proxy. On error nothing stays listening.
-func startNetProxies(nodes []Node, listenOn func(Node) string) (p *netProxies, announced, dialMap map[string]string, err error) {
+// proxy's address by node. On error nothing stays listening.
+func startNetProxies(nodes []Node, listenOn func(Node) string) (p *netProxies, announced map[string]string, err error) {
 	// No HTTP API and no log: the proxies live and die with the run.
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	p = &netProxies{byNode: map[string]nodeProxies{}}
-	announced, dialMap = map[string]string{}, map[string]string{}
+	announced = map[string]string{}
 	start := func(name, host, upstream string) (*toxiproxy.Proxy, error) {
 		px := toxiproxy.NewProxy(srv, name, net.JoinHostPort(host, "0"), upstream)
 		if err := px.Start(); err != nil {
@@ -111,12 +110,27 @@ func startNetProxies(nodes []Node, listenOn func(Node) string) (p *netProxies, a
 		}
 		if err != nil {
 			p.close()
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		p.byNode[n.Name] = np
-		announced[n.Name], dialMap[np.repl.Listen] = np.repl.Listen, np.client.Listen
+		announced[n.Name] = np.repl.Listen
 	}
-	return p, announced, dialMap, nil
+	return p, announced, nil
+}
+
+// dialMap maps each node's announced address (its replication proxy) to its
+// client proxy: Endpoints.DialMap. Nil without proxies.
+func (p *netProxies) dialMap() map[string]string {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := map[string]string{}
+	for _, np := range p.byNode {
+		m[np.repl.Listen] = np.client.Listen
+	}
+	return m
 }
 
 // close stops every proxy: its listener and every connection through it.
@@ -170,7 +184,7 @@ func (d *Docker) ClearToxics(node string) error { return d.proxies.clearToxics(n
 func (d *Docker) DialMap() map[string]string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.dialMap
+	return d.proxies.dialMap()
 }
 
 func (p *netProxies) addToxic(node string, t Toxic) error {
@@ -226,7 +240,7 @@ func (p *netProxies) clearToxics(node string) error {
 func (l *Local) DialMap() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.dialMap
+	return l.proxies.dialMap()
 }
 
 // proxyListeners lists the addresses the proxies listen on while the

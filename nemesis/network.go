@@ -131,7 +131,7 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 	c := env.Cluster()
 	sh, ok := c.(cluster.NetShaper)
 	if !ok {
-		return fmt.Errorf("%s needs a proxy in front of the primary: add --net-proxy (--topology sentinel)", event)
+		return fmt.Errorf("%s needs a proxy in front of the primary: add --net-proxy", event)
 	}
 	p, err := c.Primary(ctx)
 	if err != nil {
