@@ -89,6 +89,26 @@ type CellStats struct {
 	// ran: its window and latencies are comparable only with cells measured
 	// at the same figure.
 	Parallel int `json:"parallel,omitempty"`
+	// StoppedAtCap: the cell ran its plan's --max-trials (MaxTrials) and
+	// still fell short of the stopping rule, so its interval is wider than
+	// the rule asks (the table says so in its trials column). Set by
+	// MarkCap from the counts, never stored alone.
+	StoppedAtCap bool `json:"stopped_at_cap,omitempty"`
+	MaxTrials    int  `json:"max_trials,omitempty"`
+}
+
+// MarkCap sets cs.StoppedAtCap and cs.MaxTrials from plan, the plan of the
+// unsharded sweep the cell was measured in: a cell that ran every trial its
+// cap allows without meeting the rule stopped at the cap, not at the rule.
+// A shard's folder judges no cap (its share of the trials is not the
+// cell's); `sweep merge` marks the merged cells.
+func MarkCap(plan Plan, cs *CellStats) {
+	cs.StoppedAtCap, cs.MaxTrials = false, 0
+	if !plan.Adaptive() || plan.Shard != nil {
+		return
+	}
+	cs.MaxTrials = plan.MaxTrials
+	cs.StoppedAtCap = cs.Trials+cs.TrialsFailed >= plan.MaxTrials && !plan.Enough(cs.Hits, cs.Opportunities)
 }
 
 // Report is sweep.json.
@@ -178,6 +198,10 @@ func Aggregate(dir string) (*Report, error) {
 		}
 		cs := Combine(cell, trials)
 		cs.Backend = plan.Backend(cell.Config)
+		MarkCap(plan, &cs)
+		if cs.Trials+cs.TrialsFailed > 0 {
+			cs.Parallel = max(cs.Parallel, plan.HostParallel)
+		}
 		rep.Cells = append(rep.Cells, cs)
 		rep.Trials += cs.Trials
 		rep.Failed += cs.TrialsFailed
@@ -275,7 +299,7 @@ var csvHeader = []string{
 	"refused_noreplicas", "refused_wait", "refused_waitaof", "refused_readonly", "refused_unreachable", "refused_other",
 	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
 	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused", "rewinds",
-	"closed", "closed_hits",
+	"closed", "closed_hits", "stopped_at_cap",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -315,7 +339,7 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(c.StaleWrites.Accepted), strconv.Itoa(c.StaleWrites.Unknown), strconv.Itoa(c.LostUpdates),
 			strconv.Itoa(c.StaleHits), ps, f64(c.PStaleLow), f64(c.PStaleHigh), strings.Join(c.NemesisKind, "+"),
 			strconv.Itoa(c.Acquires.UnknownRefused), strconv.Itoa(c.Rewinds),
-			strconv.Itoa(c.Closed), strconv.Itoa(c.ClosedHits),
+			strconv.Itoa(c.Closed), strconv.Itoa(c.ClosedHits), strconv.FormatBool(c.StoppedAtCap),
 		})
 	}
 	w.Flush()

@@ -18,6 +18,9 @@ type Joined struct {
 	Lockjepsen string   `json:"lockjepsen"`
 	Aggregated string   `json:"aggregated_at"`
 	Cells      []string `json:"cells"`
+	// Replaced are the cells of earlier folders that this folder's figures
+	// replaced (JoinReplacing); those folders' Cells no longer list them.
+	Replaced []string `json:"replaced,omitempty"`
 }
 
 // ReadReport reads sweep.json of a sweep folder.
@@ -41,10 +44,21 @@ func ReadReport(dir string) (*Report, error) {
 // sweep, so every cell must come from exactly one folder. It refuses folders
 // whose stopping rule, scenario or seeds differ (their cells would not be
 // comparable), a configuration or fault kind defined two ways under one name,
-// a cell measured twice, and a gap: every configuration × fault kind of the
-// union must be in some folder (or n/a there). Each sweep's --parallel may
-// differ: every cell keeps its own, and the caveat reads the largest.
-func Join(out string, dirs []string) (*Report, error) {
+// a cell measured twice (unless replace: see JoinReplacing), and a gap:
+// every configuration × fault kind of the union must be in some folder (or
+// n/a there). Each sweep's --parallel and --max-trials may differ: every
+// cell keeps its own parallelism and its own cap (a cell that stopped at its
+// cap says so, MarkCap), and the caveat reads the largest.
+func Join(out string, dirs []string) (*Report, error) { return join(out, dirs, false) }
+
+// JoinReplacing is Join where a cell measured in more than one folder is
+// taken from the last folder given that holds it: a row re-run to a higher
+// cap, or with a newer binary, replaces the old row's cells without
+// re-running the old row's cells that already met the rule. The report
+// lists each folder's cells and what each replaced (Joined.Replaced).
+func JoinReplacing(out string, dirs []string) (*Report, error) { return join(out, dirs, true) }
+
+func join(out string, dirs []string, replace bool) (*Report, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("join: no sweep folders given")
 	}
@@ -53,9 +67,10 @@ func Join(out string, dirs []string) (*Report, error) {
 	}
 	rep := &Report{Lockjepsen: lockjepsenVersion(), Dir: out, Aggregated: time.Now().UTC().Format(time.RFC3339)}
 	type from struct {
-		dir string
-		cs  *CellStats
-		na  *NACell
+		dir  string
+		part int // index in rep.Joined
+		cs   *CellStats
+		na   *NACell
 	}
 	cells := map[string]from{} // config + "\x00" + fault
 	configs, faults := map[string]Config{}, map[string]Fault{}
@@ -84,37 +99,48 @@ func Join(out string, dirs []string) (*Report, error) {
 				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder: rename one", f.Name, d)
 			}
 		}
-		j := Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated}
+		rep.Joined = append(rep.Joined, Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated})
+		j := &rep.Joined[len(rep.Joined)-1]
 		add := func(config, fault string, f from) error {
 			k := config + "\x00" + fault
 			if prev, dup := cells[k]; dup {
-				return fmt.Errorf("join: cell %s × %s is in both %s and %s: join only one of them", config, fault, prev.dir, d)
+				if !replace {
+					return fmt.Errorf("join: cell %s × %s is in both %s and %s: join only one of them (or --replace: the later folder's figures)", config, fault, prev.dir, d)
+				}
+				pj := &rep.Joined[prev.part]
+				if prev.cs != nil {
+					pj.Cells = slices.DeleteFunc(pj.Cells, func(c string) bool { return c == prev.cs.Cell })
+				}
+				j.Replaced = append(j.Replaced, config+"."+fault+" (from "+prev.dir+")")
 			}
 			cells[k] = f
 			return nil
 		}
 		for ci := range r.Cells {
-			c := &r.Cells[ci]
-			if err := add(c.Config, c.Fault, from{dir: d, cs: c}); err != nil {
+			c := r.Cells[ci]
+			// Each cell keeps its own part's cap: reports written before
+			// the cap was recorded get it from their plan.
+			MarkCap(p, &c)
+			if err := add(c.Config, c.Fault, from{dir: d, part: i, cs: &c}); err != nil {
 				return nil, err
 			}
 			j.Cells = append(j.Cells, c.Cell)
 		}
 		for ni := range r.NotApplicable {
 			na := &r.NotApplicable[ni]
-			if err := add(na.Config, na.Fault, from{dir: d, na: na}); err != nil {
+			if err := add(na.Config, na.Fault, from{dir: d, part: i, na: na}); err != nil {
 				return nil, err
 			}
 		}
 		rep.Pending += r.Pending
 		rep.Plan.Parallel = max(rep.Plan.Parallel, p.Parallel)
-		rep.Joined = append(rep.Joined, j)
+		rep.Plan.MaxTrials = max(rep.Plan.MaxTrials, p.MaxTrials)
 	}
 	// The default matrix's order, whatever order the folders came in (a
 	// shell glob sorts them by name): the joined report reads as one sweep.
 	byDefault(rep.Plan.Configs, DefaultConfigs, func(c Config) string { return c.Name })
 	byDefault(rep.Plan.Faults, DefaultFaults, func(f Fault) string { return f.Name })
-	rule.Configs, rule.Faults, rule.Parallel = rep.Plan.Configs, rep.Plan.Faults, rep.Plan.Parallel
+	rule.Configs, rule.Faults, rule.Parallel, rule.MaxTrials = rep.Plan.Configs, rep.Plan.Faults, rep.Plan.Parallel, rep.Plan.MaxTrials
 	rep.Plan = rule
 	for _, c := range rep.Plan.Configs {
 		for _, f := range rep.Plan.Faults {
@@ -142,10 +168,12 @@ func Join(out string, dirs []string) (*Report, error) {
 }
 
 // ruleOf is what must be equal for two sweeps' cells to be comparable: the
-// plan without its matrix, its --parallel (each cell records its own) and
-// its shard.
+// plan without its matrix, its --parallel (each cell records its own), its
+// --max-trials (a cell that met the rule below either cap is the same
+// measurement; one that stopped at its cap is marked so), its shard and the
+// shards' load on their machine (each cell records the trials at once).
 func ruleOf(p Plan) Plan {
-	p.Configs, p.Faults, p.Parallel, p.Shard = nil, nil, 0, nil
+	p.Configs, p.Faults, p.Parallel, p.MaxTrials, p.Shard, p.HostParallel = nil, nil, 0, 0, nil, 0
 	return p
 }
 

@@ -111,6 +111,7 @@ func TestJoinRefuses(t *testing.T) {
 	}{
 		{"nothing", nil, "no sweep folders"},
 		{"a cell twice", []string{ld, ld}, "in both"},
+		{"a cell twice, one only", []string{ld, fr, ld}, "--replace"},
 		{"another rule", []string{ld, otherRule}, "different rules"},
 		{"a gap", []string{ld, gap}, "in none of the folders"},
 		{"one name, two settings", []string{ld, redefined}, "defined differently"},
@@ -127,5 +128,54 @@ func TestJoinRefuses(t *testing.T) {
 				t.Fatalf("join: %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A row re-run to a higher cap replaces the old row's cells under
+// JoinReplacing, each cell keeping its own cap: the old cells that stopped at
+// theirs say so, the new ones do not, and the report names what it replaced.
+func TestJoinReplacingCapped(t *testing.T) {
+	capped := rowPlan("link-down")
+	capped.Trials, capped.UntilCI, capped.MaxTrials = 1, 0.5, 2
+	old := runRow(t, capped)
+	fr := rowPlan("fast-restart")
+	fr.Trials, fr.UntilCI, fr.MaxTrials = 1, 0.5, 40
+	other := runRow(t, fr)
+	higher := rowPlan("link-down")
+	higher.Trials, higher.UntilCI, higher.MaxTrials = 1, 0.5, 40
+	higher.Configs = higher.Configs[1:] // the re-run of one cell
+	rerun := runRow(t, higher)
+
+	rep, err := Join(filepath.Join(t.TempDir(), "out"), []string{old, other})
+	if err != nil {
+		t.Fatalf("parts under one rule but different caps: %v", err)
+	}
+	for _, c := range rep.Cells {
+		if c.Fault == "link-down" && (!c.StoppedAtCap || c.MaxTrials != 2) {
+			t.Errorf("%s: stopped at cap %v (cap %d), want true (2)", c.Cell, c.StoppedAtCap, c.MaxTrials)
+		}
+	}
+	if _, err := Join(filepath.Join(t.TempDir(), "out"), []string{old, other, rerun}); err == nil || !strings.Contains(err.Error(), "--replace") {
+		t.Errorf("a cell in two parts without replacing: %v, want a refusal naming --replace", err)
+	}
+	rep, err = JoinReplacing(filepath.Join(t.TempDir(), "out"), []string{old, other, rerun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cells) != 4 {
+		t.Fatalf("%d cells, want 4", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		replaced := c.Config == higher.Configs[0].Name && c.Fault == "link-down"
+		switch {
+		case replaced && (c.StoppedAtCap || c.MaxTrials != 40 || c.Trials <= 2):
+			t.Errorf("%s: %d trials, cap %d, stopped at cap %v: want the re-run's figures (more than 2 trials, cap 40, the rule met)", c.Cell, c.Trials, c.MaxTrials, c.StoppedAtCap)
+		case !replaced && c.Fault == "link-down" && !c.StoppedAtCap:
+			t.Errorf("%s: the old capped cell lost its mark", c.Cell)
+		}
+	}
+	want := higher.Configs[0].Name + ".link-down (from " + filepath.Clean(old) + ")"
+	if j := rep.Joined; len(j) != 3 || !reflect.DeepEqual(j[2].Replaced, []string{want}) || len(j[0].Cells) != 1 {
+		t.Errorf("joined parts %+v: want the third to name %q as replaced and the first to keep one cell", j, want)
 	}
 }

@@ -129,6 +129,13 @@ type Plan struct {
 	// `lockjepsen sweep merge` joins shard folders whose plans are equal but
 	// for this field.
 	Shard *Shard `json:"shard,omitempty"`
+	// HostParallel, set by `sweep merge --host-parallel N`, is how many
+	// trials ran at once on the machine across all the shards, when the
+	// shards ran side by side on one machine (containers): each shard
+	// records only its own --parallel, which would then understate the load
+	// that widened the windows and latencies. Every merged cell counts at
+	// least this many (CellStats.Parallel), and its figures carry the caveat.
+	HostParallel int `json:"host_parallel,omitempty"`
 }
 
 // Shard is one of Count shards of a sweep.

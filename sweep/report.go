@@ -93,8 +93,16 @@ func pText(c *CellStats) string {
 	if c.P == nil {
 		return fmt.Sprintf("no %s occurred in %d trial(s): nothing measured", c.Unit, c.Trials)
 	}
-	return fmt.Sprintf("%d of %d %ss granted a lock twice (%.0f%%, 95%% CI %.0f–%.0f%%)%s",
-		c.Hits, c.Opportunities, c.Unit, 100**c.P, 100*c.PLow, 100*c.PHi, closedText(c))
+	return fmt.Sprintf("%d of %d %ss granted a lock twice (%.0f%%, 95%% CI %.0f–%.0f%%)%s%s",
+		c.Hits, c.Opportunities, c.Unit, 100**c.P, 100*c.PLow, 100*c.PHi, closedText(c), capText(c))
+}
+
+// capText says that a cell's interval is wider than its rule asked.
+func capText(c *CellStats) string {
+	if !c.StoppedAtCap {
+		return ""
+	}
+	return fmt.Sprintf("; stopped at the cap of %d trials short of the stopping rule (run it again with a higher --max-trials)", c.MaxTrials)
 }
 
 // closedText says how many of a cell's opportunities the setting closed.
@@ -161,7 +169,7 @@ that produced two double grants counts once. An interval that reaches far above 
 <th>P(stale write accepted) (95% CI)</th>
 <th>window p50 / p99 / max ms</th><th>granted acquire p50 / p99 ms</th><th>availability</th><th>refused by error</th><th>timed out</th>
 <th>stale writes rejected / accepted</th><th>trial folders</th></tr>
-{{range .Cells}}<tr><td>{{.Config}}</td><td>{{.Fault}} ({{join .NemesisKind ", "}})</td><td>{{.CellStats.Trials}}{{if .TrialsFailed}} (+{{.TrialsFailed}} failed){{end}}</td>
+{{range .Cells}}<tr><td>{{.Config}}</td><td>{{.Fault}} ({{join .NemesisKind ", "}})</td><td>{{.CellStats.Trials}}{{if .TrialsFailed}} (+{{.TrialsFailed}} failed){{end}}{{if .StoppedAtCap}}, stopped at the cap of {{.MaxTrials}} short of the rule{{end}}</td>
 <td>{{.Opportunities}} {{.Unit}}(s)</td><td>{{.DoubleGrants}}</td><td>{{.PText}}</td><td>{{.PStaleText}}</td>
 <td>{{printf "%.0f / %.0f / %.0f" .ExposureMs.P50 .ExposureMs.P99 .ExposureMs.Max}}</td>
 <td>{{printf "%.2f / %.2f" .AcquireOKMs.P50 .AcquireOKMs.P99}}</td><td>{{printf "%.1f%%" (pct .Availability)}}</td><td>{{.Refused}}</td><td>{{printf "%.1f%%" (pct .UnknownShare)}}</td>
@@ -173,7 +181,7 @@ that produced two double grants counts once. An interval that reaches far above 
 <pre>{{.Table}}</pre>
 {{if .R.Joined}}<p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>.
 This report joins the reports of {{len .R.Joined}} sweep folder(s), each cell taken whole from one of them
-(<code>lockjepsen sweep join</code>):{{range .R.Joined}} <code>{{.Dir}}</code> ({{len .Cells}} cell(s), aggregated {{.Aggregated}});{{end}}
+(<code>lockjepsen sweep join</code>):{{range .R.Joined}} <code>{{.Dir}}</code> ({{len .Cells}} cell(s), aggregated {{.Aggregated}}{{if .Replaced}}; replacing {{join .Replaced ", "}}{{end}});{{end}}
 each one's figures are recomputed from its own trial folders by <code>lockjepsen sweep --resume DIR --aggregate</code>.
 Method: docs/sweep.md.</p>
 {{else}}<p class="muted">The same figures are in <a href="sweep.json">sweep.json</a> and <a href="sweep.csv">sweep.csv</a>; the

@@ -43,7 +43,13 @@ func ParseShard(s, env string) (Shard, error) {
 // out/trials; plan.json is the unsharded plan; then the sweep is aggregated
 // and published as usual. Missing shards are allowed (their trials count as
 // pending) so that a partial result can be looked at.
-func Merge(out string, dirs []string) (*Report, error) {
+func Merge(out string, dirs []string) (*Report, error) { return MergeOn(out, dirs, 0) }
+
+// MergeOn is Merge for shards that ran side by side on one machine with
+// hostParallel trials at once in all (Plan.HostParallel); 0 when each shard
+// had a machine of its own (a Kubernetes pod), where its own --parallel is
+// the load its trials saw.
+func MergeOn(out string, dirs []string, hostParallel int) (*Report, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("merge: no shard folders given")
 	}
@@ -95,7 +101,9 @@ func Merge(out string, dirs []string) (*Report, error) {
 			}
 		}
 	}
-	if err := Start(out, plan.Unsharded()); err != nil {
+	merged := plan.Unsharded()
+	merged.HostParallel = hostParallel
+	if err := Start(out, merged); err != nil {
 		return nil, err
 	}
 	for key, td := range from {

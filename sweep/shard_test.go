@@ -133,6 +133,26 @@ func TestShardsRunAndMerge(t *testing.T) {
 		t.Errorf("merged plan %+v differs from the unsharded %+v", got, want)
 	}
 	assertRecomputable(t, merged)
+	for _, c := range rep.Cells {
+		if c.Parallel > 1 {
+			t.Errorf("%s: parallel %d from shards at --parallel 1 on machines of their own, want 1", c.Cell, c.Parallel)
+		}
+	}
+	// Shards side by side on one machine: the merged cells carry the
+	// machine's load, and their table says so.
+	onOne := filepath.Join(tmp, "merged-on-one")
+	rep, err = MergeOn(onOne, dirs, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Cells {
+		if c.Parallel != 3 {
+			t.Errorf("%s: parallel %d, want the 3 trials at once on the machine", c.Cell, c.Parallel)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(onOne, TableFile)); !strings.Contains(string(b), "up to 3 trials at a time") {
+		t.Errorf("table.md of shards side by side lacks the caveat:\n%s", b)
+	}
 
 	if _, err := Merge(filepath.Join(tmp, "m2"), []string{dirs[0], dirs[0]}); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("the same shard twice: %v, want an overlap refusal", err)
@@ -180,6 +200,16 @@ func TestUntilCI(t *testing.T) {
 		if c.Trials != 8 {
 			t.Errorf("%s: %d trials, want the cap of 8 (width %.2f)", c.Cell, c.Trials, c.PHi-c.PLow)
 		}
+		// A cell that stopped at its cap says so, in sweep.json and in
+		// both tables: its interval is wider than the rule asked.
+		if !c.StoppedAtCap || c.MaxTrials != 8 {
+			t.Errorf("%s: stopped_at_cap %v max_trials %d, want true 8", c.Cell, c.StoppedAtCap, c.MaxTrials)
+		}
+	}
+	for _, f := range []string{TableFile, "index.html"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, f)); !strings.Contains(string(b), "stopped at the cap of 8") {
+			t.Errorf("%s does not say the cells stopped at their cap", f)
+		}
 	}
 	dir2 := t.TempDir()
 	p.UntilCI, p.MaxTrials = 0.9, 8
@@ -191,8 +221,8 @@ func TestUntilCI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range rep.Cells {
-		if c.PHi-c.PLow >= 0.9 || c.Trials >= 8 {
-			t.Errorf("%s: %d trials, width %.2f: want fewer than 8 trials and a width below 0.9", c.Cell, c.Trials, c.PHi-c.PLow)
+		if c.PHi-c.PLow >= 0.9 || c.Trials >= 8 || c.StoppedAtCap {
+			t.Errorf("%s: %d trials, width %.2f, stopped at cap %v: want fewer than 8 trials, a width below 0.9, the rule met", c.Cell, c.Trials, c.PHi-c.PLow, c.StoppedAtCap)
 		}
 	}
 }

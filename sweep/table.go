@@ -63,6 +63,9 @@ func DecisionTable(r *Report) string {
 			if cs.TrialsFailed > 0 {
 				trials += fmt.Sprintf(" (+%d failed)", cs.TrialsFailed)
 			}
+			if cs.StoppedAtCap {
+				trials += fmt.Sprintf(", stopped at the cap of %d short of the rule", cs.MaxTrials)
+			}
 			opps := fmt.Sprintf("%d %s(s)", cs.Opportunities, cs.Unit)
 			if cs.Closed > 0 {
 				opps += fmt.Sprintf(", %d closed by the setting", cs.Closed)

@@ -424,8 +424,13 @@ func runSweepMerge(args []string) int {
 	fs := newFlagSet("sweep merge", "sweep merge [--out DIR] SHARD-DIR...   one sweep (plan.json, sweep.json, csv, plots, index.html) from the\n"+
 		"       folders of 'lockjepsen sweep --shard I/N'; refuses folders of different plans, shards that overlap, and a trial twice\n")
 	out := fs.String("out", "", "the merged sweep folder (default results/<timestamp>-sweep)")
+	hostParallel := fs.Int("host-parallel", 0, "the shards ran side by side on one machine, N trials at once in all (e.g. 3 containers at\n"+
+		"--parallel 1: 3); every cell then counts N for its caveat. 0: each shard had its own machine")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *hostParallel < 0 {
+		return fail("sweep merge: --host-parallel %d is negative: give the trials that ran at once on the machine (e.g. --host-parallel 3), or 0", *hostParallel)
 	}
 	if fs.NArg() == 0 {
 		return fail("sweep merge: give the shard folders (lockjepsen sweep merge [--out DIR] SHARD-DIR...)")
@@ -437,7 +442,7 @@ func runSweepMerge(args []string) int {
 	if err := runfolder.CanCreate(dir); err != nil {
 		return fail("sweep merge: --out %s cannot be created: %v", dir, err)
 	}
-	rep, err := sweep.Merge(dir, fs.Args())
+	rep, err := sweep.MergeOn(dir, fs.Args(), *hostParallel)
 	if rep != nil {
 		printFindings(rep)
 	}
@@ -456,8 +461,10 @@ func runSweepMerge(args []string) int {
 func runSweepJoin(args []string) int {
 	fs := newFlagSet("sweep join", "sweep join --out DIR SWEEP-DIR...   one report (sweep.json, csv, plots, index.html) from the reports of\n"+
 		"       sweeps that measured disjoint cells of one matrix under one rule (a row of fault kinds at a time, on other\n"+
-		"       days or machines); refuses different rules, a cell twice, and a cell in none of them\n")
+		"       days or machines); refuses different rules, a cell twice (unless --replace), and a cell in none of them\n")
 	out := fs.String("out", "", "the folder of the joined report (required: e.g. results/reference)")
+	replace := fs.Bool("replace", false, "a cell in more than one folder is taken from the last one given (a row re-run to a higher --max-trials\n"+
+		"replaces the old row's cells); the report names each replaced cell")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -467,11 +474,20 @@ func runSweepJoin(args []string) int {
 	if err := runfolder.CanCreate(*out); err != nil {
 		return fail("sweep join: --out %s cannot be created: %v", *out, err)
 	}
-	rep, err := sweep.Join(*out, fs.Args())
+	join := sweep.Join
+	if *replace {
+		join = sweep.JoinReplacing
+	}
+	rep, err := join(*out, fs.Args())
 	if err != nil {
 		return fail("sweep %v", err)
 	}
 	printFindings(rep)
+	for _, j := range rep.Joined {
+		for _, c := range j.Replaced {
+			fmt.Printf("\n%s replaces %s", j.Dir, c)
+		}
+	}
 	fmt.Printf("\njoined %d sweep folder(s), %d cell(s), %d trial(s) into %s; open %s\n", fs.NArg(), len(rep.Cells), rep.Trials+rep.Failed, *out, filepath.Join(*out, runfolder.Index))
 	if rep.Pending > 0 {
 		fmt.Fprintf(os.Stderr, "lockjepsen: sweep join: %d planned trial(s) of the joined sweeps are unfinished: their cells may be short of the stopping rule\n", rep.Pending)
