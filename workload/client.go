@@ -116,6 +116,7 @@ func (c *client) logf(format string, a ...any) {
 }
 
 func (c *client) run(ctx context.Context, stopped <-chan struct{}) error {
+	defer c.em.flush()
 	for n := 0; c.cfg.MaxCycles == 0 || n < c.cfg.MaxCycles; n++ {
 		select {
 		case <-stopped:
@@ -133,6 +134,7 @@ func (c *client) run(ctx context.Context, stopped <-chan struct{}) error {
 			p += time.Duration(c.rng.Int63n(int64(j.RetryJitter())))
 		}
 		if p > 0 {
+			c.em.flush()
 			t := time.NewTimer(p)
 			select {
 			case <-t.C:
@@ -172,7 +174,9 @@ func (c *client) cycle(ctx context.Context) bool {
 	}
 	validity := c.validity(tok, r)
 	ev.ValidityMs = validity.Milliseconds()
-	c.em.complete(p, r.Outcome, ev)
+	// Every path from here invokes next (the fence, a section's read, the
+	// release) or returns to run, which flushes before it waits.
+	c.em.completeLater(p, r.Outcome, ev)
 	switch r.Outcome {
 	case history.Fail:
 		return false
@@ -268,7 +272,7 @@ func (c *client) release(ctx context.Context, key, tok string) {
 	r := c.lk.Release(octx, key, tok)
 	cancel()
 	ev.Error = r.Error()
-	c.em.complete(p, r.Outcome, ev)
+	c.em.completeLater(p, r.Outcome, ev) // every caller returns to run
 }
 
 // renew extends the lease every Renew after the last grant, by the decision

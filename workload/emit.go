@@ -31,8 +31,17 @@ type emitter struct {
 	slot  int
 	n     int
 	infos [lanes]int
-	buf   []byte // the line being written, reused
-	err   error  // first write error: the runner is gone
+	// pend holds the lines not yet written: a completion the main lane
+	// goes straight on from (completeLater) waits here for the next line
+	// and leaves with it in one Write. An acquire's outcome and the
+	// release's invoke, or a release's outcome and the next acquire's
+	// invoke, cross the pipe together: one write and one wake-up of the
+	// runner instead of two, for nothing the history records differently
+	// (each event is stamped when it happens, and the file order is the
+	// stamping order). Every write takes pend with it, and flush empties
+	// it before the main lane waits on anything but its own next line.
+	pend []byte
+	err  error // first write error: the runner is gone
 }
 
 func newEmitter(out io.Writer, slot, n int) *emitter {
@@ -53,6 +62,7 @@ func (e *emitter) invokeOn(lane int, ev history.Event) history.Process {
 	defer e.mu.Unlock()
 	ev.Process, ev.Type = e.pid(lane), history.Invoke
 	e.writeLocked(ev)
+	e.writeOutLocked()
 	return ev.Process
 }
 
@@ -60,6 +70,22 @@ func (e *emitter) invokeOn(lane int, ev history.Event) history.Process {
 func (e *emitter) complete(p history.Process, t history.Type, ev history.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.completeLocked(p, t, ev)
+	e.writeOutLocked()
+}
+
+// completeLater records the outcome of the op invoked as p, stamped now, to
+// be written with the next line or at the next flush. Only the main lane
+// uses it, where its next step is an invoke or a flush with nothing that
+// waits between (a SIGKILL in that gap loses the outcome exactly as one
+// between the reply and an immediate write would).
+func (e *emitter) completeLater(p history.Process, t history.Type, ev history.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.completeLocked(p, t, ev)
+}
+
+func (e *emitter) completeLocked(p history.Process, t history.Type, ev history.Event) {
 	ev.Process, ev.Type = p, t
 	e.writeLocked(ev)
 	if t == history.Info {
@@ -71,15 +97,31 @@ func (e *emitter) complete(p history.Process, t history.Type, ev history.Event) 
 	}
 }
 
+// flush writes what completeLater left pending.
+func (e *emitter) flush() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.writeOutLocked()
+}
+
+// writeLocked stamps ev and appends its line to pend.
 func (e *emitter) writeLocked(ev history.Event) {
 	ev.Time = truetime.Now()
 	ev.Client = e.slot
-	e.buf = append(history.AppendJSON(e.buf[:0], &ev), '\n')
-	// One Write per line: a client killed mid-write leaves at most a torn
-	// last line, which the reader drops.
-	if _, err := e.out.Write(e.buf); err != nil {
+	e.pend = append(history.AppendJSON(e.pend, &ev), '\n')
+}
+
+// writeOutLocked writes pend in one Write: two or three lines, well under
+// PIPE_BUF, so the pipe takes them whole, and a client killed mid-write
+// leaves at most a torn last line, which the reader drops.
+func (e *emitter) writeOutLocked() {
+	if len(e.pend) == 0 {
+		return
+	}
+	if _, err := e.out.Write(e.pend); err != nil {
 		e.setErr(fmt.Errorf("write event: %w", err))
 	}
+	e.pend = e.pend[:0]
 }
 
 func (e *emitter) setErr(err error) {

@@ -26,6 +26,7 @@ func (c *client) section(ctx context.Context, h *hold) {
 		value = v
 	}
 	if think := ms(c.cfg.ThinkMs); think > 0 {
+		c.em.flush() // without a resource, the grant's outcome may still be pending
 		t := time.NewTimer(think)
 		select {
 		case <-t.C:
