@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/workload"
@@ -50,7 +51,7 @@ func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.Cli
 
 // startClient starts one client process; its diagnostics go to
 // clients/<slot>.log in the run directory.
-var startClient = func(ctx context.Context, exe string, cfg workload.ClientConfig, dir string) (clientHandle, error) {
+var startClient = func(ctx context.Context, exe string, cfg workload.ClientConfig, dir string, onEvent func(history.Event)) (clientHandle, error) {
 	if err := os.MkdirAll(filepath.Join(dir, runfolder.Clients), 0o755); err != nil {
 		return nil, fmt.Errorf("create clients dir: %w", err)
 	}
@@ -58,7 +59,7 @@ var startClient = func(ctx context.Context, exe string, cfg workload.ClientConfi
 	if err != nil {
 		return nil, fmt.Errorf("create client log: %w", err)
 	}
-	c, err := workload.StartClientWith(ctx, exe, cfg, workload.StartOptions{Stderr: f})
+	c, err := workload.StartClientWith(ctx, exe, cfg, workload.StartOptions{Stderr: f, OnEvent: onEvent})
 	if err != nil {
 		f.Close()
 		return nil, err

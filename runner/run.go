@@ -292,7 +292,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	resDied := make(chan error, 1)
 	go func() { resDied <- r.watchResource(wctx); endWorkload() }()
 	for i := 0; i < cfg.Clients; i++ {
-		c, err := startClient(context.Background(), exe, r.clientConfig(i, keys, lcfg), cfg.Out)
+		// The client's pipe reader records each event itself (OnEvent);
+		// the pump below only waits for the end of its events.
+		c, err := startClient(context.Background(), exe, r.clientConfig(i, keys, lcfg), cfg.Out, r.record)
 		if err != nil {
 			o.Err = fmt.Errorf("start client %d: %w", i, err)
 			return o
@@ -302,7 +304,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		go func() {
 			defer pumps.Done()
 			for e := range c.Events() {
-				r.record(e)
+				r.record(e) // none with OnEvent; kept for a handle without it
 			}
 		}()
 		watchers.Add(1)

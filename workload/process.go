@@ -21,13 +21,20 @@ type StartOptions struct {
 	Args   []string  // arguments after the executable; default: ["client"]
 	Stderr io.Writer // the client's diagnostics; default: os.Stderr
 	Env    []string  // added to the environment
+	// OnEvent, when set, takes each event in the goroutine that reads the
+	// client's pipe, in the order the client wrote them, and Events only
+	// closes when the client is done: one goroutine hand-off (a channel
+	// send and a wake-up) fewer an event than a pump draining Events.
+	// It must not block long: the client blocks when its pipe is full.
+	OnEvent func(history.Event)
 }
 
 // Client is a running client process as the runner sees it.
 type Client struct {
-	cmd    *exec.Cmd
-	slot   int
-	events chan history.Event
+	cmd     *exec.Cmd
+	slot    int
+	events  chan history.Event
+	onEvent func(history.Event)
 
 	mu    sync.Mutex // stdin writes
 	stdin io.WriteCloser
@@ -115,7 +122,7 @@ func StartClientWith(ctx context.Context, exe string, cfg ClientConfig, o StartO
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start client %d (%s): %w", cfg.Slot, exe, err)
 	}
-	c := &Client{cmd: cmd, slot: cfg.Slot, events: make(chan history.Event, 256), stdin: stdin, done: make(chan struct{}), tail: tail}
+	c := &Client{cmd: cmd, slot: cfg.Slot, events: make(chan history.Event, 256), onEvent: o.OnEvent, stdin: stdin, done: make(chan struct{}), tail: tail}
 	if _, err := stdin.Write(append(line, '\n')); err != nil {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("send config to client %d: %w", cfg.Slot, err)
@@ -137,6 +144,8 @@ func (c *Client) read(stdout io.Reader) {
 				c.noteBad(fmt.Errorf("client %d sent a line that is not an event: %v", c.slot, jerr))
 			} else if verr := history.Validate(&e); verr != nil {
 				c.noteBad(fmt.Errorf("client %d sent an invalid event: %v", c.slot, verr))
+			} else if c.onEvent != nil {
+				c.onEvent(e)
 			} else {
 				c.events <- e
 			}
@@ -162,8 +171,8 @@ func (c *Client) PID() int { return c.cmd.Process.Pid }
 // Slot is the client's slot.
 func (c *Client) Slot() int { return c.slot }
 
-// Events delivers the client's events in the order it wrote them; it is
-// closed when the client exits.
+// Events delivers the client's events in the order it wrote them (none when
+// StartOptions.OnEvent takes them); it is closed when the client exits.
 func (c *Client) Events() <-chan history.Event { return c.events }
 
 func (c *Client) send(line []byte) error {

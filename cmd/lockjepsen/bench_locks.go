@@ -128,7 +128,12 @@ func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time
 	var wg sync.WaitGroup
 	var procs []*workload.Client
 	for i := 0; i < n; i++ {
-		var opt workload.StartOptions
+		// Events are taken in the pipe's reader, as the runner takes them.
+		opt := workload.StartOptions{OnEvent: func(e history.Event) {
+			if counting.Load() && e.F == history.FRelease && e.Type == history.OK {
+				done.Add(1)
+			}
+		}}
 		if profDir != "" {
 			opt.Env = []string{cpuProfileEnv + "=" + filepath.Join(profDir, fmt.Sprintf("client-%d.pprof", i))}
 		}
@@ -146,10 +151,7 @@ func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for e := range c.Events() {
-				if counting.Load() && e.F == history.FRelease && e.Type == history.OK {
-					done.Add(1)
-				}
+			for range c.Events() { // closed when the client is done
 			}
 		}()
 	}
