@@ -131,6 +131,60 @@ type Report struct {
 	Pending    int     `json:"pending"` // planned trials not (yet) finished
 	TrialS     float64 `json:"trial_s"` // summed trial wall time
 	MeanTrialS float64 `json:"mean_trial_s"`
+	// SpanS runs from the first trial's start to the last one's end: the
+	// sweep's wall time when it ran in one sitting (a resumed sweep's span
+	// holds the pause too; shards merged after running side by side, their
+	// common span). PerMinute is its opportunities a minute of SpanS, and
+	// Rates the same per fault kind. 0 in a joined report (its parts ran
+	// apart).
+	SpanS     float64    `json:"span_s,omitempty"`
+	PerMinute float64    `json:"opportunities_per_minute,omitempty"`
+	Rates     []KindRate `json:"rates,omitempty"`
+}
+
+// KindRate is how fast one fault kind's cells gave opportunities.
+type KindRate struct {
+	Fault         string  `json:"fault"`
+	Unit          string  `json:"unit"`
+	Cells         int     `json:"cells"`
+	Trials        int     `json:"trials"`
+	Opportunities int     `json:"opportunities"`
+	TrialS        float64 `json:"trial_s"`
+	// PerTrialMinute is opportunities a minute of one trial's wall time;
+	// PerMinute multiplies it by the sweep's trials at once on average
+	// (TrialS / SpanS): the rate a machine running only this kind at the
+	// sweep's concurrency would see.
+	PerTrialMinute float64 `json:"per_trial_minute"`
+	PerMinute      float64 `json:"per_minute"`
+}
+
+// rates fills rep.SpanS, PerMinute and Rates from the cells and the span of
+// the trials' start and end times (first, last, Unix seconds).
+func (rep *Report) rates(first, last float64) {
+	if last <= first {
+		return
+	}
+	rep.SpanS = last - first
+	conc := rep.TrialS / rep.SpanS
+	total := 0
+	for _, f := range rep.Plan.Faults {
+		kr := KindRate{Fault: f.Name, Unit: f.Unit()}
+		for _, c := range rep.Cells {
+			if c.Fault == f.Name {
+				kr.Cells++
+				kr.Trials += c.Trials + c.TrialsFailed
+				kr.Opportunities += c.Opportunities
+				kr.TrialS += c.WallS
+			}
+		}
+		if kr.TrialS > 0 {
+			kr.PerTrialMinute = float64(kr.Opportunities) / (kr.TrialS / 60)
+			kr.PerMinute = kr.PerTrialMinute * conc
+		}
+		total += kr.Opportunities
+		rep.Rates = append(rep.Rates, kr)
+	}
+	rep.PerMinute = float64(total) / (rep.SpanS / 60)
 }
 
 // ReadPlan reads plan.json of a sweep folder.
@@ -183,6 +237,7 @@ func Aggregate(dir string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Lockjepsen: lockjepsenVersion(), Dir: dir, Aggregated: time.Now().UTC().Format(time.RFC3339), Plan: plan}
+	var first, last float64 // the trials' span, Unix seconds
 	for ci, cell := range plan.Cells() {
 		dirs, err := TrialDirs(dir, cell)
 		if err != nil {
@@ -195,6 +250,13 @@ func Aggregate(dir string) (*Report, error) {
 				return nil, err
 			}
 			trials = append(trials, t)
+			if at, err := time.Parse(time.RFC3339, t.Record.StartedAt); err == nil {
+				start := float64(at.Unix())
+				if first == 0 || start < first {
+					first = start
+				}
+				last = max(last, start+t.Record.WallS)
+			}
 		}
 		cs := Combine(cell, trials)
 		cs.Backend = plan.Backend(cell.Config)
@@ -214,6 +276,7 @@ func Aggregate(dir string) (*Report, error) {
 	if n := rep.Trials + rep.Failed; n > 0 {
 		rep.MeanTrialS = rep.TrialS / float64(n)
 	}
+	rep.rates(first, last)
 	return rep, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/lockjepsen/lockjepsen/exitcode"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -107,6 +108,15 @@ func TestExecuteAggregatesAndFiles(t *testing.T) {
 		if c.Acquires.Contention != 3 || c.Acquires.RefusedBy["noreplicas"] != 3 || c.Acquires.Total != 11 {
 			t.Errorf("%s: acquires %+v", c.Cell, c.Acquires)
 		}
+	}
+	// The rates: every opportunity in the span of the trials, and each fault
+	// kind's share at the sweep's concurrency.
+	if rep.SpanS <= 0 || len(rep.Rates) != 1 {
+		t.Fatalf("span %v s, rates %+v: want a span and one fault kind", rep.SpanS, rep.Rates)
+	}
+	if k := rep.Rates[0]; k.Opportunities != 6 || k.Trials != 6 || k.Cells != 2 ||
+		math.Abs(rep.PerMinute-6/(rep.SpanS/60)) > 1e-9 || math.Abs(k.PerMinute-k.PerTrialMinute*rep.TrialS/rep.SpanS) > 1e-9 {
+		t.Errorf("rates %+v, per minute %v over %v s: want 6 opportunities in 6 trials of 2 cells, per minute = 6 / span", k, rep.PerMinute, rep.SpanS)
 	}
 	for _, f := range []string{"plan.json", "sweep.json", "sweep.csv", "index.html", "probability.png", "probability.svg", "exposure.png", "exposure.svg", "cost.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {

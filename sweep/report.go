@@ -204,6 +204,10 @@ func WriteReport(dir string, r *Report) error {
 	if r.TrialS > 0 {
 		pg.Wall = fmt.Sprintf("The trials took %.1f minutes of wall time in all (%.0f s each on average).", r.TrialS/60, r.MeanTrialS)
 	}
+	if r.SpanS > 0 {
+		pg.Wall += fmt.Sprintf(" From the first trial's start to the last one's end: %.1f minutes, %.1f trials at once on average, %.1f opportunities a minute.",
+			r.SpanS/60, r.TrialS/r.SpanS, r.PerMinute)
+	}
 	for _, c := range r.Cells {
 		row := cellRow{CellStats: c, PText: ratio(c.Hits, c.Opportunities, c.P, c.PLow, c.PHi),
 			PStaleText: ratio(c.StaleHits, c.Opportunities, c.PStale, c.PStaleLow, c.PStaleHigh)}

@@ -417,6 +417,14 @@ func printFindings(rep *sweep.Report) {
 	if rep.Plan.HasDeployments() {
 		fmt.Printf("\ndecision table (%s):\n\n%s", sweep.TableFile, sweep.DecisionTable(rep))
 	}
+	if rep.SpanS > 0 {
+		fmt.Printf("\nopportunities a minute: %.1f (%d trial(s) in %s, %.1f at once on average)\n",
+			rep.PerMinute, rep.Trials+rep.Failed, time.Duration(rep.SpanS*float64(time.Second)).Round(time.Second), rep.TrialS/rep.SpanS)
+		for _, k := range rep.Rates {
+			fmt.Printf("  %-24s %5d %s(s) in %3d trial(s): %5.1f a trial-minute, %5.1f a minute at this concurrency\n",
+				k.Fault, k.Opportunities, k.Unit, k.Trials, k.PerTrialMinute, k.PerMinute)
+		}
+	}
 }
 
 // runSweepMerge is `lockjepsen sweep merge [--out DIR] SHARD-DIR...`.
