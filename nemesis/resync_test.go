@@ -2,12 +2,15 @@ package nemesis
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // forceFullSync on a real topology: the replica full-syncs from the primary
@@ -91,4 +94,65 @@ func fullSyncs(ctx context.Context, t *testing.T, l *cluster.Local, primary stri
 		t.Fatalf("sync_full:%s", v)
 	}
 	return n
+}
+
+// failingOver is a runtime whose primary changes once a replica's resync
+// step is refused: Sentinel failing the busy primary over mid-resync.
+type failingOver struct {
+	cluster.Runtime // nil: only the methods below are called
+	Env             // nil: likewise
+	primary         string
+	events          []history.Event
+}
+
+func (f *failingOver) Cluster() cluster.Runtime { return f }
+func (f *failingOver) Log(e history.Event)      { f.events = append(f.events, e) }
+func (f *failingOver) Nodes() []cluster.Node {
+	return []cluster.Node{{Name: "valkey-0", PID: 1}, {Name: "valkey-1", PID: 2}}
+}
+func (f *failingOver) Primary(context.Context) (cluster.Node, error) {
+	return cluster.Node{Name: f.primary, Addr: "127.0.0.1:1", PID: 1}, nil
+}
+func (f *failingOver) Command(_ context.Context, node string, args ...string) (string, error) {
+	if args[0] == "SET" {
+		f.primary = "valkey-1"
+		return "", errors.New("READONLY You can't write against a read only replica.")
+	}
+	return "min-replicas-to-write\n0", nil
+}
+
+// A failover in the middle of the resyncs is logged as one the fault did not
+// drive, and the fault ends without its kill rather than ending the trial; a
+// refusal with the primary unchanged is still an error.
+func TestResyncWindowFailoverMidResync(t *testing.T) {
+	f := &failingOver{primary: "valkey-0"}
+	if err := runResyncWindow(context.Background(), f, Step{}); err != nil {
+		t.Fatalf("runResyncWindow: %v, want the fault to end without an error", err)
+	}
+	var fs []string
+	for _, e := range f.events {
+		fs = append(fs, e.F)
+	}
+	if want := []string{"resync-window", history.NFailover}; !slices.Equal(fs, want) {
+		t.Fatalf("events %v, want %v", fs, want)
+	}
+	if e := f.events[1]; e.Node != "valkey-1" || !strings.Contains(e.Detail, "did not drive") || !strings.Contains(e.Detail, "valkey-0") {
+		t.Errorf("failover event %+v: want valkey-1 promoted, not driven by the fault, valkey-0 named", e)
+	}
+	same := &failingOver{primary: "valkey-0"}
+	stay := &stayingPrimary{failingOver: same}
+	if err := runResyncWindow(context.Background(), stay, Step{}); err == nil || !strings.Contains(err.Error(), "READONLY") {
+		t.Errorf("a refusal with the primary unchanged: %v, want the READONLY error", err)
+	}
+}
+
+// stayingPrimary refuses the resync's write but keeps its primary.
+type stayingPrimary struct{ *failingOver }
+
+func (s *stayingPrimary) Cluster() cluster.Runtime { return s }
+func (s *stayingPrimary) Command(_ context.Context, node string, args ...string) (string, error) {
+	if args[0] == "SET" {
+		return "", errors.New("READONLY You can't write against a read only replica.")
+	}
+	return "min-replicas-to-write\n0", nil
 }

@@ -831,12 +831,19 @@ func (r *run) watchPrimary(ctx context.Context) {
 			}
 		}
 		p := primary()
+		if p == "" {
+			// No primary known (no majority of Sentinels agrees yet): a
+			// step that ended meanwhile still owns the failover found at
+			// the next look, so its end is not consumed here. Consumed,
+			// a failover a kill drove was logged once more as undriven,
+			// naming a primary long gone as the one before.
+			continue
+		}
 		// A failover fault's step running now, or one that ended since the
 		// last look, logs its own failovers.
 		stepped := r.stepping.Load() || r.steps.Load() != seen
 		seen = r.steps.Load()
 		switch {
-		case p == "":
 		case stepped:
 			last = p
 		case p != last:
