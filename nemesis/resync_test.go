@@ -102,6 +102,7 @@ type failingOver struct {
 	cluster.Runtime // nil: only the methods below are called
 	Env             // nil: likewise
 	primary         string
+	silent          bool // the resync's steps succeed; the failover shows only in Primary
 	events          []history.Event
 }
 
@@ -114,9 +115,14 @@ func (f *failingOver) Primary(context.Context) (cluster.Node, error) {
 	return cluster.Node{Name: f.primary, Addr: "127.0.0.1:1", PID: 1}, nil
 }
 func (f *failingOver) Command(_ context.Context, node string, args ...string) (string, error) {
-	if args[0] == "SET" {
+	switch {
+	case args[0] == "SET" && f.silent:
+		f.primary = "valkey-1"
+	case args[0] == "SET":
 		f.primary = "valkey-1"
 		return "", errors.New("READONLY You can't write against a read only replica.")
+	case args[0] == "INFO":
+		return "role:slave\nmaster_link_status:up", nil // the window missed: resync again
 	}
 	return "min-replicas-to-write\n0", nil
 }
@@ -125,19 +131,22 @@ func (f *failingOver) Command(_ context.Context, node string, args ...string) (s
 // drive, and the fault ends without its kill rather than ending the trial; a
 // refusal with the primary unchanged is still an error.
 func TestResyncWindowFailoverMidResync(t *testing.T) {
-	f := &failingOver{primary: "valkey-0"}
-	if err := runResyncWindow(context.Background(), f, Step{}); err != nil {
-		t.Fatalf("runResyncWindow: %v, want the fault to end without an error", err)
-	}
-	var fs []string
-	for _, e := range f.events {
-		fs = append(fs, e.F)
-	}
-	if want := []string{"resync-window", history.NFailover}; !slices.Equal(fs, want) {
-		t.Fatalf("events %v, want %v", fs, want)
-	}
-	if e := f.events[1]; e.Node != "valkey-1" || !strings.Contains(e.Detail, "did not drive") || !strings.Contains(e.Detail, "valkey-0") {
-		t.Errorf("failover event %+v: want valkey-1 promoted, not driven by the fault, valkey-0 named", e)
+	for _, silent := range []bool{false, true} {
+		f := &failingOver{primary: "valkey-0", silent: silent}
+		if err := runResyncWindow(context.Background(), f, Step{}); err != nil {
+			t.Fatalf("silent %v: runResyncWindow: %v, want the fault to end without an error", silent, err)
+		}
+		var fs []string
+		for _, e := range f.events {
+			fs = append(fs, e.F)
+		}
+		// No kill: the primary it would have killed is no longer the one.
+		if want := []string{"resync-window", history.NFailover}; !slices.Equal(fs, want) {
+			t.Fatalf("silent %v: events %v, want %v", silent, fs, want)
+		}
+		if e := f.events[1]; e.Node != "valkey-1" || !strings.Contains(e.Detail, "did not drive") || !strings.Contains(e.Detail, "valkey-0") {
+			t.Errorf("silent %v: failover event %+v: want valkey-1 promoted, not driven by the fault, valkey-0 named", silent, e)
+		}
 	}
 	same := &failingOver{primary: "valkey-0"}
 	stay := &stayingPrimary{failingOver: same}
