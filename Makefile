@@ -80,34 +80,40 @@ soak: setup build
 ## reference-row: one row of the reference at its rule, e.g. `make reference-row FAULTS=resync-window`: the 8
 ## default settings × FAULTS (comma-separated kinds), trials in results/rows-sweep/<kinds> (restartable: a second
 ## call resumes it), the summary, CSV, table and plots copied to results/rows/<kinds>/ to commit. The matrix too long
-## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side.
+## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side. CONFIGS
+## (comma-separated) re-runs only those settings of the row: the cells an older row left short of the rule.
 .PHONY: reference-row reference-join
 reference-row: setup build
 	@test -n "$(FAULTS)" || { echo "make reference-row: give the fault kinds, e.g. FAULTS=resync-window" >&2; exit 2; }
-	@name=$$(echo "$(FAULTS)" | tr , -); sw=results/rows-sweep/$$name; \
+	@name=$$(echo "$(FAULTS)" | tr , -); [ -z "$(CONFIGS)" ] || name=$$name-rerun; sw=results/rows-sweep/$$name; \
 	if [ -f $$sw/plan.json ]; then ./$(BIN) sweep --resume $$sw; \
-	else ./$(BIN) sweep --faults "$(FAULTS)" --until-ci 0.2 --below 0.04 --max-trials 10 --parallel 3 --out $$sw; fi; \
+	else ./$(BIN) sweep --faults "$(FAULTS)" $(if $(CONFIGS),--configs "$(CONFIGS)") --trials 3 --until-ci 0.2 --below 0.04 \
+		--max-trials $(REFERENCE_CAP) --parallel 3 --out $$sw; fi; \
 	mkdir -p results/rows/$$name && cd $$sw && cp plan.json sweep.json sweep.csv table.md index.html probability.png \
 		probability.svg exposure.png exposure.svg cost.png ../../rows/$$name/
 
-## reference-join: results/reference/ from the rows in results/rows/ (`lockjepsen sweep join`: each cell whole from
-## its row; refuses rows measured under another rule, a cell twice, and a gap). The old reference is kept if it fails.
+## reference-join: results/reference/ from the rows in results/rows/, in the order of REFERENCE_ROWS
+## (`lockjepsen sweep join --replace`: each cell whole from the last row that measured it, so a re-run replaces the
+## cells an older row left at its cap; refuses rows measured under another rule and a gap). The old reference is
+## kept if it fails.
+REFERENCE_ROWS = link-down fast-restart-replica-lag resync-window-split-brain resync-window
+REFERENCE_CAP = 40
 reference-join: build
 	@rm -rf results/reference.old; [ ! -d results/reference ] || mv results/reference results/reference.old
-	@if ./$(BIN) sweep join --out results/reference results/rows/*/ > results/reference-summary.txt; then \
+	@if ./$(BIN) sweep join --replace --out results/reference $(addprefix results/rows/,$(REFERENCE_ROWS)) > results/reference-summary.txt; then \
 		mv results/reference-summary.txt results/reference/summary.txt; rm -rf results/reference.old; cat results/reference/summary.txt; \
 	else rm -rf results/reference results/reference-summary.txt; [ ! -d results/reference.old ] || mv results/reference.old results/reference; exit 1; fi
 
 ## reference-sweep: the reference sweep: the default matrix (8 settings × link-down, resync-window, fast-restart,
 ## split-brain, replica-lag), faults back to back in 2-minute trials, each cell until its 95% interval is narrower
-## than 0.2, or with no hit until it is below 4% (~93 opportunities), at most 10 trials a cell. `lockjepsen sweep
-## --until-ci 0.2 --below 0.04 --max-trials 10 --parallel 3 --dry-run` prints the estimate (docs/sweep.md). Restartable: a second
+## than 0.2, or with no hit until it is below 4% (~93 opportunities), at most 40 trials a cell. `lockjepsen sweep
+## --until-ci 0.2 --below 0.04 --max-trials 40 --parallel 3 --dry-run` prints the estimate (docs/sweep.md). Restartable: a second
 ## call resumes results/reference-sweep. Only the summary, CSV and plots go to results/reference/ (the trial folders
 ## stay in results/reference-sweep, too large to commit). On Kubernetes: deploy/kubernetes/README.md.
 .PHONY: reference-sweep
 reference-sweep: setup build
 	@if [ -f results/reference-sweep/plan.json ]; then ./$(BIN) sweep --resume results/reference-sweep; \
-	else ./$(BIN) sweep --until-ci 0.2 --below 0.04 --max-trials 10 --parallel 3 --out results/reference-sweep; fi
+	else ./$(BIN) sweep --trials 3 --until-ci 0.2 --below 0.04 --max-trials $(REFERENCE_CAP) --parallel 3 --out results/reference-sweep; fi
 	mkdir -p results/reference
 	cd results/reference-sweep && cp plan.json sweep.json sweep.csv index.html probability.png probability.svg \
 		exposure.png exposure.svg cost.png ../reference/
