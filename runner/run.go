@@ -293,7 +293,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	go func() { resDied <- r.watchResource(wctx); endWorkload() }()
 	for i := 0; i < cfg.Clients; i++ {
 		// The client's pipe reader records each event itself (OnEvent);
-		// the pump below only waits for the end of its events.
+		// the pump below only waits for the end of its events, which
+		// Events' close marks.
 		c, err := startClient(context.Background(), exe, r.clientConfig(i, keys, lcfg), cfg.Out, r.record)
 		if err != nil {
 			o.Err = fmt.Errorf("start client %d: %w", i, err)
@@ -303,8 +304,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 		pumps.Add(1)
 		go func() {
 			defer pumps.Done()
-			for e := range c.Events() {
-				r.record(e) // none with OnEvent; kept for a handle without it
+			for range c.Events() {
 			}
 		}()
 		watchers.Add(1)
