@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
@@ -56,4 +58,40 @@ func Publish(dir string, r *Report) error {
 		return err
 	}
 	return WriteReport(dir, r)
+}
+
+// LockFile is held (flock) by the one sweep that runs a folder's trials.
+const LockFile = "sweep.lock"
+
+// Claim takes a sweep folder for this process until release is called or the
+// process ends, and refuses a folder another sweep holds. Two sweeps on one
+// folder (a --resume typed while the first still ran) each take the trials
+// they find unfinished, and the second renames the first's in-flight trials
+// as interrupted: both runs' records end up mixed in one cell. flock is used
+// because the kernel drops it with its holder, so a SIGKILLed sweep leaves no
+// stale claim to clear by hand; the pid in the file is only for the message.
+func Claim(dir string) (release func(), err error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("claim the sweep folder: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := "another sweep"
+			if pid := strings.TrimSpace(string(holder)); pid != "" {
+				who = "another sweep (pid " + pid + ")"
+			}
+			return nil, fmt.Errorf("%s is being run by %s: wait for it to end or stop it with Ctrl-C (kill -INT), then --resume %s; two sweeps on one folder would run the same trials twice", dir, who, dir)
+		}
+		return nil, fmt.Errorf("claim the sweep folder %s: %w", dir, err)
+	}
+	// The pid is written after the lock is held, so a reader sees either
+	// the holder's pid or an empty file, never a stale one being replaced.
+	if err := f.Truncate(0); err == nil {
+		fmt.Fprintf(f, "%d\n", os.Getpid())
+	}
+	return func() { f.Close() }, nil
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // A sweep whose trial folders are gone (moved, or a mistyped --resume) must
@@ -74,5 +77,54 @@ func TestPublishOfNoTrialsInANewSweep(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ReportJSON)); err != nil {
 		t.Error(err)
+	}
+}
+
+// Two sweeps must not run one folder's trials, and a sweep killed by SIGKILL
+// must leave no claim behind that a user would have to clear by hand.
+func TestClaimRefusesASecondSweep(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		holder func(t *testing.T, dir string) (end func())
+	}{
+		{"this process", func(t *testing.T, dir string) func() {
+			release, err := Claim(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return release
+		}},
+		{"another process, then SIGKILLed", func(t *testing.T, dir string) func() {
+			// flock(1) takes the same flock(2) lock Claim does; the shell
+			// becomes sleep, so the holder is one process, killed below.
+			cmd := exec.Command("sh", "-c", `exec 9>>"$0" && flock 9 && exec sleep 60`, filepath.Join(dir, LockFile))
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				probe := exec.Command("flock", "--nonblock", filepath.Join(dir, LockFile), "true")
+				if probe.Run() != nil || time.Now().After(deadline) {
+					break // held by the child (or the child failed: the refusal below says)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return func() { cmd.Process.Kill(); cmd.Wait() }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			end := tc.holder(t, dir)
+			if _, err := Claim(dir); err == nil || !strings.Contains(err.Error(), "--resume "+dir) {
+				end()
+				t.Fatalf("a second claim while held: %v, want a refusal that names --resume %s", err, dir)
+			}
+			end()
+			release, err := Claim(dir)
+			if err != nil {
+				t.Fatalf("claim after the holder ended: %v", err)
+			}
+			release()
+		})
 	}
 }

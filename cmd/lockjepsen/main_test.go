@@ -52,6 +52,17 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(emptySweep, sweep.ReportJSON), []byte(`{"trials": 20}`), 0o644)
+	// A sweep folder another sweep is running (here this test holds it):
+	// a second --resume must refuse before it rewrites the plan or runs a trial.
+	runningSweep := t.TempDir()
+	if err := sweep.Start(runningSweep, plan); err != nil {
+		t.Fatal(err)
+	}
+	release, err := sweep.Claim(runningSweep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	type bad struct {
 		args []string
 		want string
@@ -110,6 +121,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"check", "a", "b"}, "one run directory"},
 		{[]string{"check", filepath.Join(t.TempDir(), "missing"), "--budget", "1s"}, "not a run directory"},
 		{[]string{"sweep", "--resume", emptySweep, "--aggregate"}, emptySweep + " holds no trial folders"},
+		{[]string{"sweep", "--resume", runningSweep, "--parallel", "2"}, runningSweep + " is being run by another sweep (pid"},
 		{[]string{"shrink"}, "one run directory"},
 		{[]string{"shrink", filepath.Join(t.TempDir(), "missing")}, "not a run directory"},
 		{[]string{"shrink", corrupt}, "history.jsonl:2"},
@@ -234,6 +246,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(emptySweep, sweep.ReportJSON)); string(b) != `{"trials": 20}` {
 		t.Errorf("sweep --aggregate of no trials rewrote sweep.json: %s", b)
+	}
+	if p, err := sweep.ReadPlan(runningSweep); err != nil || p.Parallel != plan.Parallel {
+		t.Errorf("a refused --resume of a running sweep rewrote its plan: parallel %d, want %d (%v)", p.Parallel, plan.Parallel, err)
 	}
 }
 

@@ -128,6 +128,16 @@ func runSweep(args []string) int {
 		if err != nil {
 			return fail("sweep: --resume: %v", err)
 		}
+		// Claimed before the plan is rewritten: a second --resume must not
+		// change the plan a running sweep decides by. --aggregate alone
+		// only reads the trials, so it may look at a sweep under way.
+		if !*aggregate {
+			release, err := sweep.Claim(dir)
+			if err != nil {
+				return fail("sweep: %v", err)
+			}
+			defer release()
+		}
 		if set["parallel"] || set["min-failovers"] || set["max-trials"] || set["until-ci"] || set["below"] {
 			if set["parallel"] {
 				plan.Parallel = *parallel
@@ -223,6 +233,11 @@ func runSweep(args []string) int {
 		if err := startOrContinue(dir, plan, *cont); err != nil {
 			return fail("sweep: %v", err)
 		}
+		release, err := sweep.Claim(dir)
+		if err != nil {
+			return fail("sweep: %v", err)
+		}
+		defer release()
 	}
 	fmt.Printf("lockjepsen sweep -> %s (trial folders under trials/, progress of each in its run.log)\n", dir)
 	// The first Ctrl-C lets the trials in flight stop, check what they
