@@ -96,7 +96,7 @@ reference-row: setup build
 ## (`lockjepsen sweep join --replace`: each cell whole from the last row that measured it, so a re-run replaces the
 ## cells an older row left at its cap; refuses rows measured under another rule and a gap). The old reference is
 ## kept if it fails.
-REFERENCE_ROWS = link-down fast-restart-replica-lag resync-window-split-brain resync-window link-down-rerun
+REFERENCE_ROWS = link-down fast-restart-replica-lag resync-window-split-brain resync-window link-down-rerun link-down-split-brain-rerun
 REFERENCE_CAP = 40
 reference-join: build
 	@rm -rf results/reference.old; [ ! -d results/reference ] || mv results/reference results/reference.old
