@@ -63,6 +63,10 @@ func Publish(dir string, r *Report) error {
 // LockFile is held (flock) by the one sweep that runs a folder's trials.
 const LockFile = "sweep.lock"
 
+// ErrUnclaimed is returned, with a usable release, when the folder's
+// filesystem takes no locks: the sweep may go on, with a warning.
+var ErrUnclaimed = errors.New("the sweep folder cannot be locked")
+
 // Claim takes a sweep folder for this process until release is called or the
 // process ends, and refuses a folder another sweep holds. Two sweeps on one
 // folder (a --resume typed while the first still ran) each take the trials
@@ -85,6 +89,11 @@ func Claim(dir string) (release func(), err error) {
 				who = "another sweep (pid " + pid + ")"
 			}
 			return nil, fmt.Errorf("%s is being run by %s: wait for it to end or stop it with Ctrl-C (kill -INT), then --resume %s; two sweeps on one folder would run the same trials twice", dir, who, dir)
+		}
+		if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) {
+			// A shared volume without locks (some NFS setups): the sweep
+			// still runs, unguarded, and the caller says so.
+			return func() {}, fmt.Errorf("%w on %s (%v): nothing stops a second sweep on this folder", ErrUnclaimed, dir, err)
 		}
 		return nil, fmt.Errorf("claim the sweep folder %s: %w", dir, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -132,7 +133,7 @@ func runSweep(args []string) int {
 		// change the plan a running sweep decides by. --aggregate alone
 		// only reads the trials, so it may look at a sweep under way.
 		if !*aggregate {
-			release, err := sweep.Claim(dir)
+			release, err := claim(dir)
 			if err != nil {
 				return fail("sweep: %v", err)
 			}
@@ -233,7 +234,7 @@ func runSweep(args []string) int {
 		if err := startOrContinue(dir, plan, *cont); err != nil {
 			return fail("sweep: %v", err)
 		}
-		release, err := sweep.Claim(dir)
+		release, err := claim(dir)
 		if err != nil {
 			return fail("sweep: %v", err)
 		}
@@ -517,6 +518,17 @@ func runSweepJoin(args []string) int {
 		return exitCrashed
 	}
 	return exitValid
+}
+
+// claim takes the sweep folder for this sweep (sweep.Claim); on a
+// filesystem that takes no locks it warns and lets the sweep run.
+func claim(dir string) (func(), error) {
+	release, err := sweep.Claim(dir)
+	if errors.Is(err, sweep.ErrUnclaimed) {
+		fmt.Fprintf(os.Stderr, "lockjepsen: sweep: warning: %v\n", err)
+		return release, nil
+	}
+	return release, err
 }
 
 // startOrContinue creates the sweep folder, or with --continue accepts one
