@@ -218,6 +218,7 @@ func runRun(args []string) int {
 		}
 	}
 	start := time.Now()
+	limitCheckMemory()
 	o := runner.Run(ctx, cfg, os.Stdout)
 	if err := runfolder.UpdateLatest(runfolder.Root, cfg.Out); err != nil {
 		fmt.Fprintf(os.Stderr, "lockjepsen: warning: %v\n", err)
