@@ -97,8 +97,9 @@ func Claim(dir string) (release func(), err error) {
 		}
 		return nil, fmt.Errorf("claim the sweep folder %s: %w", dir, err)
 	}
-	// The pid is written after the lock is held, so a reader sees either
-	// the holder's pid or an empty file, never a stale one being replaced.
+	// The pid is written once the lock is held; a refused sweep that reads
+	// the file in the instant before may name the previous holder's pid,
+	// which is why the pid only informs the message and decides nothing.
 	if err := f.Truncate(0); err == nil {
 		fmt.Fprintf(f, "%d\n", os.Getpid())
 	}
