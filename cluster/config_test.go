@@ -115,3 +115,45 @@ func TestOffsetSeconds(t *testing.T) {
 		}
 	}
 }
+
+// A port another run was handed minutes ago is not handed out again until its
+// claim is old; a claim past portClaimFor is taken over.
+func TestClaimPort(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want bool
+	}{
+		{"first claim", now, true},
+		{"claimed a second ago", now.Add(time.Second), false},
+		{"claimed just under the limit", now.Add(portClaimFor - time.Second), false},
+		{"claim expired", now.Add(portClaimFor + time.Second), true},
+		{"renewed by the last claim", now.Add(portClaimFor + 2*time.Second), false},
+	} {
+		if got := claimPort(dir, 40001, tc.at); got != tc.want {
+			t.Errorf("%s: claim %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !claimPort(dir, 40003, now) {
+		t.Error("another port refused")
+	}
+	if !claimPort(filepath.Join(dir, "no", "such\x00dir"), 40005, now) {
+		t.Error("a folder that cannot be written refused the port")
+	}
+}
+
+// allocatePorts never hands out a port with a live claim: every port it
+// returns was claimed by this call.
+func TestAllocatePortsSkipsClaimed(t *testing.T) {
+	ports, err := allocatePorts(0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if claimPort(portClaimDir(), p, time.Now()) {
+			t.Errorf("port %d was handed out without a claim", p)
+		}
+	}
+}

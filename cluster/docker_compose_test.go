@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"net"
 	"os"
 	"os/exec"
@@ -74,7 +75,11 @@ func TestComposeMatchesLocalConfig(t *testing.T) {
 // TestComposeUp: `docker-compose up` alone gives a ready topology that the host
 // reaches at the fixed addresses; `docker-compose down` leaves nothing.
 func TestComposeUp(t *testing.T) {
+	t.Parallel()
 	api := needDocker(t)
+	testslot.Hold(t)
+	composeMu.Lock()
+	t.Cleanup(composeMu.Unlock)
 	compose, err := exec.LookPath("docker-compose")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

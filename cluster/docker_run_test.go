@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/exitcode"
 	"os"
 	"os/exec"
@@ -118,6 +119,7 @@ func tail(s string) string {
 }
 
 func TestDockerRuns(t *testing.T) {
+	t.Parallel()
 	api := dockerAPI(t)
 	exe := buildAll(t)
 	out := t.TempDir()
@@ -138,37 +140,47 @@ func TestDockerRuns(t *testing.T) {
 		// node's network, the resets on the primary's (10 of 10 valid).
 		{"net-reset", "VALID: no violation found", 0},
 	} {
-		dir := filepath.Join(out, sc.name)
-		start := time.Now()
-		code, text, pid := lj(t, exe, "run", "--runtime", "docker", "--scenario", sc.name, "--seed", "1", "--out", dir)
-		t.Logf("%s on docker: exit %d in %v", sc.name, code, time.Since(start).Round(time.Second))
-		if code != sc.code || !strings.Contains(text, sc.want) {
-			t.Errorf("%s --runtime docker: exit %d, want %d with %q:\n%s", sc.name, code, sc.code, sc.want, tail(text))
-		}
-		if c, n := leftovers(t, api, pid); c != 0 || n != 0 {
-			t.Errorf("%s left %d containers and %d networks behind", sc.name, c, n)
-		}
-		// The docker run played exactly the schedule the same seed gives on
-		// the local runtime: planning never looks at the runtime.
-		var got runner.Config
-		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatal(err)
-		}
-		if got.Cluster.Runtime != "docker" || len(got.Schedule) == 0 {
-			t.Errorf("%s: config.json runtime %q, %d steps", sc.name, got.Cluster.Runtime, len(got.Schedule))
-		}
-		// (partition only runs on docker: its plan is compared with itself.)
-		rt := "local"
-		if s, _ := scenario.Get(sc.name); s.Runtime != "" {
-			rt = s.Runtime
-		}
-		if want := plan(t, sc.name, rt, 1); !reflect.DeepEqual(got.Schedule, want) {
-			t.Errorf("%s seed 1: docker schedule %v, local %v", sc.name, got.Schedule, want)
-		}
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			cluster.HoldDockerRun(t)
+			dockerRun(t, api, exe, filepath.Join(out, sc.name), sc.name, sc.want, sc.code)
+		})
+	}
+}
+
+// dockerRun runs scenario name on the docker runtime into dir and checks its
+// exit, its output, what it left behind and the schedule it played.
+func dockerRun(t *testing.T, api *client.Client, exe, dir, name, want string, wantCode int) {
+	t.Helper()
+	start := time.Now()
+	code, text, pid := lj(t, exe, "run", "--runtime", "docker", "--scenario", name, "--seed", "1", "--out", dir)
+	t.Logf("%s on docker: exit %d in %v", name, code, time.Since(start).Round(time.Second))
+	if code != wantCode || !strings.Contains(text, want) {
+		t.Errorf("%s --runtime docker: exit %d, want %d with %q:\n%s", name, code, wantCode, want, tail(text))
+	}
+	if c, n := leftovers(t, api, pid); c != 0 || n != 0 {
+		t.Errorf("%s left %d containers and %d networks behind", name, c, n)
+	}
+	// The docker run played exactly the schedule the same seed gives on
+	// the local runtime: planning never looks at the runtime.
+	var got runner.Config
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Cluster.Runtime != "docker" || len(got.Schedule) == 0 {
+		t.Errorf("%s: config.json runtime %q, %d steps", name, got.Cluster.Runtime, len(got.Schedule))
+	}
+	// (partition only runs on docker: its plan is compared with itself.)
+	rt := "local"
+	if s, _ := scenario.Get(name); s.Runtime != "" {
+		rt = s.Runtime
+	}
+	if want := plan(t, name, rt, 1); !reflect.DeepEqual(got.Schedule, want) {
+		t.Errorf("%s seed 1: docker schedule %v, local %v", name, got.Schedule, want)
 	}
 }
 

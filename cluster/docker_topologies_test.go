@@ -18,6 +18,7 @@ import (
 // network; kill (restart empty), freezer pause, clock offset and isolation
 // from the clients act through the Engine API and heal.
 func TestDockerRedlock(t *testing.T) {
+	dockerSlot(t)
 	d := startDocker(t, func(c *Config) { c.Topology, c.FakeTime = TopologyRedlock, true })
 	ctx := ctxT(t, 150*time.Second)
 
@@ -118,6 +119,7 @@ func TestDockerRedlock(t *testing.T) {
 // SIGKILL of the leader, restart from the data dir in the bind mount, and the
 // freezer pause work as on the local runtime; clock faults are refused.
 func TestDockerEtcd(t *testing.T) {
+	dockerSlot(t)
 	if _, err := FindEtcd(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
@@ -218,6 +220,7 @@ func TestDockerEtcd(t *testing.T) {
 // from the data dir in the bind mount and the freezer pause work as on the
 // local runtime; clock faults are refused.
 func TestDockerZooKeeper(t *testing.T) {
+	dockerSlot(t)
 	if _, _, err := FindZooKeeper(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)

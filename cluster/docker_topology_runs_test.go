@@ -86,6 +86,7 @@ func runValidOnDocker(t *testing.T, exe string, api *client.Client, name, dir st
 }
 
 func TestDockerTopologyRuns(t *testing.T) {
+	t.Parallel()
 	if _, err := cluster.FindEtcd(); err != nil && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
@@ -102,6 +103,8 @@ func TestDockerTopologyRuns(t *testing.T) {
 	}
 
 	t.Run("redlock-partition-minority", func(t *testing.T) {
+		t.Parallel()
+		cluster.HoldDockerRun(t)
 		dir := filepath.Join(out, "redlock")
 		cfg := runValidOnDocker(t, exe, api, "redlock-partition-minority", dir)
 		// Every step cut off a minority (2 of 5 nodes) and healed each; the
@@ -131,6 +134,8 @@ func TestDockerTopologyRuns(t *testing.T) {
 	})
 
 	t.Run("etcd-partition-member", func(t *testing.T) {
+		t.Parallel()
+		cluster.HoldDockerRun(t)
 		dir := filepath.Join(out, "etcd")
 		cfg := runValidOnDocker(t, exe, api, "etcd-partition-member", dir)
 		// Every step partitioned the leader, healed it, and the majority
@@ -164,6 +169,7 @@ func TestDockerTopologyRuns(t *testing.T) {
 // members and from the clients for longer than a session
 // (zk-partition-leader), each held to its scenario's expectation.
 func TestDockerZooKeeperRuns(t *testing.T) {
+	t.Parallel()
 	if _, _, err := cluster.FindZooKeeper(); err != nil && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
@@ -177,10 +183,14 @@ func TestDockerZooKeeperRuns(t *testing.T) {
 	}
 
 	t.Run("baseline", func(t *testing.T) {
+		t.Parallel()
+		cluster.HoldDockerRun(t)
 		runValidOnDocker(t, exe, api, "baseline", filepath.Join(out, "baseline"), "--topology", "zookeeper", "--recipe", "zk-lock")
 	})
 
 	t.Run("zk-partition-leader", func(t *testing.T) {
+		t.Parallel()
+		cluster.HoldDockerRun(t)
 		dir := filepath.Join(out, "partition")
 		cfg := runValidOnDocker(t, exe, api, "zk-partition-leader", dir)
 		// The leader was cut off and healed, and the majority elected

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,7 @@ func startEtcd(t *testing.T) *EtcdLocal {
 // Three real members: one leader; SIGKILL it and another is elected; the
 // killed one restarts from its data dir and the cluster is whole again.
 func TestEtcdLeaderFailover(t *testing.T) {
+	testslot.Parallel(t)
 	e := startEtcd(t)
 	ctx := context.Background()
 	if got := len(EtcdEndpoints(e)); got != 3 {
@@ -73,6 +75,7 @@ func TestEtcdLeaderFailover(t *testing.T) {
 // a +1 day offset (which moves date(1)) logs true time. If a future etcd
 // build honoured LD_PRELOAD, this fails and the clock fault can be enabled.
 func TestEtcdIgnoresFaketime(t *testing.T) {
+	testslot.Parallel(t)
 	bins, err := FindBinaries()
 	if err != nil || bins.FaketimeLib == "" {
 		t.Skipf("libfaketime not found (run 'make setup'): %v", err)

@@ -134,9 +134,48 @@ func allocatePorts(base, n int) ([]int, error) {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		p := l.Addr().(*net.TCPAddr).Port
+		if base == 0 && !claimPort(portClaimDir(), p, time.Now()) {
+			i-- // another run's, not bound yet: keep it open so the kernel offers another
+			continue
+		}
+		ports = append(ports, p)
 	}
 	return ports, nil
+}
+
+// portClaimFor is how long a port handed out stays another run's. A port
+// is free from the moment allocatePorts closes its listener until the node
+// binds it, seconds later for a Sentinel or for a killed node that restarts;
+// meanwhile the kernel may offer the same free port to another process's
+// allocatePorts, and the later of the two nodes fails to bind. Runs side by
+// side (a sweep's --parallel, the test suite) made that real: a Sentinel
+// that never came up is a readiness timeout, not a lesson.
+const portClaimFor = 10 * time.Minute
+
+// portClaimDir is the folder of claims every lockjepsen process on the
+// machine shares: an empty file per port, its modification time the claim's.
+func portClaimDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("lockjepsen-ports-%d", os.Getuid()))
+}
+
+// claimPort claims port p for portClaimFor unless another claim on it is
+// younger than that. It is called while p's listener is open, so no other
+// process can be offered p by the kernel at the same moment. A folder that
+// cannot be written claims nothing and refuses nothing: the race is back, the
+// run is not stopped for it.
+func claimPort(dir string, p int, now time.Time) bool {
+	f := filepath.Join(dir, strconv.Itoa(p))
+	if st, err := os.Stat(f); err == nil && now.Sub(st.ModTime()) < portClaimFor {
+		return false
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return true
+	}
+	if err := os.WriteFile(f, nil, 0o644); err == nil {
+		_ = os.Chtimes(f, now, now)
+	}
+	return true
 }
 
 // Config returns the validated config.

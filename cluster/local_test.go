@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"io"
 	"net"
 	"os"
@@ -63,6 +64,7 @@ func mustDo(t *testing.T, l *Local, addr string, args ...string) string {
 }
 
 func TestUpAllSentinelsAgree(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, nil)
 	ctx := ctxT(t, 10*time.Second)
 	p, err := l.Primary(ctx)
@@ -93,6 +95,7 @@ func TestUpAllSentinelsAgree(t *testing.T) {
 }
 
 func TestKillPrimaryPromotesReplicaAndRestartRejoins(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, nil)
 	ctx := ctxT(t, 60*time.Second)
 	old, _ := l.Primary(ctx)
@@ -163,6 +166,7 @@ func killNormalClients(t *testing.T, addr string) int {
 // primary until Sentinel demotes it, and those writes are lost: the split-brain
 // window the split-brain scenario relies on.
 func TestPausedPrimaryIsDemotedAndLosesItsSplitBrainWrites(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, nil)
 	ctx := ctxT(t, 60*time.Second)
 	old, _ := l.Primary(ctx)
@@ -205,6 +209,7 @@ func TestPausedPrimaryIsDemotedAndLosesItsSplitBrainWrites(t *testing.T) {
 }
 
 func TestClockOffsetExpiresKeysEarlyOnThatNode(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, func(c *Config) { c.Replicas, c.FakeTime = 1, true })
 	ctx := ctxT(t, 30*time.Second)
 	p, _ := l.Primary(ctx)
@@ -246,6 +251,7 @@ func TestClockOffsetExpiresKeysEarlyOnThatNode(t *testing.T) {
 // in its socket and is answered once the node runs again (what
 // CLUSTER FAILOVER TAKEOVER relies on to beat the replica's resync).
 func TestQueuedCommandRunsOnResume(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, func(c *Config) { c.Replicas, c.Sentinels = 0, 1 })
 	ctx := ctxT(t, 30*time.Second)
 	p, err := l.Primary(ctx)
@@ -287,6 +293,8 @@ func TestNoOrphansAfterTheOwnerIsKilled(t *testing.T) {
 	if os.Getenv("LOCKJEPSEN_ORPHAN_CHILD") != "" {
 		t.Skip("run as the child of the orphan test")
 	}
+	// The child starts the cluster under this test's slot: it takes none.
+	testslot.Parallel(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOrphanChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "LOCKJEPSEN_ORPHAN_CHILD="+dir)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"net"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 // replication path alone leaves the clients' proxy fast, and Down closes
 // every proxy's listener.
 func TestNetProxyInFrontOfEveryNode(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, func(c *Config) { c.NetProxy = true })
 	ctx := ctxT(t, 60*time.Second)
 	listeners := l.proxyListeners()

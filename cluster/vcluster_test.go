@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"testing"
 	"time"
 )
@@ -11,6 +12,7 @@ import (
 // SIGKILLed, and the old primary, restarted with its nodes.conf, rejoins as
 // a replica of the promoted one.
 func TestClusterTopology(t *testing.T) {
+	testslot.Parallel(t)
 	l := startCluster(t, func(c *Config) { c.Topology, c.Replicas = TopologyCluster, 1 })
 	if got := len(l.Nodes()); got != 6 {
 		t.Fatalf("%d nodes, want 6 (3 shards × (1 + 1))", got)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 // and another is elected; the killed one restarts from its data dir and the
 // ensemble is whole again; Down leaves no JVM behind.
 func TestZooKeeperLeaderFailover(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := Defaults()
 	cfg.Topology, cfg.Dir = TopologyZooKeeper, t.TempDir()
 	rt, err := New(cfg, Binaries{})

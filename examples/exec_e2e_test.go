@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,9 @@ const zkAdapter = "kazoo/adapter.py"
 func lockjepsen(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(exe, args...)
+	// The mark assertNoneLeft looks for: a test running beside this one may
+	// run the same adapter, and its processes are not this test's to judge.
+	cmd.Env = append(os.Environ(), ownerEnv+"="+t.Name())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -59,14 +63,23 @@ func lockjepsen(t *testing.T, args ...string) (int, string) {
 	return code, out.String()
 }
 
-// assertNoneLeft fails if a process of the program still runs: every adapter
-// must die with its client (process group, parent-death signal).
+// ownerEnv marks every process a test's lockjepsen started, adapters
+// included (they inherit the environment).
+const ownerEnv = "LOCKJEPSEN_TEST_OWNER"
+
+// assertNoneLeft fails if a process of the program that this test started
+// still runs: every adapter must die with its client (process group,
+// parent-death signal).
 func assertNoneLeft(t *testing.T, program string) {
 	t.Helper()
+	mark := []byte(ownerEnv + "=" + t.Name() + "\x00")
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte(program)) {
+		if err != nil || !bytes.Contains(b, []byte(program)) {
+			continue
+		}
+		if env, err := os.ReadFile(filepath.Join(filepath.Dir(p), "environ")); err == nil && bytes.Contains(env, mark) {
 			t.Errorf("%s outlived lockjepsen: %s %q", program, filepath.Dir(p), bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}
@@ -76,6 +89,7 @@ func assertNoneLeft(t *testing.T, program string) {
 // ones give the documented outcomes (a protocol error naming the line: exit
 // 254; silence: failed cases, exit 1) and leave no process behind.
 func TestClientTest(t *testing.T) {
+	t.Parallel()
 	zk := []string{"--topology", "zookeeper"}
 	tests := []struct {
 		program string
@@ -102,6 +116,7 @@ func TestClientTest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.program, func(t *testing.T) {
+			testslot.Parallel(t)
 			code, out := lockjepsen(t, append(append([]string{"client-test"}, tt.flags...), tt.program)...)
 			if code != tt.exit {
 				t.Fatalf("client-test %s: exit %d, want %d:\n%s", tt.program, code, tt.exit, out)
@@ -139,8 +154,10 @@ func results(t *testing.T, dir string) *checker.Result {
 // neither redis-py's Lock nor SET NX PX waits for replicas. Seed 1 reproduces
 // both on this machine (docs/protocol.md lists the figures).
 func TestRuns(t *testing.T) {
+	t.Parallel()
 	for _, a := range adapters {
 		t.Run("baseline/"+a, func(t *testing.T) {
+			runSlot(t, a)
 			out := filepath.Join(t.TempDir(), "run")
 			code, log := lockjepsen(t, "run", "--scenario", "baseline", "--recipe", "exec:"+a, "--fence", "none",
 				"--time-limit", "10s", "--out", out)
@@ -156,6 +173,7 @@ func TestRuns(t *testing.T) {
 			assertNoneLeft(t, a)
 		})
 		t.Run("failover-race/"+a, func(t *testing.T) {
+			runSlot(t, a)
 			out := filepath.Join(t.TempDir(), "run")
 			code, log := lockjepsen(t, "run", "--scenario", "failover-race", "--recipe", "exec:"+a, "--fence", "none",
 				"--seed", "1", "--out", out)
@@ -168,6 +186,19 @@ func TestRuns(t *testing.T) {
 	}
 }
 
+// runSlot takes the end-to-end slots of a run of adapter a: two for the
+// shell adapter, whose 16 clients fork bash and valkey-cli for every
+// operation (testslot.ParallelHeavy has the measurement), one for the
+// others, one process per client.
+func runSlot(t *testing.T, a string) {
+	t.Helper()
+	if strings.HasSuffix(a, ".sh") {
+		testslot.ParallelHeavy(t)
+		return
+	}
+	testslot.Parallel(t)
+}
+
 // TestKazooRun: kazoo's Lock on a ZooKeeper ensemble checks valid on
 // baseline with the resource's fence on: every grant carries its lock znode's
 // czxid, named so in the history. Valid on seeds 1-3 on this machine; the
@@ -175,6 +206,7 @@ func TestRuns(t *testing.T) {
 // leader for seconds) to 309 (docs/protocol.md lists the figures), so only
 // one is asked for.
 func TestKazooRun(t *testing.T) {
+	testslot.Parallel(t)
 	out := filepath.Join(t.TempDir(), "run")
 	code, log := lockjepsen(t, "run", "--topology", "zookeeper", "--scenario", "baseline", "--recipe", "exec:"+zkAdapter,
 		"--time-limit", "10s", "--out", out)
@@ -196,6 +228,7 @@ func TestKazooRun(t *testing.T) {
 // answers stops the run with exit 254, naming the client and the line; the
 // history so far is kept and checkable; nothing is left running.
 func TestProtocolErrorStopsTheRun(t *testing.T) {
+	testslot.Parallel(t)
 	out := filepath.Join(t.TempDir(), "run")
 	code, log := lockjepsen(t, "run", "--scenario", "baseline", "--recipe", "exec:testdata/twice.sh", "--exec-arg", "30",
 		"--fence", "none", "--time-limit", "10s", "--out", out)

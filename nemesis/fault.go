@@ -131,6 +131,15 @@ type Cause = marks.Cause
 // no fault gives.
 func LookupCause(name string) (Cause, bool) { return marks.LookupCause(name) }
 
+// Held reports whether the fault is held for a time before its heal (a
+// pause, a partition, a slowed link), so that a sweep's duration= applies to
+// it, or acts at once (a kill, a failover, a clock step). Its plan says: a
+// held fault's step carries the duration it draws.
+func (f *Fault) Held() bool {
+	s := f.plan(rand.New(rand.NewPCG(1, 2)), PlanParams{TTL: 6 * time.Second, DownAfter: 2 * time.Second, Net: DefaultNetSizes})
+	return s.Duration > 0
+}
+
 // Lookup finds a fault by name; the error lists the known ones.
 func Lookup(name string) (*Fault, error) {
 	for _, f := range catalog {

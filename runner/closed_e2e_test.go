@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 // seed 6 lost a lease to a second failover that Sentinel ran by itself 2 s
 // after the first (logged as one the nemesis did not drive).
 func TestCutReplicationClosedByMinReplicas(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "failover-race", func(c *Config) {
 		c.Cluster.MinReplicasToWrite, c.Cluster.MinReplicasMaxLag = 1, 10
 		c.TimeLimit = 12 * time.Second

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 // shard that owns lock:{job-1}'s slot. The expectations are the scenarios'
 // own (scenario/cluster.go).
 func TestClusterScenarios(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, scenario string
 		faults         []string
@@ -38,6 +40,7 @@ func TestClusterScenarios(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, tt.scenario, func(c *Config) {
 				if tt.faults != nil {
 					c.Faults = tt.faults

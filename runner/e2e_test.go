@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,8 +117,10 @@ func assertNoProcessesLeft(t *testing.T, out string) {
 }
 
 func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
+	t.Parallel()
 	for _, seed := range []int64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, "baseline", func(c *Config) { c.Seed = seed })
 			o, r := runAndLoad(t, cfg)
 			if r.Valid != checker.Valid || o.ExitCode != 0 {
@@ -139,6 +142,7 @@ func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
 }
 
 func TestScenariosShowTheirLesson(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		scenario string
 		mutate   func(*Config)
@@ -160,6 +164,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 	for _, tt := range tests {
 		cfg := config(t, tt.scenario, tt.mutate)
 		t.Run(fmt.Sprintf("%s/%s/fence-%s", tt.scenario, cfg.Recipe, cfg.Fence), func(t *testing.T) {
+			testslot.Parallel(t)
 			o, r := runAndLoad(t, cfg)
 			if !Reproduced(cfg, r) {
 				t.Fatalf("the run did not show the %s lesson\n%s", tt.scenario, o.Summary)
@@ -185,6 +190,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 
 // Ctrl-C stops the workload; what was recorded stays on disk and checks.
 func TestInterruptedRunKeepsItsHistory(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "baseline", func(c *Config) { c.TimeLimit = 30 * time.Second })
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {

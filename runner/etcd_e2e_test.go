@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"path/filepath"
 	"testing"
@@ -52,6 +53,7 @@ func expectMemberLesson(t *testing.T, cfg Config, firstLog string) *checker.Resu
 }
 
 func TestEtcdLeaderFailover(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "etcd-leader-failover", nil)
 	r := expectMemberLesson(t, cfg, "etcd-0.log")
 	assertFencedFailovers(t, cfg, r, history.FenceEtcdRevision, 2)
@@ -84,6 +86,7 @@ func assertFencedFailovers(t *testing.T, cfg Config, r *checker.Result, source s
 }
 
 func TestEtcdPausedClient(t *testing.T) {
+	testslot.Parallel(t)
 	expectMemberLesson(t, config(t, "etcd-paused-client", nil), "etcd-0.log")
 }
 
@@ -91,6 +94,7 @@ func TestEtcdPausedClient(t *testing.T) {
 // program's clock is out of libfaketime's reach (cluster.TestEtcdIgnoresFaketime
 // keeps the finding honest).
 func TestEtcdClockBumpRefused(t *testing.T) {
+	testslot.Parallel(t)
 	sc, err := scenario.Get("etcd-clock-bump")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 // the primary. The expectations are the scenarios' own (scenario/eviction.go,
 // scenario/coordinated.go), each measured over 10 seeds before it went in.
 func TestLocksLostWithoutAFailover(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, scenario string
 		exit           int
@@ -36,6 +38,7 @@ func TestLocksLostWithoutAFailover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, tt.scenario, nil)
 			expectLesson(t, cfg, tt.exit)
 			evs, err := history.ReadFile(cfg.Out + "/nemesis.jsonl")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"io"
 	"net/http"
 	"os"
@@ -64,6 +65,7 @@ func scrape(url string) (map[string]float64, error) {
 // after it ends (--metrics-linger keeps it up), agrees with the history the
 // run wrote, and with the metrics key of results.json.
 func TestMetricsEndpointMatchesHistory(t *testing.T) {
+	testslot.Parallel(t)
 	out := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(exe, "run", "--scenario", "baseline", "--time-limit", "8s",
 		"--metrics-addr", "127.0.0.1:0", "--metrics-linger", "2m", "--out", out)

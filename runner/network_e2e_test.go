@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 // each measured over 10 seeds before it went in (README, "Network faults").
 // Every run also leaves no proxy listening once it has ended.
 func TestNetworkScenarios(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		scenario string
 		mutate   func(*Config)
@@ -47,6 +49,7 @@ func TestNetworkScenarios(t *testing.T) {
 			name += "/" + tt.topology
 		}
 		t.Run(name, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, tt.scenario, func(c *Config) {
 				if tt.mutate != nil {
 					tt.mutate(c)
@@ -108,8 +111,10 @@ func assertProxiesClosed(t *testing.T, out string) {
 // not asserted: 1 of 10 under each was resource-invalid without a double
 // grant (docs/recipes.md, "Under network faults").
 func TestValkeylockLockValidUnderNetworkFaults(t *testing.T) {
+	t.Parallel()
 	for _, sc := range []string{"net-timeout", "net-reset"} {
 		t.Run(sc, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, sc, func(c *Config) { c.Recipe, c.Fence = "valkeylock", "none" })
 			o, r := runAndLoad(t, cfg)
 			if r.Lock.Valid != checker.Valid {
@@ -127,6 +132,7 @@ func TestValkeylockLockValidUnderNetworkFaults(t *testing.T) {
 // run stays valid. Measured over 10 seeds before it went in (README,
 // "Network faults").
 func TestSlowReplicationCostsWAIT(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "net-slow-replication", func(c *Config) { c.Wait = knob.Wait{Replicas: 1, TimeoutMs: 1000} })
 	expectLesson(t, cfg, 0)
 	inside, outside := grantedLatencies(t, cfg.Out, "net-slow-replication")

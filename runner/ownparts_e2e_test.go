@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,7 @@ func TestOwnPartsKilledDuringARun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			testslot.Hold(t)
 			cfg := config(t, "baseline", func(c *Config) { c.TimeLimit = 12 * time.Second; c.Clients = 4 })
 			killed := make(chan string, 1)
 			go func() {
@@ -148,6 +150,7 @@ func children() []child {
 // readable, checkable prefix. Before, every later event printed its own
 // error for the rest of the time limit and the run ended on results.json.
 func TestFullDiskStopsTheRun(t *testing.T) {
+	testslot.Parallel(t)
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root (CI runs as root)")
 	}

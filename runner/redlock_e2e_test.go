@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"strings"
 	"testing"
 	"time"
@@ -68,8 +69,10 @@ func faultStory(out string) string {
 // A correct Redlock run with no faults checks valid: the checker bounds each
 // lease by the validity the recipe reported, never a false alarm.
 func TestRedlockBaselineIsValid(t *testing.T) {
+	t.Parallel()
 	for _, recipe := range []string{"redlock", "redsync"} {
 		t.Run(recipe, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, "redlock-baseline", func(c *Config) { c.Recipe = recipe; c.TimeLimit = 10 * time.Second })
 			r := expectLesson(t, cfg, 0)
 			if r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 50 {
@@ -93,6 +96,7 @@ func TestRedlockBaselineIsValid(t *testing.T) {
 }
 
 func TestRedlockScenarios(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		scenario string
 		mutate   func(*Config)
@@ -110,7 +114,10 @@ func TestRedlockScenarios(t *testing.T) {
 	for _, tt := range tests {
 		cfg := config(t, tt.scenario, tt.mutate)
 		name := fmt.Sprintf("%s/aof-%s/delayed-%v", tt.scenario, map[bool]string{true: cfg.Cluster.AppendFsync, false: "off"}[cfg.Cluster.AppendOnly], cfg.DelayedRestart)
-		t.Run(name, func(t *testing.T) { expectLesson(t, cfg, tt.exit) })
+		t.Run(name, func(t *testing.T) {
+			testslot.Parallel(t)
+			expectLesson(t, cfg, tt.exit)
+		})
 	}
 }
 
@@ -119,6 +126,7 @@ func TestRedlockScenarios(t *testing.T) {
 // -1 as evidence and the operation that left the key behind; native under the
 // same schedule is not flagged.
 func TestStuckLocks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		recipe string
 		faults []string
@@ -132,6 +140,7 @@ func TestStuckLocks(t *testing.T) {
 	for _, tt := range tests {
 		cfg := config(t, "stuck-lock", func(c *Config) { c.Recipe = tt.recipe; c.Faults = tt.faults })
 		t.Run(tt.recipe, func(t *testing.T) {
+			testslot.Parallel(t)
 			r := expectLesson(t, cfg, tt.exit)
 			if tt.leftBy == "" {
 				return

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 // a user does, in headless Chromium (checkReportInBrowser). With
 // LOCKJEPSEN_REPORT_RUN=DIR it re-checks a copy of that stored run instead.
 func TestFailoverRaceReportInBrowser(t *testing.T) {
+	testslot.Parallel(t)
 	var dir string
 	if src := os.Getenv("LOCKJEPSEN_REPORT_RUN"); src != "" {
 		dir = filepath.Join(t.TempDir(), "run")

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 // still grants twice, but now the stale holder is the one turned away, and
 // the counter never goes backwards.
 func TestFailoverRaceFenceFromResource(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "failover-race", func(c *Config) { c.FenceSource = knob.FenceSourceResource })
 	o, r := runAndLoad(t, cfg)
 	if !Reproduced(cfg, r) {
@@ -62,6 +64,7 @@ func TestFailoverRaceFenceFromResource(t *testing.T) {
 // The database's own lease lock under a database restart: unavailable while
 // the database is down, never granted twice.
 func TestSQLLeaseSurvivesDatabaseRestart(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "sql-lease-restart", nil)
 	if cfg.Recipe != "sql-lease" {
 		t.Fatalf("scenario recipe %q, want sql-lease", cfg.Recipe)

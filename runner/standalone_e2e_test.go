@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 // expectations are the scenarios' own (scenario/standalone.go), each
 // measured over 10 seeds before it went in (README, "A standalone primary").
 func TestStandaloneScenarios(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, scenario string
 		mutate         func(*Config)
@@ -33,6 +35,7 @@ func TestStandaloneScenarios(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, tt.scenario, tt.mutate)
 			if cfg.Cluster.TopologyName() != cluster.TopologyStandalone {
 				t.Fatalf("scenario %s runs on topology %q, want standalone", tt.scenario, cfg.Cluster.Topology)

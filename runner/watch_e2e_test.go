@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 // middle of a fault-free run) is logged as a failover observation, so the
 // checker can blame what happens around it on it rather than on nothing.
 func TestFailoverNobodyDroveIsLogged(t *testing.T) {
+	testslot.Parallel(t)
 	cfg := config(t, "baseline", func(c *Config) { c.TimeLimit = 14 * time.Second; c.Clients = 4 })
 	done := make(chan Outcome, 1)
 	go func() { done <- Run(context.Background(), cfg, testLog{t}) }()

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"path/filepath"
 	"testing"
 
@@ -13,11 +14,13 @@ import (
 // is the scenario's own (scenario/zookeeper.go).
 
 func TestZKLeaderFaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ scenario, fault string }{
 		{"zk-kill-leader", "kill"},
 		{"zk-pause-leader", "pause-node"},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
+			testslot.Parallel(t)
 			cfg := config(t, tc.scenario, nil)
 			r := expectMemberLesson(t, cfg, "zk-0.log")
 			// One or two injections a run (10 seeds: 1 to 2), each a
@@ -41,5 +44,6 @@ func TestZKLeaderFaults(t *testing.T) {
 }
 
 func TestZKPausedClient(t *testing.T) {
+	testslot.Parallel(t)
 	expectMemberLesson(t, config(t, "zk-paused-client", nil), "zk-0.log")
 }

@@ -51,6 +51,14 @@ dbuild() {
 command -v docker >/dev/null || die "the docker CLI is not installed (apt-get install docker.io)"
 docker info >/dev/null 2>&1 || die "Docker is not running (or this user may not use it): start it with 'systemctl start docker' (or dockerd &) and retry"
 
+# One build at a time: the tests of two packages, run side by side, each build
+# the images, and both would rebuild the same staging folders under each
+# other. The second waits, then finds every layer cached. flock: the kernel
+# drops the lock with a killed build.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/build-images.lock"
+flock 9
+
 # need_valkey finds the Valkey build and libfaketime (the valkey and runner
 # images hold them): the directory scripts/setup.sh recorded, or
 # LOCKJEPSEN_VALKEY_BIN.
@@ -109,7 +117,9 @@ build_lockjepsen() {
 L="$STAGE/lockjepsen"
 rm -rf "$L"; mkdir -p "$L/rootfs/usr/local/bin" "$L/rootfs/data" "$L/rootfs/tmp"
 chmod 1777 "$L/rootfs/tmp"
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$L/rootfs/usr/local/bin/lockjepsen" ./cmd/lockjepsen \
+# No -trimpath: with it every package compiled again, apart from the tests' builds
+# (the Makefile's CGO_ENABLED=0 makes them the same compile); only the link differs.
+CGO_ENABLED=0 go build -buildvcs=false -ldflags='-s -w' -o "$L/rootfs/usr/local/bin/lockjepsen" ./cmd/lockjepsen \
   || die "go build of the static lockjepsen binary failed"
 cp docker/lockjepsen.Dockerfile "$L/Dockerfile"
 log "lockjepsen/lockjepsen:latest (static, CGO_ENABLED=0)"
@@ -192,7 +202,8 @@ for f in "$BIN/valkey-server" "$BIN/valkey-cli" "$FAKETIME"; do copy_libs "$f" "
 local extra=""
 if stage_etcd "$R/rootfs"; then extra+=" + etcd $EV"; fi
 if stage_zookeeper "$R/rootfs"; then extra+=" + ZooKeeper $ZV and its JRE"; fi
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$R/rootfs/usr/local/bin/lockjepsen" ./cmd/lockjepsen \
+# No -trimpath, as above: the tests' compile cache serves this build.
+CGO_ENABLED=0 go build -buildvcs=false -ldflags='-s -w' -o "$R/rootfs/usr/local/bin/lockjepsen" ./cmd/lockjepsen \
   || die "go build of the static lockjepsen binary failed"
 cp docker/runner.Dockerfile "$R/Dockerfile"
 log "lockjepsen/runner:latest (lockjepsen static + Valkey $VERSION + libfaketime$extra)"

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 // there. It never skips: CI has Valkey 9 (make setup), and a missing binary
 // fails the test with the runner's message. About 80 s on 2 cores.
 func TestCISweep(t *testing.T) {
+	testslot.Parallel(t)
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short outside CI: the CI sweep runs real clusters for ~80 s")
 	}

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 // availability from real acquires, and that table.md holds both rows. About
 // a minute on 2 cores.
 func TestDeploymentSweep(t *testing.T) {
+	testslot.Parallel(t)
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short outside CI: runs two real clusters for ~1 min")
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -336,3 +337,42 @@ func assertRecomputable(t *testing.T, dir string) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+// A fault parameter that cannot mean anything is refused with the value the
+// user typed, on --faults and in a sweep file, before a plan is written.
+func TestFaultParametersRefused(t *testing.T) {
+	for _, tc := range []struct{ spec, says string }{
+		{"split-brain:duration=-4s", "duration=-4s: want a duration above 0, e.g. split-brain:duration=4s"},
+		{"link-down:interval=0s", "interval=0s: want a duration above 0"},
+		{"split-brain:duration=soon", `duration="soon" is not a duration`},
+		{"split-brain:length=4s", `parameter "length": want duration= or interval=`},
+		// cut-replication and kill-primary act at once: a duration was
+		// dropped without a word before.
+		{"link-down:duration=4s", "duration=4s: cut-replication acts at once and is held for no time; leave duration= out"},
+		{"kill-primary:duration=4s", "duration=4s: kill-primary acts at once"},
+	} {
+		if _, err := LookupFault(tc.spec); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an error saying %q", tc.spec, err, tc.says)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(path, []byte(`{"trials": 2, "configs": [{"name": "none"}], "faults": [{"name": "link-down", "duration": "-4s"}]}`), 0o644)
+	if _, err := ReadPlanFile(path); err == nil || !strings.Contains(err.Error(), `fault "link-down": duration -4s`) {
+		t.Errorf("sweep file with duration -4s: %v, want it refused naming the value", err)
+	}
+	for _, tc := range []struct{ file, says string }{
+		{`{"faults": [{"name": "link-down", "duration": "4s"}]}`, `fault "link-down": duration 4s: cut-replication acts at once`},
+		{`{"faults": [{"name": "mine", "faults": ["kill-primary"], "duration": "4s"}]}`, `fault "mine": duration 4s: kill-primary acts at once`},
+		{`{"faults": [{"name": "mine", "faults": ["pause-primary"], "interval": "-1s"}]}`, `fault "mine": duration 0s, interval -1s`},
+	} {
+		os.WriteFile(path, []byte(tc.file), 0o644)
+		if _, err := ReadPlanFile(path); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("sweep file %s: %v, want it refused saying %q", tc.file, err, tc.says)
+		}
+	}
+	// A held fault takes its duration, in a file as on the flag.
+	os.WriteFile(path, []byte(`{"faults": [{"name": "split-brain", "duration": "4s"}]}`), 0o644)
+	if p, err := ReadPlanFile(path); err != nil || time.Duration(p.Faults[0].Duration) != 4*time.Second {
+		t.Errorf("split-brain with duration 4s in a sweep file: %+v, %v", p.Faults, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -653,6 +654,19 @@ func LookupFault(s string) (Fault, error) {
 		if err != nil {
 			return Fault{}, fmt.Errorf("fault %q: %s=%q is not a duration", s, k, v)
 		}
+		// A duration for a fault that acts at once (a kill, a failover)
+		// would be dropped without a word: the trial would run the fault's
+		// own and the plan would name it as if the duration applied.
+		if k == "duration" {
+			if err := f.takesDuration(); err != nil {
+				return Fault{}, fmt.Errorf("fault %q: duration=%s: %w; leave duration= out (interval= sets the gap between faults)", s, v, err)
+			}
+		}
+		// Refused here, before the plan names a fault "link-down-d-4s" and
+		// the sweep starts trials that would each fail or run no fault.
+		if d <= 0 && (k == "duration" || k == "interval") {
+			return Fault{}, fmt.Errorf("fault %q: %s=%s: want a duration above 0, e.g. %s:%s=4s", s, k, v, parts[0], k)
+		}
 		switch k {
 		case "duration":
 			f.Duration = Duration(d)
@@ -664,6 +678,23 @@ func LookupFault(s string) (Fault, error) {
 		f.Name += "-" + k[:1] + strings.ReplaceAll(v, ".", "_")
 	}
 	return f, nil
+}
+
+// takesDuration says why a duration cannot apply to f: none of its
+// nemesis faults is held for a time (Fault.Held). A name the nemesis does
+// not know is left to Validate, which names it.
+func (f Fault) takesDuration() error {
+	names := slices.Clone(f.Faults)
+	for _, ns := range f.ByBackend {
+		names = append(names, ns...)
+	}
+	for _, n := range names {
+		nf, err := nemesis.Lookup(n)
+		if err != nil || nf.Held() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s acts at once and is held for no time", strings.Join(names, ", "))
 }
 
 // ReadPlanFile reads a sweep file (JSON, the shape of Plan). Configurations
@@ -687,13 +718,23 @@ func ReadPlanFile(path string) (Plan, error) {
 		}
 	}
 	for i, f := range p.Faults {
+		// 0 is "the fault's own"; below 0 is a typo to name.
+		if f.Duration < 0 || f.Interval < 0 {
+			return Plan{}, fmt.Errorf("sweep file %s: fault %q: duration %s, interval %s: want durations above 0, or leave them out for the fault's own",
+				path, f.Name, time.Duration(f.Duration), time.Duration(f.Interval))
+		}
 		if len(f.Faults) == 0 {
 			lf, err := LookupFault(f.Name)
 			if err != nil {
 				return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
 			}
 			lf.Duration, lf.Interval = f.Duration, f.Interval
-			p.Faults[i] = lf
+			p.Faults[i], f = lf, lf
+		}
+		if f.Duration > 0 {
+			if err := f.takesDuration(); err != nil {
+				return Plan{}, fmt.Errorf("sweep file %s: fault %q: duration %s: %w; leave duration out", path, f.Name, time.Duration(f.Duration), err)
+			}
 		}
 	}
 	return p, nil

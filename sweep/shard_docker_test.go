@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 // when Docker is absent; in CI it fails instead. About a minute once the image
 // is cached.
 func TestShardsInRunnerContainers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short outside CI: runs two shard containers")
 	}
@@ -40,6 +42,9 @@ func TestShardsInRunnerContainers(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	bin := buildLockjepsen(t, tmp)
+	// The slot only now: the image build above may wait minutes on another
+	// package's build of the same images.
+	testslot.Hold(t)
 	results := filepath.Join(tmp, "results")
 	if err := os.MkdirAll(results, 0o777); err != nil {
 		t.Fatal(err)

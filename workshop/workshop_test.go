@@ -3,6 +3,7 @@ package workshop
 import (
 	"context"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,9 @@ func TestLabTableIsConsistent(t *testing.T) {
 // (the binary, the same commands) and asserts each page's claims from the
 // files the runs left. It never skips: CI has Valkey 9 (make setup).
 func TestLabsShowTheirClaims(t *testing.T) {
+	// Five minutes of labs back to back: served first, or the suite ends
+	// five minutes after everything else.
+	testslot.ParallelLong(t)
 	exe := filepath.Join(t.TempDir(), "lockjepsen")
 	build := exec.Command("go", "build", "-o", exe, "../cmd/lockjepsen")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

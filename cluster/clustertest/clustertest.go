@@ -9,15 +9,26 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 
-// Start brings up a default topology in a fresh temporary directory. The
-// returned stop tears it down and removes the directory.
-func Start(name string) (*cluster.Local, func(), error) {
+// Start brings up a default topology in a fresh temporary directory, under
+// an end-to-end test slot held for the whole package (testslot.Package). The
+// returned stop tears it down, removes the directory and gives the slot back.
+func Start(name string) (_ *cluster.Local, _ func(), err error) {
 	bins, err := cluster.FindBinaries()
 	if err != nil {
 		return nil, nil, err
 	}
+	release, err := testslot.Package()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	dir, err := os.MkdirTemp("", "lockjepsen-"+name+"-test-")
 	if err != nil {
 		return nil, nil, err
@@ -45,5 +56,5 @@ func Start(name string) (*cluster.Local, func(), error) {
 		}
 		fmt.Fprintln(os.Stderr, "cluster up failed, retrying:", err)
 	}
-	return l, func() { l.Down(); os.RemoveAll(dir) }, nil
+	return l, func() { l.Down(); os.RemoveAll(dir); release() }, nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/resource"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/sweep"
@@ -337,8 +338,18 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 		// Sizes the flags alone accept but the run refuses.
 		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "30s"}, name: "net-latency"},
 		flagCase{args: []string{"run", "--scenario", "net-latency", "--net-latency", "100ms", "--net-jitter", "150ms"}, name: "net-jitter"})
-	t.Logf("%d flags of %d flag sets (%d old spellings share a flag's values), %d bad values in all; %d more cases (environment, server, database)",
-		flags, len(everyFlagSet(t)), aliases, values, len(cases)-values)
+	// Every parameter of every fault the catalogs list, generated from them
+	// so that a new fault is walked too: the sweep's named faults and any
+	// nemesis fault by its own name take duration= and interval=.
+	faultValues := 0
+	for _, name := range faultNames(t) {
+		for _, v := range faultParamBadValues(t, name) {
+			faultValues++
+			cases = append(cases, flagCase{args: []string{"sweep", "--faults", v}, name: "faults", key: "sweep --faults " + v})
+		}
+	}
+	t.Logf("%d flags of %d flag sets (%d old spellings share a flag's values), %d bad values in all; %d fault parameters; %d more cases (environment, server, database)",
+		flags, len(everyFlagSet(t)), aliases, values, faultValues, len(cases)-values-faultValues)
 
 	used := map[string]bool{}
 	for _, c := range cases {
@@ -427,4 +438,44 @@ func writeStubs(t *testing.T, dir, script string, names ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// faultNames is every name `sweep --faults` takes: the sweep's catalog, then
+// the nemesis faults by their own names.
+func faultNames(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, f := range sweep.FaultCatalog {
+		names = append(names, f.Name)
+	}
+	names = append(names, nemesis.Names()...)
+	if len(names) < 2 {
+		t.Fatal("the fault catalogs are empty")
+	}
+	return names
+}
+
+// faultParamBadValues is what no fault takes (a duration or an interval at
+// or below 0, a word for a duration, a parameter no fault has) and, for a
+// fault held for no time, a duration at all.
+func faultParamBadValues(t *testing.T, name string) []string {
+	t.Helper()
+	vs := []string{name + ":duration=-1s", name + ":duration=0s", name + ":interval=0s", name + ":interval=soon", name + ":length=1s"}
+	parts := []string{name}
+	if f, err := sweep.LookupFault(name); err == nil {
+		parts = f.Faults
+		for _, ns := range f.ByBackend {
+			parts = append(parts, ns...)
+		}
+	}
+	for _, n := range parts {
+		f, err := nemesis.Lookup(n)
+		if err != nil {
+			t.Fatalf("fault %s stands for %s: %v", name, n, err)
+		}
+		if f.Held() {
+			return vs
+		}
+	}
+	return append(vs, name+":duration=4s")
 }

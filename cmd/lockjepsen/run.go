@@ -60,6 +60,11 @@ func scenarioArg(args []string) string {
 // flag the user set overrides the scenario's value. extra registers a
 // command's own flags (bench scenario's --seeds). Every value is parsed and
 // checked here, before anything starts.
+// defaultFaultInterval is the mean gap between faults given with --faults to
+// a scenario that has none: 5 s, the middle of the 3-6 s the fault scenarios
+// use (scenario/).
+const defaultFaultInterval = 5 * time.Second
+
 func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Config, int, bool) {
 	sc, err := scenario.Get(scenarioArg(args))
 	if err != nil {
@@ -158,6 +163,15 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	})
 	if set["faults"] && set["faults-at"] {
 		return cfg, fail("%s: --faults and --faults-at both given: --faults-at names its own faults; drop --faults", name), false
+	}
+	// A scenario without faults has no gap between them (baseline: 0). Faults
+	// given to it run at the mean gap most fault scenarios use, said on
+	// stderr and recorded in config.json, rather than refused for an
+	// --interval the user never typed.
+	if set["faults"] && !set["interval"] && cfg.Interval == 0 && len(cfg.Faults) > 0 && !cfg.BackToBack {
+		cfg.Interval = defaultFaultInterval
+		fmt.Fprintf(os.Stderr, "lockjepsen: scenario %s has no faults of its own: --faults %s run every %v on average (--interval sets the gap)\n",
+			cfg.Scenario, strings.Join(cfg.Faults, ","), cfg.Interval)
 	}
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
 	topologyDefaults(fs, &cfg)
