@@ -84,6 +84,22 @@ func ParallelHeavy(t testing.TB) {
 	holdN(t, false, 2)
 }
 
+// ParallelAlone is Parallel for a test whose assertion counts the work done
+// in a fixed time by a heavy run: it takes every slot, so that no other
+// scenario runs beside it. Measured: the examples' shell-adapter baseline,
+// which asks for 50 grants in 10 s and gets 300-450 on an idle machine, saw
+// 31 and 34 with two slots beside one other scenario (acquire p50 609-616
+// ms), where 16 busy loops beside it still leave it 123 (p50 211 ms): other
+// scenarios' many short-lived processes and timers cost it more than plain
+// CPU load does. Other tests wait for it while it runs, so keep it short.
+func ParallelAlone(t testing.TB) {
+	t.Helper()
+	if p, ok := t.(interface{ Parallel() }); ok {
+		p.Parallel()
+	}
+	holdN(t, false, Slots())
+}
+
 // Hold takes a slot for t without marking it parallel: for a test that must
 // run alone in its binary (it changes process-wide state) but may run beside
 // other binaries' tests.

@@ -242,3 +242,45 @@ func TestHeavyHoldsTwoSlots(t *testing.T) {
 		t.Errorf("peak %d slots held by heavy tests at once with 3 slots, want 2 (one heavy at a time)", p)
 	}
 }
+
+// A test alone holds every slot: while it holds them, no other test holds
+// one, and the others all run once it is done.
+func TestAloneHoldsEverySlot(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // a private slot folder
+	t.Setenv(Env, "3")
+	var alone atomic.Bool
+	var others, overlap atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t.Run("alone", func(t *testing.T) {
+			holdN(t, false, Slots())
+			alone.Store(true)
+			if others.Load() > 0 {
+				overlap.Add(1)
+			}
+			time.Sleep(200 * time.Millisecond)
+			alone.Store(false)
+		})
+	}()
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run("single", func(t *testing.T) {
+				hold(t, false)
+				others.Add(1)
+				if alone.Load() {
+					overlap.Add(1)
+				}
+				time.Sleep(50 * time.Millisecond)
+				others.Add(-1)
+			})
+		}()
+	}
+	wg.Wait()
+	if n := overlap.Load(); n != 0 {
+		t.Errorf("%d time(s) a test held a slot while the alone test held every slot", n)
+	}
+}
