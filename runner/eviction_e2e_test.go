@@ -32,7 +32,8 @@ func TestLocksLostWithoutAFailover(t *testing.T) {
 		{"coordinated", "coordinated-failover", 0, "coordinated-done", "COORDINATED"},
 		{"standalone-coordinated", "standalone-coordinated", 0, "coordinated-done", "FAILOVER TO"},
 		// FORCE with the target paused behind the grant: valid on 10 of 10
-		// seeds and in 96 forced switches of the sweep (README), since the
+		// seeds and in 96 forced switches of the sweep
+		// (results/without-failover/README.md), since the
 		// paused target reads the stream already in its socket first.
 		{"standalone-coordinated-force", "standalone-coordinated-force", 0, "coordinated-done", "TIMEOUT 300 FORCE"},
 	}

@@ -19,7 +19,7 @@ func Expected(cfg Config) []scenario.Predicate {
 
 // Reproduced reports whether a run showed what its scenario teaches. The
 // end-to-end tests and `lockjepsen bench scenario` (the reproduction rate) use
-// it; the README's claims come from the same predicates.
+// it; the measured claims in docs/ and results/ come from the same predicates.
 func Reproduced(cfg Config, r *checker.Result) bool {
 	ok, _ := scenario.Holds(Expected(cfg), r)
 	return ok

@@ -19,7 +19,8 @@ import (
 
 // The network faults end to end (--net-proxy: a toxiproxy proxy in front of
 // every node). The expectations are the scenarios' own (scenario/network.go),
-// each measured over 10 seeds before it went in (README, "Network faults").
+// each measured over 10 seeds before it went in (docs/network.md, "Measured
+// over ten seeds").
 // Every run also leaves no proxy listening once it has ended.
 func TestNetworkScenarios(t *testing.T) {
 	t.Parallel()
@@ -129,8 +130,8 @@ func TestValkeylockLockValidUnderNetworkFaults(t *testing.T) {
 // TestSlowReplicationCostsWAIT: under net-slow-replication the clients'
 // own path is fast, so without WAIT a grant costs what it did; WAIT 1 waits
 // for the replica's acknowledgement across the slowed link, each way. The
-// run stays valid. Measured over 10 seeds before it went in (README,
-// "Network faults").
+// run stays valid. Measured over 10 seeds before it went in (docs/network.md,
+// "The faults").
 func TestSlowReplicationCostsWAIT(t *testing.T) {
 	testslot.Parallel(t)
 	cfg := config(t, "net-slow-replication", func(c *Config) { c.Wait = knob.Wait{Replicas: 1, TimeoutMs: 1000} })

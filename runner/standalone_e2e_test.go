@@ -12,7 +12,8 @@ import (
 // The standalone primary end to end: one real primary and two replicas, no
 // Sentinel, the clients at the service address in front of the primary. The
 // expectations are the scenarios' own (scenario/standalone.go), each
-// measured over 10 seeds before it went in (README, "A standalone primary").
+// measured over 10 seeds before it went in (docs/deployments.md, "A
+// standalone primary").
 func TestStandaloneScenarios(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -61,7 +61,7 @@ Which lock for which job (the decision table of "Distributed Locks on Valkey 9 W
   check a fence                               ZooKeeper) or the database's own lock    locks; lab 7: clocks end leases early
 
 Redlock is in no row of that table: lab 7 saw five primaries grant twice after one node's clock jumped, and
-Redlock has no counter of its own to fence with. The comparison sweep (README, "The safe alternatives, measured")
+Redlock has no counter of its own to fence with. The comparison sweep (results/comparison/README.md)
 puts it in rows: Redlock alone lost updates to paused holders (11) and clock jumps (19); fenced by the database's
 own number (--fence-source resource) it lost none, like Sentinel with that fence, etcd and the database's lease.
 `)

@@ -21,7 +21,7 @@ import (
 
 // runBenchScenario runs one scenario over several seeds and prints its
 // reproduction rate, the median time to the first violation and the median
-// run time: the figures behind the README's claims.
+// run time: the figures behind the claims in docs/ and results/.
 func runBenchScenario(args []string) int {
 	seeds := 10
 	cfg, code, ok := runFlags("bench scenario", args, func(fs *flag.FlagSet) {
