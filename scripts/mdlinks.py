@@ -7,7 +7,7 @@ dropped, each space a '-', duplicates suffixed -1, -2, ...
 """
 import os, re, sys, urllib.parse
 
-root = os.path.abspath(sys.argv[1])
+root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
 files = sys.argv[2:]
 if not files:
     for d, dirs, fs in os.walk(root):
