@@ -60,6 +60,12 @@ type Scenario struct {
 }
 
 // short jobs: a section or two, for throughput and for lessons about expiry.
+// DefaultFaultInterval is the mean gap between faults given (run --faults,
+// a sweep's fault entries) to a scenario that has none of its own: 5 s, the
+// middle of the 3-6 s the fault scenarios use. Without it such a scenario's
+// gap is 0, and the run was refused for an --interval the user never typed.
+const DefaultFaultInterval = 5 * time.Second
+
 var shortJob = Job{Steps: 1, Think: 10 * time.Millisecond, Pause: 20 * time.Millisecond}
 
 // long jobs outlast a failover, renewing every TTL/3 as the Valkey 9 lock article's invoice run

@@ -769,25 +769,43 @@ const DefaultMaxTrials = 10
 
 // Validate checks the plan by building the run config of every cell, so a
 // bad knob is reported before the first trial rather than an hour in.
+// setting names a plan setting both ways a user can have typed it: the flag and
+// the sweep file's field (--max-trials, "max_trials").
+func setting(flag string) string {
+	return fmt.Sprintf("--%s (%q in a sweep file)", flag, strings.ReplaceAll(flag, "-", "_"))
+}
+
 func (p Plan) Validate() error {
 	if len(p.Configs) == 0 || len(p.Faults) == 0 {
 		return fmt.Errorf("sweep: the matrix is empty (%d configurations × %d faults)", len(p.Configs), len(p.Faults))
 	}
 	if p.Trials < 1 {
-		return fmt.Errorf("--trials %d: want 1 or more", p.Trials)
+		return fmt.Errorf("%s %d: want 1 or more", setting("trials"), p.Trials)
 	}
 	if p.Parallel < 1 || p.Parallel > 16 {
-		return fmt.Errorf("--parallel %d: want 1 to 16", p.Parallel)
+		return fmt.Errorf("%s %d: want 1 to 16", setting("parallel"), p.Parallel)
+	}
+	if p.TimeLimit < 0 {
+		return fmt.Errorf("%s %v: want a workload above 0, or leave it out for the scenario's", setting("time-limit"), time.Duration(p.TimeLimit))
+	}
+	if p.MinFailovers < 0 {
+		return fmt.Errorf("%s %d: want 0 (no minimum) or more", setting("min-failovers"), p.MinFailovers)
+	}
+	if p.MaxTrials < 0 {
+		return fmt.Errorf("%s %d: want a cap of at least the trials, or leave it out", setting("max-trials"), p.MaxTrials)
 	}
 	if p.Adaptive() && p.MaxTrials < p.Trials {
-		return fmt.Errorf("--max-trials %d is below --trials %d", p.MaxTrials, p.Trials)
+		return fmt.Errorf("%s %d is below %s %d", setting("max-trials"), p.MaxTrials, setting("trials"), p.Trials)
 	}
 	// Written so that NaN, which fails every comparison, is refused too.
-	if !(p.UntilCI >= 0 && p.UntilCI < 1 && p.Below >= 0 && p.Below < 1) {
-		return fmt.Errorf("--until-ci %v / --below %v: want an interval width (and a rate) between 0 and 1, e.g. 0.2 and 0.04", p.UntilCI, p.Below)
+	if !(p.UntilCI >= 0 && p.UntilCI < 1) {
+		return fmt.Errorf("%s %v: want an interval width between 0 and 1, e.g. 0.2", setting("until-ci"), p.UntilCI)
+	}
+	if !(p.Below >= 0 && p.Below < 1) {
+		return fmt.Errorf("%s %v: want a rate between 0 and 1, e.g. 0.04", setting("below"), p.Below)
 	}
 	if p.Below > 0 && p.UntilCI == 0 {
-		return fmt.Errorf("--below %v needs --until-ci", p.Below)
+		return fmt.Errorf("%s %v needs %s", setting("below"), p.Below, setting("until-ci"))
 	}
 	if s := p.Shard; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
 		return fmt.Errorf("--shard %d/%d: want I/N with 0 <= I < N", s.Index, s.Count)
@@ -849,6 +867,10 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 		cfg.Interval = time.Duration(cell.Fault.Interval)
 	}
 	cfg.BackToBack = p.BackToBack
+	if cfg.Interval == 0 && len(cfg.Faults) > 0 && !cfg.BackToBack {
+		// A scenario without faults of its own (baseline): as run --faults.
+		cfg.Interval = scenario.DefaultFaultInterval
+	}
 	c := cell.Config
 	// A deployment, as `lockjepsen run --topology --recipe --fence
 	// --fence-source --nodes` would set it; Validate below is its check.

@@ -3,10 +3,12 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
 // --faults on a scenario with no faults of its own runs them at
-// defaultFaultInterval rather than refusing an --interval 0s the user never
+// scenario.DefaultFaultInterval rather than refusing an --interval 0s the user never
 // typed; an --interval the user typed is kept, and one of 0 is still refused.
 func TestFaultsOnAScenarioWithoutFaults(t *testing.T) {
 	for _, tc := range []struct {
@@ -15,7 +17,7 @@ func TestFaultsOnAScenarioWithoutFaults(t *testing.T) {
 		ok   bool
 		want time.Duration
 	}{
-		{"default gap", []string{"--scenario", "baseline", "--faults", "net-latency", "--net-proxy"}, true, defaultFaultInterval},
+		{"default gap", []string{"--scenario", "baseline", "--faults", "net-latency", "--net-proxy"}, true, scenario.DefaultFaultInterval},
 		{"the user's gap", []string{"--scenario", "baseline", "--faults", "kill-primary", "--interval", "7s"}, true, 7 * time.Second},
 		{"the scenario's own gap", []string{"--scenario", "failover-race", "--faults", "kill-primary"}, true, 0},
 		{"no faults, no gap", []string{"--scenario", "baseline"}, true, 0},

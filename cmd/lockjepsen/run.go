@@ -60,11 +60,6 @@ func scenarioArg(args []string) string {
 // flag the user set overrides the scenario's value. extra registers a
 // command's own flags (bench scenario's --seeds). Every value is parsed and
 // checked here, before anything starts.
-// defaultFaultInterval is the mean gap between faults given with --faults to
-// a scenario that has none: 5 s, the middle of the 3-6 s the fault scenarios
-// use (scenario/).
-const defaultFaultInterval = 5 * time.Second
-
 func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Config, int, bool) {
 	sc, err := scenario.Get(scenarioArg(args))
 	if err != nil {
@@ -169,7 +164,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	// stderr and recorded in config.json, rather than refused for an
 	// --interval the user never typed.
 	if set["faults"] && !set["interval"] && cfg.Interval == 0 && len(cfg.Faults) > 0 && !cfg.BackToBack {
-		cfg.Interval = defaultFaultInterval
+		cfg.Interval = scenario.DefaultFaultInterval
 		fmt.Fprintf(os.Stderr, "lockjepsen: scenario %s has no faults of its own: --faults %s run every %v on average (--interval sets the gap)\n",
 			cfg.Scenario, strings.Join(cfg.Faults, ","), cfg.Interval)
 	}

@@ -211,6 +211,7 @@ func runSweep(args []string) int {
 		if err := plan.Validate(); err != nil {
 			return fail("sweep: %v", err)
 		}
+		noteDefaultInterval(plan)
 		printPlan(plan)
 		if *dry {
 			// With --out, write the plan and run nothing: 'sweep --resume
@@ -382,6 +383,26 @@ func sweepPlan(set map[string]bool, file, scen, configs string, custom []string,
 		return plan, fail("sweep: %v", err), false
 	}
 	return plan, 0, true
+}
+
+// noteDefaultInterval says on stderr which fault entries run at
+// scenario.DefaultFaultInterval because the scenario has no faults (and so
+// no gap) of its own, as run --faults does.
+func noteDefaultInterval(p sweep.Plan) {
+	sc, err := scenario.Get(p.Scenario)
+	if err != nil || sc.Interval != 0 || p.BackToBack {
+		return
+	}
+	var names []string
+	for _, f := range p.Faults {
+		if f.Interval == 0 {
+			names = append(names, f.Name)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(os.Stderr, "lockjepsen: scenario %s has no faults of its own: %s run every %v on average (a fault entry's interval sets the gap)\n",
+			p.Scenario, strings.Join(names, ", "), scenario.DefaultFaultInterval)
+	}
 }
 
 func printPlan(p sweep.Plan) {
