@@ -103,9 +103,57 @@ func (l *redsyncLock) Release(ctx context.Context, key, token string) Result {
 		err = errors.New("redsync: not unlocked")
 	}
 	if err != nil {
+		if r, partial := redsyncPartialRelease(err, 1+len(l.others)); partial {
+			return r
+		}
 		return redsyncResult("redsync Unlock", err)
 	}
 	return ok()
+}
+
+// redsyncPartialRelease is an Unlock short of its quorum that deleted the
+// token on some nodes, or may have: an unknown outcome, as the own Redlock
+// records it (lock/redlock.go Release). redsync reports only the nodes that
+// did not answer ok, one joined error each, so pools less their count is how
+// many deleted it. Recorded as a fail, such a release kept the holder's lease
+// alive in the checker until its end, and a grant after it counted as a double
+// grant: redsync's five pools under crash-node, where a restarted node had
+// forgotten the token and the Unlock reached the other four.
+func redsyncPartialRelease(err error, pools int) (Result, bool) {
+	var nodes, unknown int
+	for _, e := range redsyncNodeErrors(err) {
+		nodes++
+		var re *redsync.RedisError
+		if errors.As(e, &re) && Classify(re.Err) == history.Info {
+			unknown++
+		}
+	}
+	if nodes == 0 || nodes > pools {
+		return Result{}, false // not a per-node report
+	}
+	if deleted := pools - nodes; deleted > 0 || unknown > 0 {
+		return Result{history.Info, fmt.Errorf("redsync Unlock: deleted on %d of %d nodes, %d unknown, short of its quorum: %w",
+			deleted, pools, unknown, err)}, true
+	}
+	return Result{}, false
+}
+
+// redsyncNodeErrors flattens redsync's errors.Join chain (it joins each node's
+// error onto the ones before) into one error per node.
+func redsyncNodeErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, redsyncNodeErrors(e)...)
+		}
+		return out
+	}
+	var re *redsync.RedisError
+	var nt *redsync.ErrNodeTaken
+	if errors.As(err, &re) || errors.As(err, &nt) || errors.Is(err, redsync.ErrLockAlreadyExpired) {
+		return []error{err}
+	}
+	return nil
 }
 
 // redsyncResult classifies redsync's errors: a server error (RedisError) by

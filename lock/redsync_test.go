@@ -1,0 +1,56 @@
+package lock
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// joined builds an Unlock error as redsync's actOnPoolsAsync does: each node
+// that did not answer ok joined onto the ones before.
+func joined(errs ...error) error {
+	var err error
+	for _, e := range errs {
+		err = errors.Join(err, e)
+	}
+	return err
+}
+
+// An Unlock short of its quorum is unknown when it deleted the token on some
+// nodes or may have, and stays redsync's own verdict when no node deleted it.
+func TestRedsyncPartialRelease(t *testing.T) {
+	taken := func(n int) error { return &redsync.ErrNodeTaken{Node: n} }
+	// A node that is down refuses the dial: nothing was sent to it.
+	refused := func(n int) error {
+		return &redsync.RedisError{Node: n, Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	}
+	lostReply := func(n int) error { return &redsync.RedisError{Node: n, Err: syscall.ECONNRESET} }
+	cases := []struct {
+		name    string
+		err     error
+		pools   int
+		partial bool
+	}{
+		{"two of five deleted, the restarted node and two others refuse", joined(taken(0), taken(3), taken(4)), 5, true},
+		{"one of five deleted, the rest refused or down", joined(taken(0), refused(1), taken(2), taken(3)), 5, true},
+		{"none deleted, one reply lost", joined(taken(0), taken(1), lostReply(2), taken(3), taken(4)), 5, true},
+		{"none deleted, every node refused", joined(taken(0), taken(1), refused(2), taken(3), taken(4)), 5, false},
+		{"one pool, not held", joined(taken(0)), 1, false},
+		{"not a per-node report", errors.New("redsync: not unlocked"), 5, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, partial := redsyncPartialRelease(c.err, c.pools)
+			if partial != c.partial {
+				t.Fatalf("partial = %v, want %v (%v)", partial, c.partial, r.Err)
+			}
+			if partial && r.Outcome != history.Info {
+				t.Errorf("outcome %v, want info", r.Outcome)
+			}
+		})
+	}
+}
