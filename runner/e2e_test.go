@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -124,7 +125,7 @@ func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
 			cfg := config(t, "baseline", func(c *Config) { c.Seed = seed })
 			o, r := runAndLoad(t, cfg)
 			if r.Valid != checker.Valid || o.ExitCode != 0 {
-				t.Fatalf("a clean run checked %v (exit %d): a false alarm\n%s", r.Valid, o.ExitCode, o.Summary)
+				t.Fatalf("a clean run checked %v (exit %d): a false alarm\n%s\n%s", r.Valid, o.ExitCode, o.Summary, unexplained(cfg.Out, r))
 			}
 			if r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 100 || r.Ops["write"].OK < 100 {
 				t.Fatalf("too little work to mean anything: %+v", r.Ops)
@@ -167,7 +168,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 			testslot.Parallel(t)
 			o, r := runAndLoad(t, cfg)
 			if !Reproduced(cfg, r) {
-				t.Fatalf("the run did not show the %s lesson\n%s", tt.scenario, o.Summary)
+				t.Fatalf("the run did not show the %s lesson\n%s\n%s", tt.scenario, o.Summary, unexplained(cfg.Out, r))
 			}
 			want := tt.exit
 			if want < 0 { // the verdict may go either way: the exit code must follow it
@@ -215,4 +216,40 @@ func TestInterruptedRunKeepsItsHistory(t *testing.T) {
 	if _, code, err := CheckDir(cfg.Out); err != nil || code != 0 {
 		t.Fatalf("re-check of the interrupted run: exit %d, %v", code, err)
 	}
+}
+
+// unexplained prints, for the first violation no injected fault explains, every
+// event of its tokens and what the nemesis did from 3 s before it: the run
+// folder is a TempDir, gone when the test ends, and a CI log is all that is
+// left of a failure on a machine that is thrown away. Seen once in 3 CI runs:
+// paused-client with native SET NX PX granted a lock while the previous
+// holder's lease was certainly alive, no fault in force.
+func unexplained(out string, r *checker.Result) string {
+	var v *checker.Violation
+	for i := range r.Violations {
+		if c := r.Violations[i].Cause; r.Violations[i].Affects == "lock" && (c == "" || c == "none") {
+			v = &r.Violations[i]
+			break
+		}
+	}
+	if v == nil {
+		return ""
+	}
+	events, err := history.ReadFile(filepath.Join(out, "history.jsonl"))
+	if err != nil || len(events) == 0 {
+		return fmt.Sprintf("(no history: %v)", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "events of the unexplained %s on %s at %.3f s (times in s from the first event):\n", v.Kind, v.Key, v.StartS)
+	first := events[0].Time
+	tokens := map[string]bool{}
+	for _, tok := range v.Tokens {
+		tokens[tok] = true
+	}
+	for _, e := range events {
+		if tokens[e.Token] || e.Process == history.Nemesis && e.Time >= v.Start-3e9 && e.Time <= v.End+1e9 {
+			fmt.Fprintf(&b, "  %8.3f  %-8s client %d %s %s %s token %.8s %s %s%s\n", float64(e.Time-first)/1e9, e.Process, e.Client, e.Type, e.F, e.Key, e.Token, e.Node, e.Error, e.Detail)
+		}
+	}
+	return b.String()
 }
