@@ -331,6 +331,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 
 	r.start = time.Now()
 	r.cfg.WorkloadStart = truetime.Now()
+	wallAtStart := wallOffset()
 	if err := runfolder.WriteJSON(filepath.Join(cfg.Out, runfolder.Config), r.cfg); err != nil {
 		fmt.Fprintf(progress, "warning: config.json without the workload's start: %v\n", err)
 	}
@@ -378,6 +379,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	}
 	if healErr != nil && !interrupted {
 		fmt.Fprintf(progress, "warning: cluster did not settle: %v\n", healErr)
+	}
+	if step := wallOffset() - wallAtStart; step > wallStepNoted(time.Since(r.start)) || -step > wallStepNoted(time.Since(r.start)) {
+		fmt.Fprintf(progress, "warning: the host's wall clock moved %v against the monotonic clock during the run: Valkey expires keys by the wall clock (valkey-io/valkey#2651), so leases may have ended early or late, and a double grant with no fault in force can come from it\n",
+			time.Duration(step).Round(time.Millisecond))
 	}
 	phase("check")
 	res, code, err := CheckDir(cfg.Out)
@@ -874,4 +879,32 @@ func (r *run) servesAsPrimary(ctx context.Context, node string) (bool, string) {
 	}
 	role, _, _ := strings.Cut(out, "\n")
 	return role == "master", "role " + role
+}
+
+// wallOffset is the host's wall clock less the monotonic clock every event is
+// stamped with (truetime): constant unless the wall clock is stepped or slewed.
+// Valkey sets and expires a key's TTL by the wall clock, so a step forward
+// during a run ends leases early with no fault injected. Seen once in three CI
+// runs: a double grant with no fault in force, 330 ms inside the first
+// holder's lease; this is one of the causes a run can rule out for itself.
+// Of five readings it keeps the one taken in the shortest span, so that a
+// thread descheduled between its two clock reads under load (ms on a busy
+// 2-core machine) does not pass for a step.
+func wallOffset() int64 {
+	span, off := int64(1<<62), int64(0)
+	for range 5 {
+		m1 := truetime.Now()
+		w := time.Now().UnixNano()
+		m2 := truetime.Now()
+		if m2-m1 < span {
+			span, off = m2-m1, w-(m1+m2)/2
+		}
+	}
+	return off
+}
+
+// wallStepNoted is the change of wallOffset over elapsed worth a warning: more
+// than NTP's largest slew (500 ppm) accounts for, plus 20 ms of reading noise.
+func wallStepNoted(elapsed time.Duration) int64 {
+	return int64(20*time.Millisecond) + int64(elapsed)/2000
 }
