@@ -54,3 +54,29 @@ func TestRedsyncPartialRelease(t *testing.T) {
 		})
 	}
 }
+
+// An Extend over five pools is a refusal (not held) when the token is left on
+// no majority, a lost reply counting as holding it.
+func TestRedsyncMinority(t *testing.T) {
+	taken := func(n int) error { return &redsync.ErrNodeTaken{Node: n} }
+	lostReply := func(n int) error { return &redsync.RedisError{Node: n, Err: syscall.ECONNRESET} }
+	refused := func(n int) error {
+		return &redsync.RedisError{Node: n, Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		minority bool
+	}{
+		{"extended on two, the restarted node and two others refuse", joined(taken(0), taken(3), taken(4)), true},
+		{"extended on two, one down, two refuse", joined(refused(0), taken(3), taken(4)), true},
+		{"extended on two, two replies lost: maybe a majority", joined(lostReply(0), lostReply(3), taken(4)), false},
+		{"extended on three, past its validity", redsync.ErrExtendFailed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := redsyncMinority(tc.err, 5); got != tc.minority {
+				t.Errorf("redsyncMinority = %v, want %v", got, tc.minority)
+			}
+		})
+	}
+}
