@@ -123,14 +123,7 @@ func (l *redsyncLock) Release(ctx context.Context, key, token string) Result {
 // grant: redsync's five pools under crash-node, where a restarted node had
 // forgotten the token and the Unlock reached the other four.
 func redsyncPartialRelease(err error, pools int) (Result, bool) {
-	var nodes, unknown int
-	for _, e := range redsyncNodeErrors(err) {
-		nodes++
-		var re *redsync.RedisError
-		if errors.As(e, &re) && Classify(re.Err) == history.Info {
-			unknown++
-		}
-	}
+	nodes, unknown := redsyncTally(err)
 	if nodes == 0 || nodes > pools {
 		return Result{}, false // not a per-node report
 	}
@@ -151,7 +144,13 @@ func redsyncPartialRelease(err error, pools int) (Result, bool) {
 // redsync's own verdict until its cells are measured again: its refused extend
 // is the failover race's, and TestLibrariesUnderAFailover holds that lesson.
 func redsyncMinority(err error, pools int) bool {
-	nodes, unknown := 0, 0
+	nodes, unknown := redsyncTally(err)
+	return nodes > 0 && nodes <= pools && pools-nodes+unknown < pools/2+1
+}
+
+// redsyncTally counts the nodes redsync reported as not answering ok, and of
+// them those whose reply was lost (the command may have run there).
+func redsyncTally(err error) (nodes, unknown int) {
 	for _, e := range redsyncNodeErrors(err) {
 		nodes++
 		var re *redsync.RedisError
@@ -159,7 +158,7 @@ func redsyncMinority(err error, pools int) bool {
 			unknown++
 		}
 	}
-	return nodes > 0 && nodes <= pools && pools-nodes+unknown < pools/2+1
+	return nodes, unknown
 }
 
 // redsyncNodeErrors flattens redsync's errors.Join chain (it joins each node's

@@ -296,3 +296,14 @@ func (c *Config) validateNet() error {
 	}
 	return nil
 }
+
+// UseDefaultFaultGap gives faults on a scenario with no gap of its own
+// (baseline: 0) scenario.DefaultFaultInterval, and reports whether it did:
+// the one rule run --faults and a sweep's cells follow.
+func (c *Config) UseDefaultFaultGap() bool {
+	if c.Interval != 0 || len(c.Faults) == 0 || c.BackToBack {
+		return false
+	}
+	c.Interval = scenario.DefaultFaultInterval
+	return true
+}

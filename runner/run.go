@@ -380,7 +380,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) Outcome {
 	if healErr != nil && !interrupted {
 		fmt.Fprintf(progress, "warning: cluster did not settle: %v\n", healErr)
 	}
-	if step := wallOffset() - wallAtStart; step > wallStepNoted(time.Since(r.start)) || -step > wallStepNoted(time.Since(r.start)) {
+	if step := wallOffset() - wallAtStart; max(step, -step) > wallStepNoted(time.Since(r.start)) {
 		fmt.Fprintf(progress, "warning: the host's wall clock moved %v against the monotonic clock during the run: Valkey expires keys by the wall clock (valkey-io/valkey#2651), so leases may have ended early or late, and a double grant with no fault in force can come from it\n",
 			time.Duration(step).Round(time.Millisecond))
 	}

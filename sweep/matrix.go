@@ -767,14 +767,14 @@ func (p *Plan) Defaults() {
 // are 200 or more.
 const DefaultMaxTrials = 10
 
-// Validate checks the plan by building the run config of every cell, so a
-// bad knob is reported before the first trial rather than an hour in.
 // setting names a plan setting both ways a user can have typed it: the flag and
 // the sweep file's field (--max-trials, "max_trials").
 func setting(flag string) string {
 	return fmt.Sprintf("--%s (%q in a sweep file)", flag, strings.ReplaceAll(flag, "-", "_"))
 }
 
+// Validate checks the plan by building the run config of every cell, so a
+// bad knob is reported before the first trial rather than an hour in.
 func (p Plan) Validate() error {
 	if len(p.Configs) == 0 || len(p.Faults) == 0 {
 		return fmt.Errorf("sweep: the matrix is empty (%d configurations × %d faults)", len(p.Configs), len(p.Faults))
@@ -867,10 +867,7 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 		cfg.Interval = time.Duration(cell.Fault.Interval)
 	}
 	cfg.BackToBack = p.BackToBack
-	if cfg.Interval == 0 && len(cfg.Faults) > 0 && !cfg.BackToBack {
-		// A scenario without faults of its own (baseline): as run --faults.
-		cfg.Interval = scenario.DefaultFaultInterval
-	}
+	cfg.UseDefaultFaultGap() // a scenario without faults of its own (baseline), as run --faults
 	c := cell.Config
 	// A deployment, as `lockjepsen run --topology --recipe --fence
 	// --fence-source --nodes` would set it; Validate below is its check.

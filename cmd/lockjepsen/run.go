@@ -163,8 +163,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	// given to it run at the mean gap most fault scenarios use, said on
 	// stderr and recorded in config.json, rather than refused for an
 	// --interval the user never typed.
-	if set["faults"] && !set["interval"] && cfg.Interval == 0 && len(cfg.Faults) > 0 && !cfg.BackToBack {
-		cfg.Interval = scenario.DefaultFaultInterval
+	if set["faults"] && !set["interval"] && cfg.UseDefaultFaultGap() {
 		fmt.Fprintf(os.Stderr, "lockjepsen: scenario %s has no faults of its own: --faults %s run every %v on average (--interval sets the gap)\n",
 			cfg.Scenario, strings.Join(cfg.Faults, ","), cfg.Interval)
 	}
