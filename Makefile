@@ -25,7 +25,7 @@ TEST_SLOTS ?= 3
 # go test -json of the last `make test`, for a closer look at its times.
 TESTJSON ?= bin/test.json
 
-.PHONY: all setup setup-ci build demo test vet fmt bench figures clean soak
+.PHONY: all setup setup-ci build demo test vet fmt bench figures clean soak docs
 
 all: build
 
@@ -138,3 +138,8 @@ reference-sweep: setup build
 	mkdir -p results/reference
 	cd results/reference-sweep && cp plan.json sweep.json sweep.csv index.html probability.png probability.svg \
 		exposure.png exposure.svg cost.png ../reference/
+
+## docs: rewrite the lists in docs/ that come from the catalogs (faults, scenarios, recipes, deployments);
+## a test fails when one is stale
+docs:
+	$(GO) run ./internal/docgen -w

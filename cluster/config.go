@@ -184,8 +184,7 @@ func (c *Config) Validate() error {
 		switch {
 		case c.TopologyName() == TopologyStandalone && c.runtime() != "local":
 			return fmt.Errorf("--net-proxy with --topology standalone runs on --runtime local (as standalone does)")
-		case c.TopologyName() != TopologySentinel && c.TopologyName() != TopologyRedlock && c.TopologyName() != TopologyCluster &&
-			c.TopologyName() != TopologyStandalone:
+		case !c.Deployment().Offers(NeedNetProxy):
 			return fmt.Errorf("--net-proxy puts proxies in front of Valkey nodes: drop it with --topology %s", c.TopologyName())
 		case c.Detached:
 			return fmt.Errorf("--net-proxy needs lockjepsen running beside the nodes (the proxies are in its process): use it with run, not cluster up")

@@ -111,6 +111,9 @@ const (
 	// NeedReplicas: the lock's primary replicates to replicas of its own
 	// (Sentinel's, standalone's, a cluster shard's), not Redlock's N.
 	NeedReplicas = "replicas"
+	// NeedNetProxy: Valkey nodes a proxy can stand in front of (--net-proxy):
+	// the clients, Sentinels and replicas dial them through the run's dial map.
+	NeedNetProxy = "net-proxy"
 )
 
 var (

@@ -49,7 +49,7 @@ func (redlockDeployment) Endpoints(rt Runtime) Endpoints {
 	return Endpoints{Addrs: Addrs(rt), DialMap: dialMapOf(rt)}
 }
 func (redlockDeployment) Offers(need string) bool {
-	return need == TopologyRedlock || need == NeedAny
+	return need == TopologyRedlock || need == NeedAny || need == NeedNetProxy
 }
 func (redlockDeployment) ValidateRun(k RunKnobs) error {
 	switch {

@@ -29,7 +29,7 @@ func (sentinelDeployment) Endpoints(rt Runtime) Endpoints {
 	return Endpoints{Sentinels: rt.SentinelAddrs(), MasterSet: MasterName, DialMap: dialMapOf(rt)}
 }
 func (sentinelDeployment) Offers(need string) bool {
-	return need == NeedPrimary || need == NeedFailover || need == NeedAny || need == NeedReplicas
+	return need == NeedPrimary || need == NeedFailover || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
 }
 func (sentinelDeployment) ValidateRun(k RunKnobs) error {
 	if k.DelayedRestart > 0 {

@@ -50,7 +50,7 @@ func (standaloneDeployment) Endpoints(rt Runtime) Endpoints {
 	return Endpoints{}
 }
 func (standaloneDeployment) Offers(need string) bool {
-	return need == NeedPrimary || need == TopologyStandalone || need == NeedAny || need == NeedReplicas
+	return need == NeedPrimary || need == TopologyStandalone || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
 }
 func (standaloneDeployment) ValidateRun(k RunKnobs) error {
 	if k.DelayedRestart > 0 {

@@ -51,7 +51,7 @@ func (clusterDeployment) Endpoints(rt Runtime) Endpoints {
 	return Endpoints{Cluster: Addrs(rt), DialMap: dialMapOf(rt)}
 }
 func (clusterDeployment) Offers(need string) bool {
-	return need == TopologyCluster || need == NeedAny || need == NeedReplicas
+	return need == TopologyCluster || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
 }
 func (clusterDeployment) ValidateRun(k RunKnobs) error {
 	if k.DelayedRestart > 0 {

@@ -228,6 +228,12 @@ func (r Recipe) runsOn(d Offerer) bool {
 	return slices.ContainsFunc(r.On, d.Offers)
 }
 
+// RunsOn says whether the recipe can run on deployment d.
+func (r Recipe) RunsOn(d Offerer) bool { return r.runsOn(d) }
+
+// Recipes lists the catalog in its order, for the generated docs.
+func Recipes() []Recipe { return slices.Clone(recipes) }
+
 // Names lists the recipes.
 func Names() []string {
 	out := make([]string, 0, len(recipes))

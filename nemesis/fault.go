@@ -193,6 +193,9 @@ func (f *Fault) Available(c cluster.Config) error {
 	if f.Needs.MaxMemory && c.MaxMemory == 0 {
 		return fmt.Errorf("the %s fault fills the primary past its memory limit: add --maxmemory (e.g. 16mb) and a --maxmemory-policy", f.Name)
 	}
+	if f.Needs.NetProxy && !d.Offers(cluster.NeedNetProxy) {
+		return fmt.Errorf("the %s fault acts on the proxy in front of a Valkey node, and --topology %s has no Valkey nodes to put one in front of", f.Name, d.Name())
+	}
 	if f.Needs.NetProxy && !c.NetProxy {
 		return fmt.Errorf("the %s fault acts on the proxy in front of the primary, and this run has none: add --net-proxy", f.Name)
 	}

@@ -240,6 +240,15 @@ func unexplained(out string, r *checker.Result) string {
 		return fmt.Sprintf("(no history: %v)", err)
 	}
 	var b strings.Builder
+	// The run's own warnings (a wall-clock step, a cluster that did not
+	// settle) may be the explanation.
+	if log, err := os.ReadFile(filepath.Join(out, "run.log")); err == nil {
+		for _, l := range strings.Split(string(log), "\n") {
+			if strings.HasPrefix(l, "warning:") {
+				fmt.Fprintf(&b, "run.log: %s\n", l)
+			}
+		}
+	}
 	fmt.Fprintf(&b, "events of the unexplained %s on %s at %.3f s (times in s from the first event):\n", v.Kind, v.Key, v.StartS)
 	first := events[0].Time
 	tokens := map[string]bool{}
