@@ -146,6 +146,9 @@ func (r *run) auditPTTL(keys []string) {
 }
 
 func signalKill(c clientHandle) error {
+	if exited(c) {
+		return fmt.Errorf("SIGKILL client pid %d: it has exited", c.PID())
+	}
 	if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL client pid %d: %w", c.PID(), err)
 	}

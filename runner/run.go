@@ -42,12 +42,29 @@ func signalClient(c clientHandle, sig string) error {
 	if sig == "CONT" {
 		s = syscall.SIGCONT
 	}
+	// A client that has exited and been reaped no longer owns its pid: with
+	// pid_max at 32768 a CI run recycles pids within minutes, and the group
+	// may now be another test's Valkey node (spawned as a group leader).
+	if exited(c) {
+		return fmt.Errorf("SIG%s client pid %d: it has exited", sig, c.PID())
+	}
 	// The client's process group (it is its leader): an exec:PATH program,
 	// the client's child, stops and continues with it.
 	if err := syscall.Kill(-c.PID(), s); err != nil {
 		return fmt.Errorf("SIG%s client pid %d: %w", sig, c.PID(), err)
 	}
 	return nil
+}
+
+// exited reports whether the client has exited and been reaped: its pid,
+// and the process group it led, may belong to another process by now.
+func exited(c clientHandle) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // Outcome is what a run produced.
