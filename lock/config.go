@@ -163,6 +163,7 @@ var recipes = []Recipe{
 	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua, primaryOrBus},
 	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus},
 	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, []string{"primary", "cluster", "redlock"}},
+	{RedsyncSharedValue, "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", false, needsLua, openRedsyncShared, []string{"primary", "cluster", "redlock"}},
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus},
 	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus},

@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/valkeygo"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/valkey-io/valkey-go"
-	"github.com/valkey-io/valkey-go/valkeycompat"
 )
 
 // redsyncLock drives github.com/go-redsync/redsync/v4 unchanged, with one pool
@@ -20,10 +17,14 @@ import (
 // stored in Valkey. A mutex's expiry is fixed when it is made: Extend resets
 // it to the acquire's ttl.
 type redsyncLock struct {
-	c      valkey.Client
-	others []valkey.Client // the other pools' clients on the redlock topology
-	rs     *redsync.Redsync
-	opts   []redsync.Option
+	closers []func() // one per pool's client
+	pools   int      // 1, or the redlock topology's N
+	rs      *redsync.Redsync
+	opts    []redsync.Option
+	// name is the recipe; shared, for redsync-shared-value, is the one value
+	// every client's mutex stores instead of its own token.
+	name   string
+	shared string
 
 	mu      sync.Mutex
 	mutexes map[string]*redsync.Mutex // by token
@@ -33,23 +34,43 @@ func openRedsync(cfg Config) (Lock, error) {
 	if len(cfg.Addrs) > 0 {
 		return openRedsyncPools(cfg)
 	}
-	c, err := Connect(cfg)
+	pool, closer, err := redsyncPrimaryPool(cfg)
 	if err != nil {
 		return nil, err
 	}
-	pool := valkeygo.NewPool(valkeycompat.NewAdapter(c))
-	return &redsyncLock{c: c, rs: redsync.New(pool), mutexes: map[string]*redsync.Mutex{}}, nil
+	return &redsyncLock{closers: []func(){closer}, pools: 1, rs: redsync.New(pool), mutexes: map[string]*redsync.Mutex{}, name: Redsync}, nil
 }
 
-func (l *redsyncLock) Recipe() string                      { return Redsync }
+// RedsyncSharedValue is redsync misconfigured as in go-redsync/redsync#126:
+// every client's WithGenValueFunc returns one constant, so the value that
+// proves ownership proves nothing. redsync's delete script removes the key
+// when it holds the caller's value, and a failed TryLock runs that delete on
+// every pool to clean up (mutex.go at v4.17.0): a loser's cleanup, or any
+// client's Unlock, frees the holder's lock. The history keeps each grant's
+// own token, so the checker sees the grants the server made twice.
+const RedsyncSharedValue = "redsync-shared-value"
+
+// sharedValue is what every redsync-shared-value client stores.
+const sharedValue = "lockjepsen-one-value-for-all"
+
+func openRedsyncShared(cfg Config) (Lock, error) {
+	l, err := openRedsync(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := l.(*redsyncLock)
+	r.name, r.shared = RedsyncSharedValue, sharedValue
+	return r, nil
+}
+
+func (l *redsyncLock) Recipe() string                      { return l.name }
 func (l *redsyncLock) SelfRenewing() bool                  { return false }
 func (l *redsyncLock) Lost(string, string) <-chan struct{} { return nil }
 func (l *redsyncLock) SafeRelease() bool                   { return true }
 func (l *redsyncLock) Observe(Observer)                    {}
 func (l *redsyncLock) Close() {
-	l.c.Close()
-	for _, c := range l.others {
-		c.Close()
+	for _, c := range l.closers {
+		c()
 	}
 }
 
@@ -57,7 +78,7 @@ func (l *redsyncLock) Acquire(ctx context.Context, key, token string, ttl time.D
 	m := l.rs.NewMutex(key, append(l.opts,
 		redsync.WithExpiry(ttl),
 		redsync.WithTries(1),
-		redsync.WithGenValueFunc(func() (string, error) { return token, nil }))...)
+		redsync.WithGenValueFunc(func() (string, error) { return l.valueFor(token), nil }))...)
 	l.mu.Lock()
 	l.mutexes[token] = m
 	l.mu.Unlock()
@@ -66,6 +87,15 @@ func (l *redsyncLock) Acquire(ctx context.Context, key, token string, ttl time.D
 		return 0, redsyncResult("redsync TryLock", err)
 	}
 	return 0, ok()
+}
+
+// valueFor is what the mutex stores for a grant: its token, or the one
+// shared value of the misconfigured recipe.
+func (l *redsyncLock) valueFor(token string) string {
+	if l.shared != "" {
+		return l.shared
+	}
+	return token
 }
 
 func (l *redsyncLock) mutex(token string) (*redsync.Mutex, bool) {
@@ -85,7 +115,7 @@ func (l *redsyncLock) Extend(ctx context.Context, key, token string, _ time.Dura
 		err = redsync.ErrExtendFailed
 	}
 	if err != nil {
-		if len(l.others) > 0 && redsyncMinority(err, 1+len(l.others)) {
+		if l.pools > 1 && redsyncMinority(err, l.pools) {
 			return fail(fmt.Errorf("redsync Extend: no majority holds the token: %w (%w)", err, ErrNotHeld))
 		}
 		return redsyncResult("redsync Extend", err)
@@ -106,7 +136,7 @@ func (l *redsyncLock) Release(ctx context.Context, key, token string) Result {
 		err = errors.New("redsync: not unlocked")
 	}
 	if err != nil {
-		if r, partial := redsyncPartialRelease(err, 1+len(l.others)); partial {
+		if r, partial := redsyncPartialRelease(err, l.pools); partial {
 			return r
 		}
 		return redsyncResult("redsync Unlock", err)
@@ -162,11 +192,19 @@ func redsyncTally(err error) (nodes, unknown int) {
 }
 
 // redsyncNodeErrors flattens redsync's errors.Join chain (it joins each node's
-// error onto the ones before) into one error per node.
+// error onto the ones before) into one error per node; the versions pinned by
+// a finding (v4.12.x) join with hashicorp/go-multierror instead.
 func redsyncNodeErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
+	var parts []error
+	switch j := err.(type) {
+	case interface{ Unwrap() []error }:
+		parts = j.Unwrap()
+	case interface{ WrappedErrors() []error }:
+		parts = j.WrappedErrors()
+	}
+	if parts != nil {
 		var out []error
-		for _, e := range j.Unwrap() {
+		for _, e := range parts {
 			out = append(out, redsyncNodeErrors(e)...)
 		}
 		return out

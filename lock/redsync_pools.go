@@ -6,9 +6,6 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis"
-	"github.com/go-redsync/redsync/v4/redis/valkeygo"
-	"github.com/valkey-io/valkey-go"
-	"github.com/valkey-io/valkey-go/valkeycompat"
 )
 
 // openRedsyncPools is redsync as its README uses it for Redlock:
@@ -16,31 +13,30 @@ import (
 // is unchanged; only its drift factor follows --drift-factor.
 func openRedsyncPools(cfg Config) (Lock, error) {
 	var pools []redis.Pool
-	var clients []valkey.Client
+	var closers []func()
 	for _, a := range cfg.Addrs {
-		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}, ForceSingleClient: true,
-			DisableRetry: true, DisableCache: true})
+		p, closer, err := redsyncNodePool(cfg, a)
 		if err != nil {
-			for _, c := range clients {
-				c.Close()
+			for _, c := range closers {
+				c()
 			}
 			return nil, fmt.Errorf("connect to %s: %w", a, err)
 		}
-		clients = append(clients, c)
-		pools = append(pools, valkeygo.NewPool(valkeycompat.NewAdapter(c)))
+		closers = append(closers, closer)
+		pools = append(pools, p)
 	}
 	factor := cfg.DriftFactor
 	if factor == 0 {
 		factor = DefaultDriftFactor
 	}
-	return &redsyncLock{c: clients[0], others: clients[1:], rs: redsync.New(pools...),
-		opts: []redsync.Option{redsync.WithDriftFactor(factor)}, mutexes: map[string]*redsync.Mutex{}}, nil
+	return &redsyncLock{closers: closers, pools: len(pools), rs: redsync.New(pools...),
+		opts: []redsync.Option{redsync.WithDriftFactor(factor)}, mutexes: map[string]*redsync.Mutex{}, name: Redsync}, nil
 }
 
 // Validity implements ValidityReporter: redsync's own Until (now + expiry −
 // elapsed − drift at the last lock or extend).
 func (l *redsyncLock) Validity(token string) time.Duration {
-	if len(l.others) == 0 {
+	if l.pools < 2 {
 		return 0
 	}
 	m, found := l.mutex(token)

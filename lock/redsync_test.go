@@ -20,6 +20,28 @@ func joined(errs ...error) error {
 	return err
 }
 
+// multi is hashicorp/go-multierror's shape, which redsync before v4.13 joins
+// node errors with: a flat list behind WrappedErrors.
+type multi []error
+
+func (m multi) Error() string          { return errors.Join(m...).Error() }
+func (m multi) WrappedErrors() []error { return m }
+
+// Both joins count one error per node: the pinned versions of a finding
+// (v4.12.x) are tallied as v4.17.0 is.
+func TestRedsyncTallyOfEitherJoin(t *testing.T) {
+	taken := func(n int) error { return &redsync.ErrNodeTaken{Node: n} }
+	lost := &redsync.RedisError{Node: 2, Err: syscall.ECONNRESET}
+	for name, err := range map[string]error{
+		"errors.Join": joined(taken(0), taken(1), lost),
+		"multierror":  multi{taken(0), taken(1), lost},
+	} {
+		if nodes, unknown := redsyncTally(err); nodes != 3 || unknown != 1 {
+			t.Errorf("%s: %d nodes, %d unknown; want 3 and 1", name, nodes, unknown)
+		}
+	}
+}
+
 // An Unlock short of its quorum is unknown when it deleted the token on some
 // nodes or may have, and stays redsync's own verdict when no node deleted it.
 func TestRedsyncPartialRelease(t *testing.T) {

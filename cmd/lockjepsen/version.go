@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/runner"
 )
 
@@ -29,10 +30,32 @@ func runVersion(args []string) int {
 		}
 	}
 	fmt.Printf("lockjepsen %s%s, %s\n", runner.Version, commit, runtime.Version())
+	// The libraries the recipes drive unchanged, as built in: a finding's
+	// pinned build (scripts/pinned-build.sh) says here which version it runs.
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if name, driven := drivenLibraries[d.Path]; driven {
+				extra := ""
+				if d.Path == "github.com/go-redsync/redsync/v4" {
+					extra = " (pools through " + lock.RedsyncAdapter + ")"
+				}
+				fmt.Printf("%s %s%s\n", name, d.Version, extra)
+			}
+		}
+	}
 	if bins, err := cluster.FindBinaries(); err == nil {
 		fmt.Printf("valkey %s (%s)\n", bins.Version, bins.Server)
 	} else {
 		fmt.Printf("valkey: none found (%v)\n", err)
 	}
 	return exitValid
+}
+
+// drivenLibraries are the modules whose lock code the recipes drive unchanged.
+var drivenLibraries = map[string]string{
+	"github.com/go-redsync/redsync/v4": "redsync",
+	"github.com/bsm/redislock":         "redislock",
+	"github.com/valkey-io/valkey-go":   "valkey-go",
+	"go.etcd.io/etcd/client/v3":        "etcd client",
+	"github.com/go-zookeeper/zk":       "go-zookeeper",
 }
