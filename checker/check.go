@@ -114,6 +114,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	counts := make(map[string]*OpCounts)
 	var unknown []UnknownCommand
 	var acquires []int64
+	var held []heldSpan
 	for _, p := range parts {
 		lockKeys = append(lockKeys, p.lock...)
 		secKeys = append(secKeys, p.res...)
@@ -137,7 +138,10 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 		unknown = append(unknown, p.unknown...)
 		acquires = append(acquires, p.acquires...)
+		held = append(held, p.held...)
 	}
+	res.Coverage = coverage(res.FaultWindows, fs, held)
+	res.NotExercised = notExercised(res.Coverage)
 	res.Ops = counts
 	res.UnknownCommands = mergeUnknownCommands(unknown)
 	res.LatencyMs = Latency{Acquire: percentilesOf(acquires)}
@@ -249,6 +253,7 @@ type groupResult struct {
 	counts    map[string]*OpCounts
 	unknown   []UnknownCommand
 	acquires  []int64 // latencies of completed acquires
+	held      []heldSpan
 }
 
 // keyOutcome is one partition's verdict and violations; kc is kept only
@@ -332,6 +337,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, ev evictions, slack int
 			out.kc = kc
 		}
 		g.lock = append(g.lock, out)
+		g.held = append(g.held, heldSpans(kc.tenures)...)
 	}
 	for _, k := range secKeys {
 		kc := checkResourceKey(k, secByKey[k], opts, draw)

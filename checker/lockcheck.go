@@ -11,6 +11,7 @@ type keyCheck struct {
 	key       string
 	res       KeyResult
 	witnesses []witness
+	tenures   []*tenure // the key's grants' certain holding intervals
 	lost      [][2]*Section
 	rewinds   []rewind
 	// Set when porcupine found no linearization without a direct witness.
@@ -56,7 +57,7 @@ func checkLockKey(key string, ops []*Op, opts Options, t0 int64, draw bool) *key
 			live = append(live, o)
 		}
 	}
-	kc.witnesses = findWitnesses(ops, eps)
+	kc.witnesses, kc.tenures = witnessesAndTenures(ops, eps)
 	kc.res.Witnesses = len(kc.witnesses)
 	if len(kc.witnesses) > 0 {
 		kc.res.Valid, kc.res.Porcupine = Invalid, "skipped"

@@ -139,7 +139,12 @@ type Result struct {
 	ClosedBySetting int `json:"closed_by_setting,omitempty"`
 	// FaultWindows are the faults' intervals with the grants made in each
 	// (availability under a fault: a minority partition should not stop them).
-	FaultWindows   []FaultWindow        `json:"fault_windows"`
+	FaultWindows []FaultWindow `json:"fault_windows"`
+	// Coverage tallies the windows by fault; NotExercised names the faults
+	// none of whose windows reached their moment ("" when every fault did, or
+	// there was none): a valid verdict says nothing about those.
+	Coverage       []FaultCoverage      `json:"coverage"`
+	NotExercised   string               `json:"not_exercised,omitempty"`
 	Ops            map[string]*OpCounts `json:"ops"`
 	LatencyMs      Latency              `json:"latency_ms"`
 	Violations     []Violation          `json:"violations"`
@@ -169,6 +174,10 @@ type FaultWindow struct {
 	StartS float64 `json:"start_s"` // seconds since the first event
 	EndS   float64 `json:"end_s"`   // the heal; -1 when it was never healed
 	Grants int     `json:"grants"`  // acquires whose ok returned inside [start, end]
+	// Moment is the fault's dangerous moment (marks.Moment*), and Reached
+	// whether this window got there (coverage.go).
+	Moment  string `json:"moment"`
+	Reached bool   `json:"reached"`
 }
 
 // LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).

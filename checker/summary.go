@@ -12,7 +12,13 @@ func (r *Result) Summary() string {
 	var b strings.Builder
 	switch r.Valid {
 	case Valid:
-		b.WriteString("VALID: no violation found.\n")
+		if r.NotExercised != "" {
+			// The exit code stays 0: the run found nothing; it says what it
+			// could not have found.
+			fmt.Fprintf(&b, "VALID: no violation found, but not exercised: %s.\n", r.NotExercised)
+		} else {
+			b.WriteString("VALID: no violation found.\n")
+		}
 	case Invalid:
 		b.WriteString("INVALID: violations found.\n")
 	default:
@@ -42,6 +48,15 @@ func (r *Result) Summary() string {
 		}
 	}
 	fmt.Fprintf(&b, "\nrun: %s, %s%s\n", HumanDuration(r.DurationMs), Count(r.Failovers, "failover"), closedWords(r.ClosedBySetting))
+	if len(r.Coverage) > 0 {
+		var cs []string
+		for _, c := range r.Coverage {
+			cs = append(cs, fmt.Sprintf("%s %d of %d with %s", c.Fault, c.Reached, c.Windows, momentWords[c.Moment]))
+		}
+		fmt.Fprintf(&b, "coverage (each fault window that reached its dangerous moment): %s\n", strings.Join(cs, "; "))
+	} else {
+		b.WriteString("coverage: no fault was injected; the verdict covers the workload alone\n")
+	}
 	b.WriteString(whoHeld(r))
 	b.WriteString(whoWrote(r))
 	b.WriteString(whoTurnedAway(r))

@@ -232,6 +232,14 @@ func (h *ttlHeap) Pop() any {
 
 // findWitnesses runs the direct O(n log n) check on one key.
 func findWitnesses(ops []*Op, eps int64) []witness {
+	ws, _ := witnessesAndTenures(ops, eps)
+	return ws
+}
+
+// witnessesAndTenures is findWitnesses with the key's tenures, which the
+// coverage of the fault windows reads (a lease certainly alive when a fault
+// began).
+func witnessesAndTenures(ops []*Op, eps int64) ([]witness, []*tenure) {
 	ts := tenures(ops, eps)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].start < ts[j].start })
 	var ws []witness
@@ -301,7 +309,7 @@ func findWitnesses(ops []*Op, eps int64) []witness {
 	}
 	ws = leaseLost(ops, ws)
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].start < ws[j].start })
-	return ws
+	return ws, ts
 }
 
 // leaseLost handles the double grants made after the server had told the

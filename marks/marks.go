@@ -23,6 +23,29 @@ import (
 // Cause.
 type Mark struct {
 	Event, Heal, Cause string
+	// Moment is the fault's dangerous moment, what a window must reach for
+	// a valid verdict to mean the fault had its chance: MomentHeld (the
+	// default) or MomentGrant.
+	Moment string
+}
+
+// Dangerous moments (Mark.Moment).
+const (
+	// MomentHeld: a lease was certainly alive when the fault began, the
+	// targeted client's own for a fault on a client. A kill, a pause, a
+	// clock jump or a slot move that finds no holder can lose no lock.
+	MomentHeld = "held"
+	// MomentGrant: a grant returned inside the window. The cut replication
+	// links are harmless unless the primary grants a lock they do not carry.
+	MomentGrant = "grant"
+)
+
+// MomentOf is the mark's moment with the default filled in.
+func (m Mark) MomentOf() string {
+	if m.Moment == "" {
+		return MomentHeld
+	}
+	return m.Moment
 }
 
 // Client reports whether the mark's fault targets a client (its node names

@@ -38,7 +38,7 @@ var catalog = append([]*Fault{
 		// resync ~1.2 s (the replica loads the RDB at its next 1 s cron).
 		Cycle:    5 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
-		Marks: []Mark{{Event: "cut-replication", Heal: "heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "cut-replication", Heal: "heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
 			"SIGKILL the primary, resume the replicas 50ms later; the promoted replica never saw the lock",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -51,7 +51,7 @@ var catalog = append([]*Fault{
 		// (one in ten to twenty), then as cut-replication.
 		Cycle:    22 * time.Second,
 		Failover: true, Needs: Needs{Replicas: 1},
-		Marks: []Mark{{Event: "resync-window", Heal: "resync-done", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "resync-window", Heal: "resync-done", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
 			"online but before it streams to them; then SIGKILL the primary: the promoted replica never saw the lock",
 		plan: func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -63,7 +63,7 @@ var catalog = append([]*Fault{
 		Name:  "pause-replicas",
 		Cycle: 3500 * time.Millisecond,
 		Needs: Needs{Replicas: 1},
-		Marks: []Mark{{Event: "pause-replicas", Heal: "resume-replicas", Cause: CauseReplication}},
+		Marks: []Mark{{Event: "pause-replicas", Heal: "resume-replicas", Cause: CauseReplication, Moment: marks.MomentGrant}},
 		Doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
 			"refuse writes meanwhile (the cost side of those knobs)",
 		plan: func(rng *rand.Rand, p PlanParams) Step {
@@ -102,7 +102,7 @@ var catalog = append([]*Fault{
 	{
 		Name:     "failover-coordinated",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.NeedPrimary},
-		Marks: []Mark{{Event: "failover-coordinated", Heal: "coordinated-done", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "failover-coordinated", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
 		Doc: "a maintenance switch: the replicas' links cut and a fresh grant on the primary, the links back, then a " +
 			"coordinated failover (SENTINEL FAILOVER ... COORDINATED; FAILOVER TO on standalone): writes paused until the replica caught up",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -112,7 +112,7 @@ var catalog = append([]*Fault{
 	{
 		Name:     "failover-coordinated-force",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
-		Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
 		Doc: "the same switch with the replica paused behind the fresh grant: FAILOVER TO ... TIMEOUT 300 FORCE on the " +
 			"primary switches when the timeout expires (a paused target still reads the stream waiting in its socket first)",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -309,7 +309,7 @@ var catalog = append([]*Fault{
 		Name:     "cluster-cut-replication",
 		Kind:     "failover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 		Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
 			"SIGKILL its primary, resume the replicas; the cluster bus elects a replica that never saw the lock",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -319,7 +319,7 @@ var catalog = append([]*Fault{
 	{
 		Name:     "cluster-failover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 		Doc: "(cluster) the same cut and fresh grant, then a graceful CLUSTER FAILOVER on the shard's replica: it waits " +
 			"until it has caught up with the primary before taking over, so nothing is lost",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -329,7 +329,7 @@ var catalog = append([]*Fault{
 	{
 		Name:     "cluster-failover-force",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 		Doc: "(cluster) the same cut and fresh grant, then CLUSTER FAILOVER FORCE: no handshake with the primary, the " +
 			"replica takes over before catching up, and the old primary's unreplicated grant is lost",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
@@ -339,7 +339,7 @@ var catalog = append([]*Fault{
 	{
 		Name:     "cluster-takeover",
 		Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+		Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 		Doc: "(cluster) the same with CLUSTER FAILOVER TAKEOVER: no handshake and no vote, the replica bumps the epoch " +
 			"itself; what it had not received is lost",
 		plan:   func(*rand.Rand, PlanParams) Step { return Step{} },

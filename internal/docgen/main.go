@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/marks"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -178,7 +179,7 @@ func faultNeeds(f *nemesis.Fault) string {
 
 func faultsTable() string {
 	var b strings.Builder
-	b.WriteString("| fault | what it does | deployments | needs | counts as | a violation in it is blamed on |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | what it does | deployments | needs | counts as | its window is exercised with | a violation in it is blamed on |\n|---|---|---|---|---|---|---|\n")
 	for _, name := range nemesis.Names() {
 		f, _ := nemesis.Lookup(name)
 		counts := "an injection"
@@ -194,7 +195,11 @@ func faultsTable() string {
 				causes = append(causes, m.Cause)
 			}
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", f.Name, cell(f.Doc), code(faultDeployments(f)), faultNeeds(f), counts, code(causes))
+		moment := "a lease alive when it begins"
+		if len(f.Marks) > 0 && f.Marks[0].MomentOf() == marks.MomentGrant {
+			moment = "a grant inside it"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", f.Name, cell(f.Doc), code(faultDeployments(f)), faultNeeds(f), counts, moment, code(causes))
 	}
 	return b.String()
 }

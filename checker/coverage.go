@@ -1,0 +1,96 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
+)
+
+// heldSpan is one grant's certain holding interval, all a window's coverage
+// needs of it.
+type heldSpan struct {
+	start, end int64
+	client     int
+}
+
+func heldSpans(ts []*tenure) []heldSpan {
+	out := make([]heldSpan, len(ts))
+	for i, t := range ts {
+		out[i] = heldSpan{t.start, t.end, t.grant.Client}
+	}
+	return out
+}
+
+// FaultCoverage says, for one fault event, how many of its windows reached
+// the fault's dangerous moment: a valid verdict over windows that reached none
+// proves nothing about that fault (a cut with no grant on the primary alone,
+// a pause of a client that held nothing).
+type FaultCoverage struct {
+	Fault   string `json:"fault"`
+	Moment  string `json:"moment"` // marks.MomentHeld or marks.MomentGrant
+	Windows int    `json:"windows"`
+	Reached int    `json:"reached"`
+}
+
+// momentWords says what a window must show, for the summary.
+var momentWords = map[string]string{
+	marks.MomentHeld:  "a lease alive when it began",
+	marks.MomentGrant: "a grant inside it",
+}
+
+// coverage marks each window that reached its fault's moment and tallies
+// them by fault, in the order the faults first fired.
+func coverage(ws []FaultWindow, fs []fault, held []heldSpan) []FaultCoverage {
+	sort.Slice(held, func(i, j int) bool { return held[i].start < held[j].start })
+	out := []FaultCoverage{}
+	at := map[string]int{}
+	wi := 0
+	for _, f := range fs {
+		if f.f == history.NFailover || wi >= len(ws) {
+			continue // a failover observation has no window (faultWindows)
+		}
+		w := &ws[wi]
+		wi++
+		m, _ := marks.Of(f.f)
+		w.Moment = m.MomentOf()
+		switch w.Moment {
+		case marks.MomentGrant:
+			w.Reached = w.Grants > 0
+		default:
+			for _, h := range held {
+				if h.start > f.start {
+					break
+				}
+				if h.end > f.start && (f.client < 0 || h.client == f.client) {
+					w.Reached = true
+					break
+				}
+			}
+		}
+		i, ok := at[f.f]
+		if !ok {
+			i = len(out)
+			at[f.f] = i
+			out = append(out, FaultCoverage{Fault: f.f, Moment: w.Moment})
+		}
+		out[i].Windows++
+		if w.Reached {
+			out[i].Reached++
+		}
+	}
+	return out
+}
+
+// notExercised names the faults none of whose windows reached the moment.
+func notExercised(cs []FaultCoverage) string {
+	var parts []string
+	for _, c := range cs {
+		if c.Reached == 0 {
+			parts = append(parts, fmt.Sprintf("%s (0 of %d windows had %s)", c.Fault, c.Windows, momentWords[c.Moment]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
