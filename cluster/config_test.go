@@ -157,3 +157,36 @@ func TestAllocatePortsSkipsClaimed(t *testing.T) {
 		}
 	}
 }
+
+// Free ports come from below the kernel's ephemeral range, where no port-0
+// listener or outgoing connection can take one before its node binds it; a
+// cluster node's bus port is claimed with it.
+func TestPortsBelowTheEphemeralRange(t *testing.T) {
+	eph := ephemeralLow()
+	plain, err := allocatePorts(0, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := allocateClusterPorts(0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		ports  []int
+		offset int
+	}{
+		{"plain", plain, 0},
+		{"cluster", bus, clusterBusOffset},
+	}
+	for _, tt := range tests {
+		for _, p := range tt.ports {
+			if p < privatePortLow || p+tt.offset >= eph {
+				t.Errorf("%s: port %d (+%d) outside [%d, %d)", tt.name, p, tt.offset, privatePortLow, eph)
+			}
+			if tt.offset > 0 && claimPort(portClaimDir(), p+tt.offset, time.Now()) {
+				t.Errorf("%s: bus port %d was not claimed", tt.name, p+tt.offset)
+			}
+		}
+	}
+}

@@ -111,39 +111,6 @@ func layoutValkey(_ Config, primaries, replicas int) []Node {
 	return nodes
 }
 
-// allocatePorts returns n ports: free ones chosen by the kernel, or base..base+n-1
-// after checking that each is free.
-func allocatePorts(base, n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for i := 0; i < n; i++ {
-		addr := "127.0.0.1:0"
-		if base != 0 {
-			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i))
-		}
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			if base != 0 {
-				return nil, fmt.Errorf("port %d (in --base-port range %d-%d) is in use: pick another --base-port, or omit it to use free ports", base+i, base, base+n-1)
-			}
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		p := l.Addr().(*net.TCPAddr).Port
-		if base == 0 && !claimPort(portClaimDir(), p, time.Now()) {
-			i-- // another run's, not bound yet: keep it open so the kernel offers another
-			continue
-		}
-		ports = append(ports, p)
-	}
-	return ports, nil
-}
-
 // portClaimFor is how long a port handed out stays another run's. A port
 // is free from the moment allocatePorts closes its listener until the node
 // binds it, seconds later for a Sentinel or for a killed node that restarts;

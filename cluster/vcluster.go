@@ -126,44 +126,6 @@ func (c *Config) validateCluster() error {
 // ClusterNodes is the number of Valkey processes of the cluster topology.
 func (c *Config) ClusterNodes() int { return c.Shards * (1 + c.Replicas) }
 
-// allocateClusterPorts picks ports whose cluster-bus port (+10000) is free
-// too.
-func allocateClusterPorts(base, n int) ([]int, error) {
-	if base != 0 {
-		ports, err := allocatePorts(base, n)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := allocatePorts(base+10000, n); err != nil {
-			return nil, fmt.Errorf("cluster bus ports: %w", err)
-		}
-		return ports, nil
-	}
-	for try := 0; try < 50; try++ {
-		ports, err := allocatePorts(0, n)
-		if err != nil {
-			return nil, err
-		}
-		ok := true
-		for _, p := range ports {
-			if p+10000 > 65535 {
-				ok = false
-				break
-			}
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return ports, nil
-		}
-	}
-	return nil, fmt.Errorf("no free ports with free cluster-bus ports (+10000): pick a --base-port")
-}
-
 // clusterConf is a node's config: the common one plus cluster mode. The
 // validity factor 0 lets a replica that was paused or cut off for long still
 // be elected (the failover race pauses them for seconds).
