@@ -2,7 +2,6 @@ package workshop
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
@@ -105,7 +104,7 @@ func TestLabsShowTheirClaims(t *testing.T) {
 				}
 				for _, c := range s.Claims {
 					if obs, ok := c.Check(ev); !ok {
-						t.Errorf("lab %d claims %q, but %s\n%s", l.N, c.Text, obs, evidence(filepath.Join(dir, s.Name)))
+						t.Errorf("lab %d claims %q, but %s\n%s", l.N, c.Text, obs, runEvidence(ev))
 					}
 				}
 			})
@@ -116,33 +115,28 @@ func TestLabsShowTheirClaims(t *testing.T) {
 	}
 }
 
-// evidence is what a failed claim's run folder says of its lock violations
-// and its own warnings (a wall-clock step): the folder is a TempDir, and a CI
-// log is all a thrown-away machine leaves. Three paused-client labs once
-// checked lock invalid together, on an idle machine, with nothing kept.
-func evidence(run string) string {
+// runEvidence is what a failed claim's run folder says of its lock
+// violations and its own warnings (a wall-clock step): the folder is a
+// TempDir, and a CI log is all a thrown-away machine leaves. Three
+// paused-client labs once checked lock invalid together, on an idle machine,
+// with nothing kept. The violations are Load's, already read.
+func runEvidence(ev *Evidence) string {
 	var b strings.Builder
-	if log, err := os.ReadFile(filepath.Join(run, "run.log")); err == nil {
+	if log, err := os.ReadFile(filepath.Join(ev.Dir, "run.log")); err == nil {
 		for _, l := range strings.Split(string(log), "\n") {
 			if strings.Contains(l, "warning") {
 				fmt.Fprintf(&b, "run.log: %s\n", l)
 			}
 		}
 	}
-	var res struct {
-		Violations []struct {
-			Kind, Affects, Key, Cause, Explanation string
-			StartS                                 float64 `json:"start_s"`
-		} `json:"violations"`
-	}
-	if raw, err := os.ReadFile(filepath.Join(run, "results.json")); err == nil && json.Unmarshal(raw, &res) == nil {
-		for _, v := range res.Violations {
+	if ev.Result != nil {
+		for _, v := range ev.Result.Violations {
 			if v.Affects == "lock" {
 				fmt.Fprintf(&b, "%s on %s at %.3f s (cause %s): %s\n", v.Kind, v.Key, v.StartS, v.Cause, v.Explanation)
 			}
 		}
 	}
-	if nem, err := os.ReadFile(filepath.Join(run, "nemesis.jsonl")); err == nil {
+	if nem, err := os.ReadFile(filepath.Join(ev.Dir, "nemesis.jsonl")); err == nil {
 		fmt.Fprintf(&b, "nemesis.jsonl:\n%s", nem)
 	}
 	return b.String()
