@@ -115,6 +115,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	var unknown []UnknownCommand
 	var acquires []int64
 	var held []heldSpan
+	var grants []keyGrants
 	for _, p := range parts {
 		lockKeys = append(lockKeys, p.lock...)
 		secKeys = append(secKeys, p.res...)
@@ -139,7 +140,9 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		unknown = append(unknown, p.unknown...)
 		acquires = append(acquires, p.acquires...)
 		held = append(held, p.held...)
+		grants = append(grants, p.grants...)
 	}
+	regrant(res.FaultWindows, grants, t0)
 	res.Coverage = coverage(res.FaultWindows, fs, held)
 	res.NotExercised = notExercised(res.Coverage)
 	res.Ops = counts
@@ -254,6 +257,7 @@ type groupResult struct {
 	unknown   []UnknownCommand
 	acquires  []int64 // latencies of completed acquires
 	held      []heldSpan
+	grants    []keyGrants
 }
 
 // keyOutcome is one partition's verdict and violations; kc is kept only
@@ -338,6 +342,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, ev evictions, slack int
 		}
 		g.lock = append(g.lock, out)
 		g.held = append(g.held, heldSpans(kc.tenures)...)
+		g.grants = append(g.grants, grantsOf(lockOps[k]))
 	}
 	for _, k := range secKeys {
 		kc := checkResourceKey(k, secByKey[k], opts, draw)

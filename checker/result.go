@@ -178,6 +178,10 @@ type FaultWindow struct {
 	// whether this window got there (coverage.go).
 	Moment  string `json:"moment"`
 	Reached bool   `json:"reached"`
+	// RegrantMs is how long after the fault began every key clients asked
+	// for had been granted again (regrant.go); -1 when one never was, nil
+	// in a results.json written before the checker measured it.
+	RegrantMs *float64 `json:"regrant_ms,omitempty"`
 }
 
 // LockResult is the lock-service verdict (DESIGN "What the checker must decide" 1).

@@ -54,6 +54,7 @@ func (r *Result) Summary() string {
 			cs = append(cs, fmt.Sprintf("%s %d of %d with %s", c.Fault, c.Reached, c.Windows, momentWords[c.Moment]))
 		}
 		fmt.Fprintf(&b, "coverage (each fault window that reached its dangerous moment): %s\n", strings.Join(cs, "; "))
+		b.WriteString(regrantLine(r.FaultWindows))
 	} else {
 		b.WriteString("coverage: no fault was injected; the verdict covers the workload alone\n")
 	}

@@ -79,6 +79,23 @@ type CellStats struct {
 	UnknownShare float64 `json:"unknown_share"`
 	Availability float64 `json:"availability"`
 
+	// Liveness: stuck locks (checker.LivenessResult) and the trials that
+	// had one; RegrantMs the time from each injection until every key
+	// clients asked for had been granted again, NoRegrant the injections
+	// after which one never was before its trial ended. A cell aggregated
+	// before these were measured has RegrantMs.Count 0.
+	// Windows are the injections the checker judged for coverage, Reached
+	// those that reached the fault's dangerous moment (a grant inside a
+	// cut, a lease alive at a kill): a hit needs one, a valid cell whose
+	// windows reached none proves nothing.
+	Windows int `json:"windows"`
+	Reached int `json:"reached"`
+
+	StuckLocks  int  `json:"stuck_locks"`
+	StuckTrials int  `json:"stuck_trials"`
+	RegrantMs   Dist `json:"regrant_ms"`
+	NoRegrant   int  `json:"no_regrant"`
+
 	StaleWrites checker.StaleWrites `json:"stale_writes"`
 	LostUpdates int                 `json:"lost_updates"`
 	// Rewinds are accepted writes that set the value back (each counted
@@ -287,7 +304,7 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	cs := CellStats{Cell: cell.ID(), Config: cell.Config.Name, Fault: cell.Fault.Name, Unit: cell.Fault.Unit(),
 		NemesisKind: append([]string{}, cell.Fault.Faults...)}
 	cs.Acquires.RefusedBy = map[string]int{}
-	var ok, all []float64
+	var ok, all, regrant []float64
 	cs.Exposures = []float64{}
 	for _, t := range trials {
 		cs.WallS += t.Record.WallS
@@ -321,6 +338,14 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		cs.Exposures = append(cs.Exposures, t.Exposures...)
 		ok = append(ok, t.AcquireOKMs...)
 		all = append(all, t.AcquireAllMs...)
+		regrant = append(regrant, t.RegrantMs...)
+		cs.NoRegrant += t.NoRegrant
+		cs.Windows += t.Windows
+		cs.Reached += t.Reached
+		cs.StuckLocks += t.StuckLocks
+		if t.StuckLocks > 0 {
+			cs.StuckTrials++
+		}
 		cs.Acquires.add(t.Acquires)
 		cs.StaleWrites.Attempted += r.StaleWrites.Attempted
 		cs.StaleWrites.Rejected += r.StaleWrites.Rejected
@@ -343,6 +368,7 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	sort.Float64s(cs.Exposures)
 	cs.AcquireOKMs = Summarize(ok)
 	cs.AcquireAllMs = Summarize(all)
+	cs.RegrantMs = Summarize(regrant)
 	if n := cs.Acquires.Total; n > 0 {
 		cs.RefusedShare = float64(cs.Acquires.Refused) / float64(n)
 		cs.UnknownShare = float64(cs.Acquires.Unknown) / float64(n)
@@ -363,6 +389,7 @@ var csvHeader = []string{
 	"stale_writes", "stale_rejected", "stale_accepted", "stale_unknown", "lost_updates",
 	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused", "rewinds",
 	"closed", "closed_hits", "stopped_at_cap",
+	"stuck_locks", "stuck_trials", "regrant_p50_ms", "regrant_p99_ms", "regrant_max_ms", "regrant_count", "no_regrant", "windows", "reached",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -403,6 +430,9 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(c.StaleHits), ps, f64(c.PStaleLow), f64(c.PStaleHigh), strings.Join(c.NemesisKind, "+"),
 			strconv.Itoa(c.Acquires.UnknownRefused), strconv.Itoa(c.Rewinds),
 			strconv.Itoa(c.Closed), strconv.Itoa(c.ClosedHits), strconv.FormatBool(c.StoppedAtCap),
+			strconv.Itoa(c.StuckLocks), strconv.Itoa(c.StuckTrials), f64(c.RegrantMs.P50), f64(c.RegrantMs.P99),
+			f64(c.RegrantMs.Max), strconv.Itoa(c.RegrantMs.Count), strconv.Itoa(c.NoRegrant),
+			strconv.Itoa(c.Windows), strconv.Itoa(c.Reached),
 		})
 	}
 	w.Flush()

@@ -53,6 +53,9 @@ func Findings(r *Report) []Finding {
 				s += fmt.Sprintf(" (%d of them refused by a majority, only their cleanup unconfirmed: availability %.1f%%)",
 					c.Acquires.UnknownRefused, 100*c.Availability)
 			}
+			if c.StuckLocks > 0 || c.RegrantMs.Count > 0 || c.NoRegrant > 0 {
+				s += "; liveness: " + liveness(c)
+			}
 			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 || c.Rewinds > 0 {
 				s += fmt.Sprintf("; stale writes accepted after %d of %d %ss (%d writes), %d lost updates, %d rewinds",
 					c.StaleHits, c.Opportunities, c.Unit, c.StaleWrites.Accepted, c.LostUpdates, c.Rewinds)
@@ -129,6 +132,7 @@ type cellRow struct {
 	PStaleText string
 	Trials     []string
 	Refused    string
+	Liveness   string
 }
 
 var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
@@ -168,14 +172,14 @@ that produced two double grants counts once. An interval that reaches far above 
 <table><tr><th>configuration</th><th>fault (nemesis)</th><th>trials</th><th>opportunities</th><th>double grants</th><th>P(double grant) (95% CI)</th>
 <th>P(stale write accepted) (95% CI)</th>
 <th>window p50 / p99 / max ms</th><th>granted acquire p50 / p99 ms</th><th>availability</th><th>refused by error</th><th>timed out</th>
-<th>stale writes rejected / accepted</th><th>trial folders</th></tr>
+<th>stale writes rejected / accepted</th><th>liveness: stuck locks, regranted p50 / p99 after a fault</th><th>trial folders</th></tr>
 {{range .Cells}}<tr><td>{{.Config}}</td><td>{{.Fault}} ({{join .NemesisKind ", "}})</td><td>{{.CellStats.Trials}}{{if .TrialsFailed}} (+{{.TrialsFailed}} failed){{end}}{{if .StoppedAtCap}}, stopped at the cap of {{.MaxTrials}} short of the rule{{end}}</td>
 <td>{{.Opportunities}} {{.Unit}}(s)</td><td>{{.DoubleGrants}}</td><td>{{.PText}}</td><td>{{.PStaleText}}</td>
 <td>{{printf "%.0f / %.0f / %.0f" .ExposureMs.P50 .ExposureMs.P99 .ExposureMs.Max}}</td>
 <td>{{printf "%.2f / %.2f" .AcquireOKMs.P50 .AcquireOKMs.P99}}</td><td>{{printf "%.1f%%" (pct .Availability)}}</td><td>{{.Refused}}</td><td>{{printf "%.1f%%" (pct .UnknownShare)}}</td>
-<td>{{.StaleWrites.Rejected}} / {{.StaleWrites.Accepted}}</td>
+<td>{{.StaleWrites.Rejected}} / {{.StaleWrites.Accepted}}</td><td>{{.Liveness}}</td>
 <td>{{range .Trials}}<a href="{{.}}/index.html">{{base .}}</a> {{end}}</td></tr>
-{{end}}{{range .R.NotApplicable}}<tr><td>{{.Config}}</td><td>{{.Fault}}</td><td colspan="12" style="text-align:left">n/a: {{.Reason}}</td></tr>
+{{end}}{{range .R.NotApplicable}}<tr><td>{{.Config}}</td><td>{{.Fault}}</td><td colspan="13" style="text-align:left">n/a: {{.Reason}}</td></tr>
 {{end}}</table>
 <p class="muted">The decision table (<a href="table.md">table.md</a>, markdown, for a README):</p>
 <pre>{{.Table}}</pre>
@@ -212,6 +216,7 @@ func WriteReport(dir string, r *Report) error {
 		row := cellRow{CellStats: c, PText: ratio(c.Hits, c.Opportunities, c.P, c.PLow, c.PHi),
 			PStaleText: ratio(c.StaleHits, c.Opportunities, c.PStale, c.PStaleLow, c.PStaleHigh)}
 		row.Refused = fmt.Sprintf("%.1f%%", 100*c.RefusedShare)
+		row.Liveness = liveness(&c)
 		if len(c.Acquires.RefusedBy) > 0 {
 			var parts []string
 			for _, k := range []string{"noreplicas", "wait", "waitaof", "readonly", "unreachable", "other"} {

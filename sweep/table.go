@@ -29,8 +29,8 @@ func ratio(k, n int, p *float64, lo, hi float64) string {
 // kind has no counterpart for is a row of its own, n/a with the reason.
 func DecisionTable(r *Report) string {
 	var b strings.Builder
-	b.WriteString("| deployment | fault (nemesis fault) | trials | opportunities | P(double grant) (95% CI) | P(stale write accepted) (95% CI) | stale writes accepted / attempted, lost updates, rewinds | granted acquire p50 / p99 | availability (refused, timed out) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| deployment | fault (nemesis fault) | trials | opportunities | P(double grant) (95% CI) | P(stale write accepted) (95% CI) | stale writes accepted / attempted, lost updates, rewinds | granted acquire p50 / p99 | availability (refused, timed out) | liveness: stuck locks, regranted p50 / p99 after a fault |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	parallel := 0
 	for _, c := range r.Plan.Configs {
 		for _, f := range r.Plan.Faults {
@@ -43,7 +43,7 @@ func DecisionTable(r *Report) string {
 			if cs == nil {
 				for _, na := range r.NotApplicable {
 					if na.Config == c.Name && na.Fault == f.Name {
-						fmt.Fprintf(&b, "| %s | %s | – | – | n/a | n/a | – | – | n/a: %s |\n", c.Name, f.Name, na.Reason)
+						fmt.Fprintf(&b, "| %s | %s | – | – | n/a | n/a | – | – | n/a: %s | – |\n", c.Name, f.Name, na.Reason)
 					}
 				}
 				continue
@@ -70,11 +70,14 @@ func DecisionTable(r *Report) string {
 			if cs.Closed > 0 {
 				opps += fmt.Sprintf(", %d closed by the setting", cs.Closed)
 			}
-			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s | %s | %d / %d, %d, %d | %s | %s |\n",
+			if cs.Windows > 0 {
+				opps += fmt.Sprintf("; %d of %d injections reached the dangerous moment", cs.Reached, cs.Windows)
+			}
+			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s | %s | %d / %d, %d, %d | %s | %s | %s |\n",
 				c.Name, f.Name, strings.Join(cs.NemesisKind, ", "), trials, opps,
 				ratio(cs.Hits, cs.Opportunities, cs.P, cs.PLow, cs.PHi),
 				ratio(cs.StaleHits, cs.Opportunities, cs.PStale, cs.PStaleLow, cs.PStaleHigh),
-				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, cs.Rewinds, lat, avail)
+				cs.StaleWrites.Accepted, cs.StaleWrites.Attempted, cs.LostUpdates, cs.Rewinds, lat, avail, liveness(cs))
 			parallel = max(parallel, cs.Parallel)
 		}
 	}
@@ -82,6 +85,22 @@ func DecisionTable(r *Report) string {
 		fmt.Fprintf(&b, "\nFigures %s.\n", ParallelCaveat(parallel))
 	}
 	return b.String()
+}
+
+// liveness is a cell's liveness column: the stuck locks, then how long after
+// an injection every key asked for was granted again.
+func liveness(cs *CellStats) string {
+	s := fmt.Sprintf("%d stuck", cs.StuckLocks)
+	if cs.StuckLocks > 0 {
+		s += fmt.Sprintf(" (in %d trial(s))", cs.StuckTrials)
+	}
+	if cs.RegrantMs.Count > 0 {
+		s += fmt.Sprintf("; %s / %s ms", ms(cs.RegrantMs.P50), ms(cs.RegrantMs.P99))
+	}
+	if cs.NoRegrant > 0 {
+		s += fmt.Sprintf("; %d fault(s) after which a key was never granted again", cs.NoRegrant)
+	}
+	return s
 }
 
 // ms prints a latency with the precision it needs: 0.31, 7.3, 143.

@@ -108,6 +108,17 @@ type Trial struct {
 	AcquireOKMs  []float64
 	AcquireAllMs []float64
 	Acquires     Acquires
+	// Liveness: the stuck locks the checker found, and for each injection
+	// of the cell's kinds the time until every key asked for after it was
+	// granted again (checker.FaultWindow.RegrantMs); NoRegrant counts the
+	// injections after which some key never was, before the trial ended.
+	StuckLocks int
+	RegrantMs  []float64
+	NoRegrant  int
+	// Coverage: the windows of the cell's kinds the checker judged
+	// (results.json with coverage), and how many reached the fault's
+	// dangerous moment (checker.FaultWindow.Reached).
+	Windows, Reached int
 }
 
 // Unit is what one opportunity of a fault axis point is.
@@ -222,6 +233,22 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 		}
 	}
 	t.Faults = len(starts)
+	t.StuckLocks = len(t.Result.Liveness.StuckLocks)
+	for _, w := range t.Result.FaultWindows {
+		if kinds[w.Fault] && w.Moment != "" {
+			t.Windows++
+			if w.Reached {
+				t.Reached++
+			}
+		}
+		switch {
+		case !kinds[w.Fault] || w.RegrantMs == nil:
+		case *w.RegrantMs < 0:
+			t.NoRegrant++
+		default:
+			t.RegrantMs = append(t.RegrantMs, *w.RegrantMs)
+		}
+	}
 	if t.Unit == "failover" {
 		t.Opportunities = t.Result.Failovers
 	} else {

@@ -1,0 +1,65 @@
+package sweep
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/history"
+)
+
+// TestLivenessColumns: a cell pools its trials' stuck locks and the regrant
+// time of each injection of its own kinds (another fault's window, and one
+// from a results.json that predates the measure, count for nothing), counts
+// the injections after which a key never came back, and the decision table
+// and CSV carry them.
+func TestLivenessColumns(t *testing.T) {
+	f, err := LookupFault("kill-primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill := "kill" // the event kill-primary logs at injection
+	ms := func(v float64) *float64 { return &v }
+	trial := func(stuck int, ws ...checker.FaultWindow) *Trial {
+		res := &checker.Result{FaultWindows: ws}
+		for range stuck {
+			res.Liveness.StuckLocks = append(res.Liveness.StuckLocks, checker.StuckLock{Key: "k"})
+		}
+		tr := &Trial{Record: Record{Status: StatusOK}, Result: res, Unit: f.Unit()}
+		var events []history.Event
+		for _, w := range ws {
+			events = append(events, history.Event{Time: int64(w.StartS * 1e9), Process: history.Nemesis, Type: history.Info, F: w.Fault})
+		}
+		tr.fromResult(events, f)
+		return tr
+	}
+	ts := []*Trial{
+		trial(0, checker.FaultWindow{Fault: kill, StartS: 1, RegrantMs: ms(4000), Moment: "held", Reached: true}, checker.FaultWindow{Fault: kill, StartS: 9, RegrantMs: ms(-1), Moment: "held"}),
+		trial(2, checker.FaultWindow{Fault: kill, StartS: 1, RegrantMs: ms(6000)}, checker.FaultWindow{Fault: "pause", StartS: 5, RegrantMs: ms(99000)}),
+		trial(0, checker.FaultWindow{Fault: kill, StartS: 1}), // checked before regrant was measured
+	}
+	cs := Combine(Cell{Config: Config{Name: "none"}, Fault: f}, ts)
+	if cs.Windows != 2 || cs.Reached != 1 {
+		t.Errorf("coverage: %d of %d windows reached, want 1 of 2 (a window without a moment predates coverage)", cs.Reached, cs.Windows)
+	}
+	if cs.StuckLocks != 2 || cs.StuckTrials != 1 || cs.NoRegrant != 1 || cs.RegrantMs.Count != 2 || cs.RegrantMs.Max != 6000 {
+		t.Fatalf("stuck %d in %d trials, no regrant %d, regrant %+v; want 2 in 1, 1, two samples up to 6000 ms",
+			cs.StuckLocks, cs.StuckTrials, cs.NoRegrant, cs.RegrantMs)
+	}
+	r := &Report{Plan: Plan{Configs: []Config{{Name: "none"}}, Faults: []Fault{f}}, Cells: []CellStats{cs}}
+	tab := DecisionTable(r)
+	for _, w := range []string{"liveness: stuck locks", "1 of 2 injections reached the dangerous moment", "2 stuck (in 1 trial(s)); 4000 / 6000 ms; 1 fault(s) after which a key was never granted again"} {
+		if !strings.Contains(tab, w) {
+			t.Errorf("table lacks %q:\n%s", w, tab)
+		}
+	}
+	var csv strings.Builder
+	if err := r.writeCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	if !strings.HasSuffix(lines[0], "stuck_locks,stuck_trials,regrant_p50_ms,regrant_p99_ms,regrant_max_ms,regrant_count,no_regrant,windows,reached") ||
+		!strings.HasSuffix(lines[1], ",2,1,4000,6000,6000,2,1,2,1") {
+		t.Errorf("sweep.csv:\n%s", csv.String())
+	}
+}
