@@ -1,5 +1,233 @@
 package nemesis
 
-import "github.com/lockjepsen/lockjepsen/truetime"
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/truetime"
+)
 
 var nowTrue = truetime.Now
+
+var faultClockBump = &Fault{
+	Name: "clock-bump",
+	Kind: "clock-jump", On: []string{cluster.TopologySentinel},
+	Needs: Needs{FakeTime: true},
+	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
+	Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
+		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
+	},
+	span:   heldSpan,
+	inject: runClockBump,
+}
+
+func runClockBump(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	// Logged before the write, as every clock fault's start is: see
+	// cluster.Local.setClock.
+	logf(env, "clock-bump", p.Name, cluster.RolePrimary, "wall clock of %s moved %ss", p.Name, s.Offset)
+	if err := c.SetClockOffset(p.Name, s.Offset); err != nil {
+		return err
+	}
+	sleepErr := sleep(ctx, s.Duration)
+	if err := c.SetClockOffset(p.Name, ""); err != nil {
+		return err
+	}
+	logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
+	return sleepErr
+}
+
+var faultClockStrobe = &Fault{
+	Name:  "clock-strobe",
+	Needs: Needs{FakeTime: true},
+	Marks: []Mark{{Event: "clock-strobe", Heal: "clock-reset", Cause: CauseServerClock}},
+	Doc:   "flip the primary's wall clock between true time and a jump past the TTL every 200ms (libfaketime)",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
+		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
+	},
+	span:   heldSpan,
+	inject: runClockStrobe,
+}
+
+// runClockStrobe flips the primary's clock so that leases there expire early
+// in bursts; offsets are written atomically (libfaketime exits the server on
+// a half-written file).
+func runClockStrobe(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	logf(env, "clock-strobe", p.Name, cluster.RolePrimary, "wall clock of %s flips between +0 and %ss every 200ms for %v", p.Name, s.Offset, s.Duration.Round(time.Millisecond))
+	end := time.Now().Add(s.Duration)
+	on := false
+	var loopErr error
+	for time.Now().Before(end) && loopErr == nil {
+		on = !on
+		off := ""
+		if on {
+			off = s.Offset
+		}
+		if err := c.SetClockOffset(p.Name, off); err != nil {
+			return err
+		}
+		loopErr = sleep(ctx, 200*time.Millisecond)
+	}
+	if err := c.SetClockOffset(p.Name, ""); err != nil {
+		return err
+	}
+	logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
+	return loopErr
+}
+
+var faultReplicaClockAhead = &Fault{
+	Name:     "replica-clock-ahead",
+	Failover: true, Needs: Needs{Replicas: 1, FakeTime: true},
+	Marks: []Mark{{Event: "replica-clock", Heal: "replica-clock-reset", Cause: CauseReplicaClock}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc: "move one replica's wall clock ahead by twice the TTL, make it the only one Sentinel may promote, wait for a " +
+		"fresh grant and SIGKILL the primary: locks reach replicas as absolute PXAT times, so on the promoted clock they are already over",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		return Step{Offset: fmt.Sprintf("+%.0f", 2*p.TTL.Seconds()+float64(rng.IntN(3)))}
+	},
+	span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
+	inject: runReplicaClock,
+}
+
+var faultReplicaClockBehind = &Fault{
+	Name:     "replica-clock-behind",
+	Failover: true, Needs: Needs{Replicas: 1, FakeTime: true},
+	Marks: []Mark{{Event: "replica-clock", Heal: "replica-clock-reset", Cause: CauseReplicaClock}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc: "the same with the replica's clock behind by half the TTL: after the failover locks outlive their TTL " +
+		"there (no double grant, but a lock nobody renews blocks others for longer)",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		// Half the TTL: the heal puts the clock right, a forward jump of
+		// that much, which a holder renewing every TTL/3 survives; a
+		// larger step would end leases early (the clock-jump lesson).
+		return Step{Offset: fmt.Sprintf("-%.1f", p.TTL.Seconds()/2)}
+	},
+	span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
+	inject: runReplicaClock,
+}
+
+// runReplicaClock: Valkey sends SET ... PX to replicas as SET ... PXAT, an
+// absolute time on the primary's clock, and a promoted replica then judges
+// it by its own clock. One replica gets a skewed clock and is made the only
+// candidate (replica-priority 0 on the others, waited for until every
+// Sentinel has read it: Sentinels refresh a replica's INFO every 10 s), a
+// fresh grant is awaited, and the primary is killed.
+func runReplicaClock(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	replicas := replicasOf(c, p.Name)
+	if len(replicas) == 0 {
+		return fmt.Errorf("no replica to promote")
+	}
+	target := replicas[0]
+	setPriorities := func(target string) error {
+		for _, r := range replicas {
+			prio := "100"
+			if target != "" && r.Name != target {
+				prio = "0"
+			}
+			if _, err := c.Command(ctx, r.Name, "CONFIG", "SET", "replica-priority", prio); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := setPriorities(target.Name); err != nil {
+		return err
+	}
+	defer func() { _ = setPriorities("") }()
+	if err := awaitSentinelPriorities(ctx, c, target.Name); err != nil {
+		return err
+	}
+	// Logged before the write: see cluster.Local.setClock.
+	logf(env, "replica-clock", target.Name, cluster.RoleReplica, "wall clock of replica %s moved %ss; it is the only replica Sentinel may promote", target.Name, s.Offset)
+	if err := c.SetClockOffset(target.Name, s.Offset); err != nil {
+		return err
+	}
+	since := nowTrue()
+	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
+	got := env.AwaitAcquire(actx, since)
+	cancel()
+	// Let the grant reach the replica before the primary dies: here the lock
+	// is not lost, it is judged by another clock.
+	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		return err
+	}
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); a fresh grant before it: %v", p.Name, p.PID, got)
+	if err := c.Kill(p.Name); err != nil {
+		return err
+	}
+	ferr := failoverAndRejoin(ctx, env, p)
+	// Hold the skew a while after the promotion, then undo it: the lesson
+	// is the grants the promoted clock judged.
+	_ = sleep(ctx, 3*time.Second)
+	if err := c.SetClockOffset(target.Name, ""); err != nil {
+		return err
+	}
+	logf(env, "replica-clock-reset", target.Name, cluster.RolePrimary, "wall clock of %s back to true time", target.Name)
+	return ferr
+}
+
+// awaitSentinelPriorities waits until every Sentinel lists the other
+// replicas with priority 0, so that the coming failover can only pick target.
+func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target string) error {
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	want := 0
+	for _, n := range c.Nodes() {
+		if n.Kind != cluster.RoleSentinel && n.Name != target && n.PID != 0 {
+			want++
+		}
+	}
+	want-- // the primary is not a replica
+	for {
+		ok := true
+		for _, n := range c.Nodes() {
+			if n.Kind != cluster.RoleSentinel {
+				continue
+			}
+			out, err := c.Command(wctx, n.Name, "SENTINEL", "REPLICAS", cluster.MasterName)
+			if err != nil || zeroPriorities(out) < want {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		if err := sleep(wctx, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("Sentinels did not learn the replica priorities: %w", err)
+		}
+	}
+}
+
+// zeroPriorities counts the replicas a SENTINEL REPLICAS reply (flattened to
+// field and value lines) lists with priority 0; the field is slave-priority
+// in Sentinel's reply, replica-priority in newer spellings.
+func zeroPriorities(reply string) int {
+	f := strings.Split(reply, "\n")
+	n := 0
+	for i := 0; i+1 < len(f); i += 2 {
+		if (f[i] == "slave-priority" || f[i] == "replica-priority") && f[i+1] == "0" {
+			n++
+		}
+	}
+	return n
+}

@@ -3,11 +3,13 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // A coordinated failover is how an operator moves a primary for
@@ -18,6 +20,28 @@ import (
 // even one the primary made while its replicas were cut off: the links
 // come back first, and the switch waits for the replica to catch up. FORCE
 // with a TIMEOUT switches when the timeout expires whether or not it has.
+
+var faultFailoverCoordinated = &Fault{
+	Name:     "failover-coordinated",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.NeedPrimary},
+	Marks: []Mark{{Event: "failover-coordinated", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
+	Doc: "a maintenance switch: the replicas' links cut and a fresh grant on the primary, the links back, then a " +
+		"coordinated failover (SENTINEL FAILOVER ... COORDINATED; FAILOVER TO on standalone): writes paused until the replica caught up",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+	inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, false) },
+}
+
+var faultFailoverCoordinatedForce = &Fault{
+	Name:     "failover-coordinated-force",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
+	Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
+	Doc: "the same switch with the replica paused behind the fresh grant: FAILOVER TO ... TIMEOUT 300 FORCE on the " +
+		"primary switches when the timeout expires (a paused target still reads the stream waiting in its socket first)",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+	inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, true) },
+}
 
 // runCoordinated is both faults: the graceful one cuts the replicas' links,
 // lets a grant land on the primary alone, restores the links and switches;

@@ -106,6 +106,17 @@ func leaderOut(ctx context.Context, env Env, s Step, product, leader string, und
 	return sleepErr
 }
 
+var faultEtcdPartitionMember = &Fault{
+	Name:     "etcd-partition-member",
+	Failover: true, Needs: Needs{Topology: TopologyEtcd, Runtime: "docker"},
+	Marks: []Mark{{Event: "partition", Heal: "heal-partition", Cause: CauseSplitBrain}},
+	Doc: "(etcd, docker runtime) cut the Raft leader off from the other members for 2-3 election timeouts while the " +
+		"clients still reach it: the majority elects a new leader, the old one cannot commit; heal and it steps down",
+	plan:   planEtcdPause,
+	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+	inject: runEtcdPartitionLeader,
+}
+
 // runEtcdPartitionLeader cuts the Raft leader off from the other members
 // (cluster.Partitioner: the docker runtime disconnects it from their home
 // networks and them from its own) while the clients on the host still reach
@@ -131,10 +142,44 @@ func runEtcdPartitionLeader(ctx context.Context, env Env, s Step) error {
 		l.Name+" reconnected to the other members", "cut off")
 }
 
+var faultEtcdClockBump = &Fault{
+	Name:  "etcd-clock-bump",
+	Needs: Needs{Topology: TopologyEtcd, FakeTime: true},
+	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
+	Doc: "(etcd) move a member's wall clock forward: refused, libfaketime cannot move a Go program's clock " +
+		"(it reads the vDSO, not libc; verified), and etcd's leases run on monotonic time",
+	plan:   clockPlan,
+	span:   heldSpan,
+	inject: runEtcdClockBump,
+}
+
 // runEtcdClockBump never gets this far: runner.Config.Validate refuses a
 // FakeTime fault on the etcd topology (cluster.ErrEtcdClock), because
 // libfaketime cannot move a Go program's clock. It is kept as a fault so
 // that the refusal has a name and a doc.
 func runEtcdClockBump(_ context.Context, _ Env, s Step) error {
 	return fmt.Errorf("bump by %ss: %w", s.Offset, cluster.ErrEtcdClock)
+}
+
+var faultEtcdKillLeader = &Fault{
+	Name:     "etcd-kill-leader",
+	Kind:     "failover",
+	Failover: true, Needs: Needs{Topology: TopologyEtcd},
+	Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc: "(etcd) SIGKILL the Raft leader; the others elect a new one; the old leader restarts from its data dir " +
+		"and rejoins as a follower",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   etcdKillSpan,
+	inject: runEtcdKillLeader,
+}
+
+var faultEtcdPauseLeader = &Fault{
+	Name:     "etcd-pause-leader",
+	Failover: true, Needs: Needs{Topology: TopologyEtcd},
+	Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
+	Doc: "(etcd) SIGSTOP the Raft leader for 2-3 election timeouts: the others elect a new leader; SIGCONT and " +
+		"the old one, on an older term, steps down",
+	plan:   planEtcdPause,
+	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+	inject: runEtcdPauseLeader,
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // The memory-pressure fault: a shared cache's burst on the lock's primary.
@@ -31,8 +32,31 @@ const cachePrefix = "cache:"
 // --maxmemory) publishes each evicted key of database 0.
 const evictedChannel = "__keyevent@0__:evicted"
 
+var faultMemoryPressure = &Fault{
+	Name:  "memory-pressure",
+	Needs: Needs{MaxMemory: true, Runtime: cluster.RuntimeLocal},
+	Marks: []Mark{{Event: "memory-pressure", Heal: "memory-drained", Cause: marks.CauseEviction}},
+	Doc: "a shared cache's burst on the primary while a lock is held: valkey-benchmark writes 1 KiB entries (half with " +
+		"a 1 h TTL, half with none) to 1.5x --maxmemory, then the cache is drained; logs evicted_keys and which lock keys went",
+	plan:   pressurePlan,
+	span:   pressureSpan,
+	inject: runMemoryPressure,
+	heal:   drainCache,
+}
+
 func runMemoryPressure(ctx context.Context, env Env, s Step) error {
 	return pressure(ctx, env, s, false)
+}
+
+var faultMemoryPressureDedicated = &Fault{
+	Name:  "memory-pressure-dedicated",
+	Needs: Needs{MaxMemory: true, Runtime: cluster.RuntimeLocal},
+	Marks: []Mark{{Event: "memory-pressure-dedicated", Heal: "memory-pressure-dedicated-drained", Cause: marks.CauseEviction}},
+	Doc: "the same cache burst on a cache instance of its own (a standalone Valkey with the same --maxmemory and " +
+		"policy): the lock's nodes are a dedicated lock instance; their evicted_keys are logged before and after",
+	plan:   pressurePlan,
+	span:   pressureSpan,
+	inject: runMemoryPressureDedicated,
 }
 
 // runMemoryPressureDedicated is the same burst on a cache instance of its

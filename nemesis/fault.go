@@ -19,7 +19,8 @@ import (
 // makes Sentinel fail over, the events it writes to the history (each with
 // its heal and the cause a violation in force is blamed on), how to plan a
 // step, and how to inject it — Inject returns once the fault is healed. To add
-// a fault, add one entry to the catalog in faults.go.
+// a fault, declare its value beside its inject code in the file of its
+// mechanism and name it in the catalog list in faults.go.
 type Fault struct {
 	Name string
 	Doc  string // one line, shown by `run -h`

@@ -13,7 +13,7 @@ import (
 // Network faults on the primary's proxy (--net-proxy, cluster/netproxy.go):
 // toxiproxy's toxics on the connections between the primary and everyone
 // who reaches it, clients, Sentinels and replicas alike, as a netem qdisc on
-// the primary's interface would be. They join the catalog in faults.go.
+// the primary's interface would be. They join the catalog list in faults.go.
 //
 // Sentinel's links cross the proxy too. A Sentinel whose link drops counts
 // the time since its last reply (a PING a second), so with down-after 1 s a

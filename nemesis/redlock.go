@@ -85,6 +85,17 @@ func pickNode(c cluster.Runtime, s Step) (cluster.Node, error) {
 
 func planNode(rng *rand.Rand, _ PlanParams) Step { return Step{Node: rng.IntN(64)} }
 
+var faultKillNode = &Fault{
+	Name:  "kill-node",
+	Needs: Needs{Topology: TopologyRedlock},
+	Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
+	Doc: "(redlock) SIGKILL one node and restart it as a primary, after --delayed-restart: without AOF it " +
+		"forgets every lock it granted",
+	plan:   planNode,
+	span:   func(_ Step, p PlanParams) time.Duration { return 3 * time.Second },
+	inject: runKillNode,
+}
+
 // runKillNode SIGKILLs one redlock node and restarts it with its own config
 // (a primary again): without AOF it comes back empty and has forgotten every
 // lock it granted. With --delayed-restart D it stays down for D first
@@ -96,6 +107,23 @@ func runKillNode(ctx context.Context, env Env, s Step) error {
 		return err
 	}
 	return killAndRestart(ctx, env, n)
+}
+
+var faultCrashNode = &Fault{
+	Name:  "crash-node",
+	Kind:  "failover",
+	Needs: Needs{Topology: TopologyRedlock},
+	Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
+	Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
+		"--delayed-restart if longer), restart it as a primary: a minority unavailable, then a node that forgot its locks",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		s := planNode(rng, p)
+		// SIGKILL to promotion seen is ~2.2 s with down-after 1 s (docs/sweep.md).
+		s.Duration = p.DownAfter + 1200*time.Millisecond
+		return s
+	},
+	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 2*time.Second },
+	inject: runCrashNode,
 }
 
 // runCrashNode is kill-node held down for the step's Duration at least: the
@@ -134,6 +162,18 @@ func killAndRestartAfter(ctx context.Context, env Env, n cluster.Node, minDown t
 	return sleepErr
 }
 
+var faultPauseNode = &Fault{
+	Name:  "pause-node",
+	Needs: Needs{Topology: TopologyRedlock},
+	Marks: []Mark{{Event: "pause-redlock-node", Heal: "resume-redlock-node", Cause: CauseSplitBrain}},
+	Doc:   "(redlock) SIGSTOP one node for a while: a minority down, Redlock keeps granting on the others",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		return Step{Node: rng.IntN(64), Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
+	},
+	span:   heldSpan,
+	inject: runPauseNode,
+}
+
 func runPauseNode(ctx context.Context, env Env, s Step) error {
 	c := env.Cluster()
 	n, err := pickNode(c, s)
@@ -141,6 +181,17 @@ func runPauseNode(ctx context.Context, env Env, s Step) error {
 		return err
 	}
 	return holdPaused(ctx, env, n, "pause-redlock-node", "resume-redlock-node", s.Duration)
+}
+
+var faultClockBumpNode = &Fault{
+	Name:   "clock-bump-node",
+	Kind:   "clock-jump",
+	Needs:  Needs{Topology: TopologyRedlock, FakeTime: true},
+	Marks:  []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
+	Doc:    "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
+	plan:   clockPlan,
+	span:   heldSpan,
+	inject: runClockBumpNode,
 }
 
 func runClockBumpNode(ctx context.Context, env Env, s Step) error {
@@ -216,6 +267,17 @@ func names(nodes []cluster.Node, addrs []string) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+var faultRedlockClockJump = &Fault{
+	Name:  "redlock-clock-jump",
+	Needs: Needs{Topology: TopologyRedlock, FakeTime: true},
+	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
+	Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
+		"C's clock jumps past the TTL and the other side takes C,D,E",
+	plan:   clockPlan,
+	span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 3*time.Second },
+	inject: runRedlockClockJump,
 }
 
 // runRedlockClockJump is Kleppmann's scenario from "How to do distributed
@@ -364,6 +426,19 @@ func farSideFree(ctx context.Context, env Env, h Holder, far []string) bool {
 	}
 }
 
+var faultRedlockRestart = &Fault{
+	Name:  "redlock-restart",
+	Needs: Needs{Topology: TopologyRedlock},
+	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
+	Doc: "(redlock) the distlock page's example: one side holds A,B,C; C is killed and restarted (after " +
+		"--delayed-restart); without persistence it forgot the lock and the other side takes C,D,E",
+	plan: func(rng *rand.Rand, p PlanParams) Step { return Step{Duration: p.TTL + time.Second} },
+	span: func(s Step, p PlanParams) time.Duration {
+		return s.Duration + 2*p.TTL + 4*time.Second
+	},
+	inject: runRedlockRestart,
+}
+
 // runRedlockRestart is the distlock page's own example: a client holds A, B, C
 // (the partial partition as above); C is killed and restarted without
 // persistence, forgets the lock, and the other side takes C, D, E. With AOF
@@ -380,56 +455,6 @@ func runRedlockRestart(ctx context.Context, env Env, s Step) error {
 		return err
 	}
 	return sleep(ctx, s.Duration)
-}
-
-// runCrashClient arms one client to SIGKILL itself at its next acquire's step
-// point: between SETNX and EXPIRE for setnx-expire, right after SET NX PX for
-// the others. It returns when the client is gone (or after a while).
-func runCrashClient(ctx context.Context, env Env, s Step) error {
-	ce, err := clientEnv(env)
-	if err != nil {
-		return err
-	}
-	i := s.Node % max(1, ce.NumClients())
-	for k := 0; k < ce.NumClients() && !ce.ClientAlive(i); k++ {
-		i = (i + 1) % ce.NumClients()
-	}
-	if err := ce.ArmCrash(i); err != nil {
-		return err
-	}
-	logf(env, "crash-client", ClientNode(i), "client", "client %d will SIGKILL itself at its next acquire's step point (after SETNX, before EXPIRE for setnx-expire)", i)
-	deadline := time.Now().Add(5 * time.Second)
-	for ce.ClientAlive(i) && time.Now().Before(deadline) {
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	logf(env, "client-gone", ClientNode(i), "client", "client %d gone: %v", i, !ce.ClientAlive(i))
-	return nil
-}
-
-// runKillHolder SIGKILLs a client that has held its lock long enough to have
-// renewed it once (TTL/3): with extend-no-px that renewal dropped the TTL.
-func runKillHolder(ctx context.Context, env Env, s Step) error {
-	ce, err := clientEnv(env)
-	if err != nil {
-		return err
-	}
-	// The lesson needs a holder that has renewed (an extend without PX has
-	// then dropped its TTL) and not yet released: kill the first one seen
-	// renewed, at once, rather than guess from the clock.
-	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	h, err := pickRenewedHolder(hctx, env)
-	cancel()
-	if err != nil {
-		return err
-	}
-	logf(env, "kill-client", ClientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
-	if err := ce.KillClient(h.Client); err != nil {
-		return err
-	}
-	logf(env, "client-gone", ClientNode(h.Client), "client", "client %d is gone for good", h.Client)
-	return nil
 }
 
 func clockPlan(rng *rand.Rand, p PlanParams) Step {
@@ -461,6 +486,19 @@ func minority(nodes []cluster.Node, s Step) []cluster.Node {
 		out = append(out, nodes[(s.Node+j)%len(nodes)])
 	}
 	return out
+}
+
+var faultPartitionMinority = &Fault{
+	Name:  "partition-minority",
+	Needs: Needs{Topology: TopologyRedlock, Runtime: "docker"},
+	Marks: []Mark{{Event: "isolate-node", Heal: "heal-isolate-node", Cause: CauseMinorityPartition}},
+	Doc: "(redlock, docker runtime) cut a minority of the nodes (2 of 5) off from every client for two to three " +
+		"TTLs, then heal: the majority still grants, extends and releases, so the lock stays valid",
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		return Step{Node: rng.IntN(64), Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1))}
+	},
+	span:   heldSpan,
+	inject: runPartitionMinority,
 }
 
 // runPartitionMinority cuts a minority of the Redlock nodes off from every

@@ -3,12 +3,14 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Resharding under a held lock (--topology cluster): the lock key's slot
@@ -95,6 +97,24 @@ func beginMove(ctx context.Context, env Env) (m slotMove, granted bool, err erro
 	}
 	m, err = planSlotMove(ctx, env.Cluster())
 	return m, granted, err
+}
+
+var faultMigrateSlot = &Fault{
+	Name:  "migrate-slot",
+	Needs: Needs{Topology: TopologyCluster}, MovesPrimary: true,
+	Marks: []Mark{{Event: "migrate-slot", Heal: "migrate-slot-done", Cause: marks.CauseReshard}},
+	Doc: "(cluster) legacy resharding under a held lock: after a fresh grant, the lock key's slot opened on its shard " +
+		"(SETSLOT MIGRATING) and the next (IMPORTING) for 1.5 to 2 TTLs, its keys MIGRATEd half a TTL in, then SETSLOT NODE",
+	// The window: 1.5 to 2 TTLs, four and a half to six renew periods:
+	// long enough that the holder's job (about a TTL in the reshard
+	// scenarios) ends with its release inside, and the next clients'
+	// acquires run there too.
+	plan: func(rng *rand.Rand, p PlanParams) Step {
+		return Step{Duration: p.TTL*3/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
+	},
+	// The fresh grant (well under a TTL with 8 clients), the window, the close.
+	span:   func(s Step, p PlanParams) time.Duration { return p.TTL + s.Duration + 2*time.Second },
+	inject: runMigrateSlot,
 }
 
 // runMigrateSlot is the legacy move with its window held open for the
@@ -199,6 +219,17 @@ func closeSlot(ctx context.Context, env Env, m slotMove) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+var faultMigrateSlotAtomic = &Fault{
+	Name:  "migrate-slot-atomic",
+	Needs: Needs{Topology: TopologyCluster}, MovesPrimary: true,
+	Marks: []Mark{{Event: "migrate-slot-atomic", Heal: "migrate-slot-atomic-done", Cause: marks.CauseReshard}},
+	Doc: "(cluster) atomic slot migration under a held lock: after a fresh grant, CLUSTER MIGRATESLOTS moves the " +
+		"lock key's slot to the next shard, awaited until CLUSTER GETSLOTMIGRATIONS reports it done",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   func(_ Step, p PlanParams) time.Duration { return p.TTL + 3*time.Second },
+	inject: runMigrateSlotAtomic,
 }
 
 // runMigrateSlotAtomic is the atomic move, awaited until the source's

@@ -3,11 +3,13 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // TopologyCluster is the Needs.Topology of the faults that act on Valkey
@@ -112,6 +114,16 @@ func awaitShardFailover(ctx context.Context, env Env, old cluster.Node, how stri
 	return np, nil
 }
 
+var faultClusterKillPrimary = &Fault{
+	Name:     "cluster-kill-primary",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+	Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc:    "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   failoverSpan,
+	inject: runClusterKillPrimary,
+}
+
 // runClusterKillPrimary: SIGKILL the shard's primary; the cluster bus
 // promotes a replica once the other primaries flag it failed; the old
 // primary restarts with its nodes.conf and rejoins as a replica.
@@ -147,6 +159,18 @@ func rejoinAfter(ctx context.Context, env Env, p cluster.Node, how string) error
 	return nil
 }
 
+var faultClusterCutReplication = &Fault{
+	Name:     "cluster-cut-replication",
+	Kind:     "failover",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
+		"SIGKILL its primary, resume the replicas; the cluster bus elects a replica that never saw the lock",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   failoverSpan,
+	inject: runClusterCutReplication,
+}
+
 // runClusterCutReplication is the failover race on Valkey Cluster: the
 // shard's replicas paused and their links dropped, a fresh grant awaited,
 // the primary SIGKILLed, the replicas resumed 50 ms later. The other
@@ -172,6 +196,39 @@ func runClusterCutReplication(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	return rejoinAfter(ctx, env, p, "the cluster bus elected a replica")
+}
+
+var faultClusterFailover = &Fault{
+	Name:     "cluster-failover",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+	Doc: "(cluster) the same cut and fresh grant, then a graceful CLUSTER FAILOVER on the shard's replica: it waits " +
+		"until it has caught up with the primary before taking over, so nothing is lost",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   failoverSpan,
+	inject: manualFailover(failoverGraceful),
+}
+
+var faultClusterFailoverForce = &Fault{
+	Name:     "cluster-failover-force",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+	Doc: "(cluster) the same cut and fresh grant, then CLUSTER FAILOVER FORCE: no handshake with the primary, the " +
+		"replica takes over before catching up, and the old primary's unreplicated grant is lost",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   failoverSpan,
+	inject: manualFailover(failoverForce),
+}
+
+var faultClusterTakeover = &Fault{
+	Name:     "cluster-takeover",
+	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
+	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+	Doc: "(cluster) the same with CLUSTER FAILOVER TAKEOVER: no handshake and no vote, the replica bumps the epoch " +
+		"itself; what it had not received is lost",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   failoverSpan,
+	inject: manualFailover(failoverTakeover),
 }
 
 // manualFailover returns the inject of CLUSTER FAILOVER [mode] on the

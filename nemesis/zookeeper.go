@@ -39,6 +39,17 @@ func planZKIsolate(rng *rand.Rand, p PlanParams) Step {
 	return Step{Duration: p.TTL + cluster.ZKElectionTimeout + time.Duration(rng.Int64N(int64(cluster.ZKElectionTimeout)))}
 }
 
+var faultZKPartitionLeader = &Fault{
+	Name:     "zk-partition-leader",
+	Failover: true, Needs: Needs{Topology: TopologyZooKeeper, Runtime: "docker"},
+	Marks: []Mark{{Event: "isolate-leader", Heal: "heal-isolate-leader", Cause: CauseSplitBrain}},
+	Doc: "(zookeeper, docker runtime) cut the Zab leader off from the other members and from the clients for longer " +
+		"than a session: the followers elect a new leader, the old one's clients move their sessions to it or lose them; heal and it follows",
+	plan:   planZKIsolate,
+	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
+	inject: runZKPartitionLeader,
+}
+
 // runZKPartitionLeader cuts the Zab leader off from everything
 // (cluster.Isolator: the docker runtime disconnects it from every network,
 // its own home network, where the clients reach it, included): the
@@ -65,4 +76,27 @@ func runZKPartitionLeader(ctx context.Context, env Env, s Step) error {
 	}
 	return leaderOut(ctx, env, s, "ZooKeeper", l.Name, func() error { return iso.Heal(l.Name) }, "heal-isolate-leader",
 		l.Name+" reconnected to the other members and the clients", "cut off")
+}
+
+var faultZKKillLeader = &Fault{
+	Name:     "zk-kill-leader",
+	Kind:     "failover",
+	Failover: true, Needs: Needs{Topology: TopologyZooKeeper},
+	Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc: "(zookeeper) SIGKILL the Zab leader; the followers give it up after syncLimit ticks and elect another; " +
+		"the old leader restarts from its data dir and rejoins as a follower",
+	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
+	span:   zkKillSpan,
+	inject: runZKKillLeader,
+}
+
+var faultZKPauseLeader = &Fault{
+	Name:     "zk-pause-leader",
+	Failover: true, Needs: Needs{Topology: TopologyZooKeeper},
+	Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
+	Doc: "(zookeeper) SIGSTOP the Zab leader for 2-3 election timeouts (syncLimit ticks): the followers elect a new " +
+		"leader; SIGCONT and the old one, on an older epoch, steps down",
+	plan:   planZKPause,
+	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
+	inject: runZKPauseLeader,
 }
