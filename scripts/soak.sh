@@ -3,11 +3,13 @@
 # false alarm is a bug as serious as a missed violation). First the runs with
 # no fault at all, then the faults whose expectation is "lock valid" (a leader
 # failover, a coordinated switch, a slot move, a dedicated cache, the network
-# faults through --net-proxy), each with 32 clients on 4 keys for 60 s, over
-# several seeds. Long (about 100 runs of 70-90 s): run it outside CI, in pieces
-# if need be; a run whose folder already holds results.json is not run again.
+# faults through --net-proxy on every deployment that has proxies, the
+# partitions on docker), each with 32 clients on 4 keys for 60 s, over several
+# seeds. Long (45 cases x 5 seeds = 225 runs of 70-120 s, about 6 h): run it
+# outside CI, in pieces; a run whose folder already holds results.json is not
+# run again, so a second call resumes.
 #
-#   scripts/soak.sh [OUT] [SEEDS]     OUT defaults to results/soak, SEEDS to 4 (make soak: 5, 24 cases x 5 = 120 runs)
+#   scripts/soak.sh [OUT] [SEEDS]     OUT defaults to results/soak, SEEDS to 4 (make soak: 5)
 #   SOAK_ONLY=REGEX   only the cases whose "deployment|case" matches (grep -E)
 #   SOAK_TIME=60s     each run's --time-limit (a shorter one to try the script)
 #
@@ -23,7 +25,11 @@ LJ=bin/lockjepsen
 [[ -x "$LJ" ]] || { echo "soak: build first: make build" >&2; exit 2; }
 mkdir -p "$OUT"
 TSV="$OUT/runs.tsv"
-[[ -f "$TSV" ]] || printf 'deployment\tcase\tseed\texit\tverdict\tevents\tfolder\n' > "$TSV"
+[[ -f "$TSV" ]] || printf 'deployment\tcase\tseed\texit\tverdict\tevents\tfolder\tcode\n' > "$TSV"
+# The code each run used: the commit, "+dirty" when the work tree differed
+# from it (a soak is judged on code no older than the change it vouches for).
+CODE=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- . ':!results' 2>/dev/null || CODE="$CODE+dirty"
 
 LOAD=(--clients 32 --keys 4 --time-limit "${SOAK_TIME:-60s}")
 
@@ -36,23 +42,44 @@ CASES=(
   "etcd|baseline|--scenario baseline --topology etcd --recipe etcd-mutex"
   "zookeeper|baseline|--scenario baseline --topology zookeeper --recipe zk-lock"
   "sql-lease|baseline|--scenario baseline --recipe sql-lease"
+  "sentinel|redsync baseline|--scenario baseline --recipe redsync --fence none"
+  "redlock|redsync baseline|--scenario redlock-baseline --recipe redsync --fence none"
+  "sentinel|redislock baseline|--scenario baseline --recipe redislock --fence none"
+  "sentinel|valkeylock baseline|--scenario baseline --recipe valkeylock --fence none"
   "exec redis-py|baseline|--scenario baseline --recipe exec:examples/redis-py/adapter.py --fence none"
   "exec valkey-cli|baseline|--scenario baseline --recipe exec:examples/valkey-cli/adapter.sh --fence none"
   "exec kazoo|baseline|--scenario baseline --topology zookeeper --recipe exec:examples/kazoo/adapter.py"
   "sentinel|coordinated-failover|--scenario coordinated-failover"
+  "standalone|standalone-coordinated|--scenario standalone-coordinated"
+  "standalone|standalone-coordinated-force|--scenario standalone-coordinated-force"
+  "cluster|cluster-graceful-failover|--scenario cluster-graceful-failover"
+  "sentinel|skewed-replica-behind|--scenario skewed-replica-behind"
   "sentinel|eviction-noeviction|--scenario eviction-noeviction"
   "sentinel|eviction-dedicated|--scenario eviction-dedicated"
   "sentinel|net-latency|--scenario net-latency"
   "sentinel|net-timeout|--scenario net-timeout"
   "sentinel|net-reset|--scenario net-reset"
-  "standalone|standalone-coordinated|--scenario standalone-coordinated"
-  "cluster|cluster-graceful-failover|--scenario cluster-graceful-failover"
+  "standalone|net-latency|--scenario net-latency --topology standalone"
+  "standalone|net-timeout|--scenario net-timeout --topology standalone"
+  "standalone|net-reset|--scenario net-reset --topology standalone"
+  "cluster|net-latency|--scenario net-latency --topology cluster"
+  "cluster|net-timeout|--scenario net-timeout --topology cluster"
+  "cluster|net-reset|--scenario net-reset --topology cluster"
+  "redlock|net-latency|--scenario net-latency --topology redlock --recipe redlock"
+  "redlock|net-timeout|--scenario net-timeout --topology redlock --recipe redlock"
+  "redlock|net-reset|--scenario net-reset --topology redlock --recipe redlock"
+  "sentinel|net-slow-replication|--scenario net-slow-replication"
+  "sentinel|net-slow-replication wait|--scenario net-slow-replication --wait 1:1s"
+  "redlock|redlock-restart delayed|--scenario redlock-restart --delayed-restart 12s"
   "cluster|cluster-reshard-legacy|--scenario cluster-reshard-legacy"
   "cluster|cluster-reshard-atomic|--scenario cluster-reshard-atomic"
   "etcd|etcd-leader-failover|--scenario etcd-leader-failover"
   "zookeeper|zk-kill-leader|--scenario zk-kill-leader"
   "zookeeper|zk-pause-leader|--scenario zk-pause-leader"
   "sql-lease|sql-lease-restart|--scenario sql-lease-restart"
+  "etcd docker|etcd-partition-member|--scenario etcd-partition-member --runtime docker"
+  "zookeeper docker|zk-partition-leader|--scenario zk-partition-leader --runtime docker"
+  "redlock docker|redlock-partition-minority|--scenario redlock-partition-minority --runtime docker"
 )
 
 for c in "${CASES[@]}"; do
@@ -78,7 +105,7 @@ for c in "${CASES[@]}"; do
       echo '{"valid":true,"soak":"counted in runs.tsv; folder removed"}' > "$dir/results.json"
       keep=""
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events" "$keep" >> "$TSV"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events" "$keep" "$CODE" >> "$TSV"
     touch "$dir/.counted"
     printf 'soak: %-16s %-26s seed %s: exit %s, %s, %s events\n' "$dep" "$name" "$seed" "$rc" "$verdict" "$events"
   done
@@ -89,6 +116,8 @@ done
   echo
   echo "\`scripts/soak.sh $OUT $SEEDS\` on $(date -u +%Y-%m-%d), $(nproc) cores; 32 clients, 4 keys, ${SOAK_TIME:-60s} a run."
   echo "A run that is not valid (exit other than 0) is a false alarm or a harness failure; its folder is kept."
+  echo
+  echo "Code the runs used (commit, +dirty when the work tree differed from it): $(awk -F'\t' 'NR>1 {c[$8==""?"unrecorded":$8]++} END {for (k in c) printf "%s%s (%d runs)", s, k, c[k]; s=", "}' "$TSV")."
   echo
   echo "| deployment | runs | events | valid | not valid |"
   echo "|---|---|---|---|---|"
