@@ -19,10 +19,12 @@ import (
 // there. It never skips: CI has Valkey 9 (make setup), and a missing binary
 // fails the test with the runner's message. About 80 s on 2 cores.
 func TestCISweep(t *testing.T) {
-	testslot.Parallel(t)
+	// Skipped before it waits for a slot: a -short run beside a full one
+	// (CI's, which holds every slot for minutes) waited 10 min to skip.
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short outside CI: the CI sweep runs real clusters for ~80 s")
 	}
+	testslot.Parallel(t)
 	tmp := t.TempDir()
 	bin := buildLockjepsen(t, tmp)
 	dir := filepath.Join(tmp, "sweep")

@@ -18,10 +18,12 @@ import (
 // availability from real acquires, and that table.md holds both rows. About
 // a minute on 2 cores.
 func TestDeploymentSweep(t *testing.T) {
-	testslot.Parallel(t)
+	// Skipped before it waits for a slot: a -short run beside a full one
+	// (CI's, which holds every slot for minutes) waited 10 min to skip.
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short outside CI: runs two real clusters for ~1 min")
 	}
+	testslot.Parallel(t)
 	tmp := t.TempDir()
 	bin := buildLockjepsen(t, tmp)
 	dir := filepath.Join(tmp, "sweep")
