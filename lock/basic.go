@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -22,6 +23,9 @@ type basic struct {
 	extend  func(ctx context.Context, c valkey.Client, key, token string, ttl time.Duration) Result
 	release func(ctx context.Context, c valkey.Client, key, token string) Result
 	safe    bool
+
+	nodesMu sync.Mutex
+	nodes   map[string]valkey.Client // cluster nodes a waited acquire was redirected to
 }
 
 func openBasic(cfg Config, b *basic) (Lock, error) {
@@ -38,7 +42,14 @@ func (b *basic) SelfRenewing() bool                  { return false }
 func (b *basic) Lost(string, string) <-chan struct{} { return nil }
 func (b *basic) SafeRelease() bool                   { return b.safe }
 func (b *basic) Observe(Observer)                    {}
-func (b *basic) Close()                              { b.c.Close() }
+func (b *basic) Close() {
+	b.c.Close()
+	b.nodesMu.Lock()
+	defer b.nodesMu.Unlock()
+	for _, c := range b.nodes {
+		c.Close()
+	}
+}
 
 func (b *basic) Extend(ctx context.Context, key, token string, ttl time.Duration) Result {
 	return b.extend(ctx, b.c, key, token, ttl)
@@ -73,12 +84,49 @@ func (b *basic) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return b.setNX(ctx, b.c, key, token, ttl)
 	}
 	// WAIT counts the replicas that acknowledged this connection's writes, so
-	// the SET and the WAIT must share one connection.
-	var fence int64
-	var r Result
-	err := b.c.Dedicated(func(dc valkey.DedicatedClient) error {
+	// the SET and the WAIT must share one connection. On Valkey Cluster that
+	// connection is pinned to the node the client's slot map names, and
+	// valkey-go's dedicated cluster client (v1.0.79 cluster.go,
+	// dedicatedClusterClient.Do and DoMulti) acts only on TRYAGAIN and
+	// CLUSTERDOWN: a MOVED or an ASK comes back as the reply. Measured before
+	// this loop: every fenced acquire refused across a legacy slot move
+	// (~1,100 a move) and for ~1 s after an atomic one, until the slot map's
+	// refresh. A redirect means the node ran nothing, so the acquire is sent
+	// again, as a cluster client would, on a connection to the node named
+	// (ASKING first for an ASK), at most maxRedirects times.
+	c, asking := b.c, false
+	for range maxRedirects {
+		fence, r, to, ask := b.acquireWaited(ctx, c, asking, key, token, ttl)
+		if to == "" || len(b.cfg.ClusterAddrs) == 0 {
+			return fence, r
+		}
+		nc, err := b.node(to)
+		if err != nil {
+			return 0, fail(fmt.Errorf("%v; follow the redirect: %w", r.Err, err))
+		}
+		c, asking = nc, ask
+	}
+	return 0, fail(fmt.Errorf("more than %d MOVED/ASK redirects: %w", maxRedirects, ErrRefused))
+}
+
+// maxRedirects bounds the redirects one waited acquire follows: a legacy
+// move's ASK, then a MOVED once the slot closes, then one to spare.
+const maxRedirects = 3
+
+// acquireWaited is the acquire and its WAIT/WAITAOF on one connection of c.
+// to is the node a MOVED or ASK reply named (ask: it was an ASK) when the
+// acquire was redirected, which ran nothing.
+func (b *basic) acquireWaited(ctx context.Context, c valkey.Client, asking bool, key, token string, ttl time.Duration) (fence int64, r Result, to string, ask bool) {
+	err := c.Dedicated(func(dc valkey.DedicatedClient) error {
+		if asking {
+			if err := dc.Do(ctx, dc.B().Asking().Build()).Error(); err != nil {
+				r = result(fmt.Errorf("ASKING: %w", err))
+				return nil
+			}
+		}
 		fence, r = b.setNX(ctx, dc, key, token, ttl)
 		if !r.Ok() {
+			to, ask = redirected(r.Err)
 			return nil
 		}
 		short, werr := b.waitAcks(ctx, dc)
@@ -106,9 +154,45 @@ func (b *basic) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return nil
 	})
 	if err != nil {
-		return 0, result(fmt.Errorf("dedicated connection: %w", err))
+		return 0, result(fmt.Errorf("dedicated connection: %w", err)), "", false
 	}
-	return fence, r
+	return fence, r, to, ask
+}
+
+// redirected is the node a MOVED or ASK error reply in err's chain names.
+func redirected(err error) (to string, ask bool) {
+	var ve *valkey.ValkeyError
+	if !errors.As(err, &ve) {
+		return "", false
+	}
+	if addr, ok := ve.IsMoved(); ok {
+		return addr, false
+	}
+	if addr, ok := ve.IsAsk(); ok {
+		return addr, true
+	}
+	return "", false
+}
+
+// node is a client of one cluster node, for a redirected waited acquire;
+// opened once per address and closed with the recipe.
+func (b *basic) node(addr string) (valkey.Client, error) {
+	b.nodesMu.Lock()
+	defer b.nodesMu.Unlock()
+	if c, ok := b.nodes[addr]; ok {
+		return c, nil
+	}
+	cfg := b.cfg
+	cfg.Addr = addr
+	c, err := Connect(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", addr, err)
+	}
+	if b.nodes == nil {
+		b.nodes = map[string]valkey.Client{}
+	}
+	b.nodes[addr] = c
+	return c, nil
 }
 
 // setNX sends SET NX PX, or the fenced MULTI block.

@@ -107,6 +107,10 @@ func upValkeyCluster(t *testing.T) (context.Context, *cluster.Local) {
 func TestRecipesDuringSlotMigration(t *testing.T) {
 	ctx, vc := upValkeyCluster(t)
 	l := open(t, Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true})
+	// The same recipe with WAIT: its acquire runs on a dedicated connection,
+	// pinned to one node, which follows a redirect only because the recipe
+	// sends it on again (basic.Acquire).
+	lw := open(t, Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true, Wait: WaitOpt{Replicas: 1, TimeoutMs: 1000}})
 	key, slot := cluster.LockKey, strconv.Itoa(cluster.KeySlot(cluster.LockKey))
 	cmd := func(node string, args ...string) string {
 		t.Helper()
@@ -156,17 +160,21 @@ func TestRecipesDuringSlotMigration(t *testing.T) {
 		}
 		return ok()
 	}
-	acquire := func() Result {
-		tk := NewToken()
-		f, r := l.Acquire(ctx, key, tk, 10*time.Second)
-		if r.Ok() {
-			if f <= fence {
-				t.Errorf("fence %d after %d: backwards", f, fence)
+	acquireOn := func(l Lock) func() Result {
+		return func() Result {
+			tk := NewToken()
+			f, r := l.Acquire(ctx, key, tk, 10*time.Second)
+			if r.Ok() {
+				if f <= fence {
+					t.Errorf("fence %d after %d: backwards", f, fence)
+				}
+				tok, fence = tk, f
 			}
-			tok, fence = tk, f
+			return r
 		}
-		return r
 	}
+	waited := acquireOn(lw)
+	acquire := acquireOn(l)
 	steps := []struct {
 		what string
 		do   func() Result
@@ -189,8 +197,15 @@ func TestRecipesDuringSlotMigration(t *testing.T) {
 		// never saw the MULTI: every fenced acquire is refused until the
 		// slot closes, a refusal and not an unknown, since nothing ran.
 		{"acquire by another, both keys on the target", acquire, history.Fail, "EXEC without MULTI"},
+		// The waited acquire follows the source's ASK to the target with
+		// ASKING, where its MULTI runs whole: the lock's real state answers.
+		{"waited acquire by another, both keys on the target", waited, history.Fail, "another client holds the lock"},
 		{"release on the target after ASK", release, history.OK, ""},
 		{"acquire with the lock free on the target", acquire, history.Fail, "EXEC without MULTI"},
+		// With the lock key gone, the target refuses the two-key MULTI on an
+		// importing slot (one key missing): TRYAGAIN, what any cluster client
+		// following the ASK is told, in place of the EXEC's ASK before.
+		{"waited acquire with the lock free on the target", waited, history.Fail, "TRYAGAIN"},
 		{"target NODE", admin(dst, "CLUSTER", "SETSLOT", slot, "NODE", ids[dst]), history.OK, ""},
 		{"source NODE", admin(src, "CLUSTER", "SETSLOT", slot, "NODE", ids[dst]), history.OK, ""},
 		{"acquire after MOVED", acquire, history.OK, ""},
@@ -198,6 +213,8 @@ func TestRecipesDuringSlotMigration(t *testing.T) {
 		{"await the atomic move", movedBack, history.OK, ""},
 		{"extend after MOVED", extend, history.OK, ""},
 		{"acquire by another after the atomic move", acquire, history.Fail, "another client holds the lock"},
+		// Its slot map still names the old owner: the MOVED is followed.
+		{"waited acquire by another after the atomic move", waited, history.Fail, "another client holds the lock"},
 		{"release after the atomic move", release, history.OK, ""},
 		{"acquire after the atomic move", acquire, history.OK, ""},
 	}
