@@ -105,6 +105,11 @@ type Recipe struct {
 	open  func(cfg Config) (Lock, error)
 	// On lists what it needs of a deployment, any one of them (Offerer).
 	On []string
+	// Driven: the recipe drives someone else's lock code unchanged, a
+	// third-party library or a team's own program (exec), not the project's
+	// recipes nor a deployment's own client; a sweep over such recipes
+	// reports its rows as locks.
+	Driven bool
 }
 
 // Fences reports whether the recipe can draw a fencing token. An exec
@@ -159,20 +164,20 @@ var (
 )
 
 var recipes = []Recipe{
-	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative, primaryOrBus},
-	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua, primaryOrBus},
-	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus},
-	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, []string{"primary", "cluster", "redlock"}},
-	{RedsyncSharedValue, "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", false, needsLua, openRedsyncShared, []string{"primary", "cluster", "redlock"}},
-	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus},
-	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus},
-	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus},
-	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, primaryOrZooKeeper},
-	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}},
-	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus},
-	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus},
-	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex, []string{"etcd"}},
-	{ZKLock, "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", true, func(Caps) []string { return nil }, openZKLock, []string{"zookeeper"}},
+	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative, primaryOrBus, false},
+	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua, primaryOrBus, false},
+	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus, false},
+	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, []string{"primary", "cluster", "redlock"}, true},
+	{RedsyncSharedValue, "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", false, needsLua, openRedsyncShared, []string{"primary", "cluster", "redlock"}, true},
+	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus, true},
+	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus, true},
+	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus, false},
+	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, primaryOrZooKeeper, true},
+	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}, false},
+	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus, false},
+	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus, false},
+	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex, []string{"etcd"}, false},
+	{ZKLock, "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", true, func(Caps) []string { return nil }, openZKLock, []string{"zookeeper"}, false},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH

@@ -276,6 +276,18 @@ func (p Plan) HasDeployments() bool {
 	return false
 }
 
+// HasLibraries reports whether some configuration runs a third-party
+// library (a recipe that brings its own commands), not only the project's
+// own recipes (lock.Recipe.Driven): the report then calls its rows locks.
+func (p Plan) HasLibraries() bool {
+	for _, c := range p.Configs {
+		if r, err := lock.Lookup(c.Recipe); err == nil && r.Driven {
+			return true
+		}
+	}
+	return false
+}
+
 // Cell is one configuration under one fault.
 type Cell struct {
 	Config Config `json:"config"`

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -119,11 +120,14 @@ func closedText(c *CellStats) string {
 
 type page struct {
 	R        *Report
+	Grid     []GridRow
+	Kind     string // what a row of the grid is: replication setting, deployment, lock
 	Findings []Finding
 	Cells    []cellRow
 	Wall     string
 	Title    string
 	Table    string // the decision table, markdown (table.md)
+	Bound    float64
 }
 
 type cellRow struct {
@@ -146,10 +150,19 @@ body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}
 td:first-child,th:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
 img{max-width:100%;border:1px solid #eee}code{background:#f4f4f4;padding:0 .2em}.muted{color:#666}
+table.grid td{text-align:left;vertical-align:top;min-width:11em}table.grid td.ok{background:#dff3df}
+table.grid td.open{background:#fdf1d6}table.grid td.hit{background:#f8d7d4}table.grid td.na,table.grid td.none{background:#f2f2f2;color:#777}
+table.grid small{display:block;color:#444}table.grid th{text-align:left}
 </style></head><body>
 <h1>{{.Title}}</h1>
-<p>Scenario <code>{{.R.Plan.Scenario}}</code>, run {{.R.Trials}} time(s) across {{len .R.Plan.Configs}} replication
-setting(s) × {{len .R.Plan.Faults}} fault kind(s); seeds {{.R.Plan.Seed}}, {{.R.Plan.Seed}}+1, … (trial <i>n</i> of every
+<table class="grid"><tr><th>{{.Kind}}</th>{{range .R.Plan.Faults}}<th>{{.Name}}</th>{{end}}</tr>
+{{range .Grid}}<tr><th style="text-align:left">{{.Config}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}"{{if .Cell}} id="{{.Cell}}"{{end}}>{{.Lock}}{{if .Stale}}<small>stale write accepted: {{.Stale}}</small>{{end}}{{if .Trial}}<small><a href="{{.Trial}}/index.html">a trial</a></small>{{end}}{{if .Command}}<small><code>{{.Command}}</code></small>{{end}}</td>{{end}}</tr>
+{{end}}</table>
+<p class="muted">Each cell: P(double grant) per opportunity, then P(stale write accepted), with 95% Wilson intervals.
+Green: no hit and both upper bounds under {{printf "%.0f" (pct .Bound)}}%; amber: no hit yet, the bound still wider; red: hits.
+Hover a cell for its opportunities, availability, latency and liveness.</p>
+<p>Scenario <code>{{.R.Plan.Scenario}}</code>, run {{.R.Trials}} time(s) across {{len .R.Plan.Configs}} {{.Kind}}(s)
+× {{len .R.Plan.Faults}} fault kind(s); seeds {{.R.Plan.Seed}}, {{.R.Plan.Seed}}+1, … (trial <i>n</i> of every
 cell shares a seed). {{.Wall}}
 {{if .R.Failed}}<b>{{.R.Failed}} trial(s) gave no verdict</b> and are left out (see their <code>trial.json</code>).{{end}}
 {{if .R.Pending}}<b>{{.R.Pending}} planned trial(s) have not run</b>: <code>lockjepsen sweep --resume {{.R.Dir}}</code> finishes them.{{end}}</p>
@@ -200,10 +213,30 @@ func WriteReport(dir string, r *Report) error {
 	if err := WritePlots(dir, r); err != nil {
 		return err
 	}
+	b, err := RenderIndex(dir, r)
+	if err != nil {
+		return err
+	}
+	return runfolder.WriteAtomic(filepath.Join(dir, runfolder.Index), 0o644, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// RenderIndex is a sweep's index.html from its report alone (and the trial
+// folders under dir, linked when they are there): what the docs generator
+// writes for every committed row, whose trials are not committed.
+func RenderIndex(dir string, r *Report) ([]byte, error) {
 	pg := page{R: r, Findings: Findings(r), Table: DecisionTable(r),
 		Title: "How much do WAIT, WAITAOF and min-replicas-to-write shrink the window?"}
+	pg.Kind, pg.Bound = "replication setting", GridBound
 	if r.Plan.HasDeployments() {
 		pg.Title = "The safe alternatives, measured: one workload, the same faults, every deployment"
+		pg.Kind = "deployment"
+		if r.Plan.HasLibraries() {
+			pg.Title = "Every lock on one scoreboard: the same workload and faults, each library driven unchanged"
+			pg.Kind = "lock"
+		}
 	}
 	if r.TrialS > 0 {
 		pg.Wall = fmt.Sprintf("The trials took %.1f minutes of wall time in all (%.0f s each on average).", r.TrialS/60, r.MeanTrialS)
@@ -212,6 +245,7 @@ func WriteReport(dir string, r *Report) error {
 		pg.Wall += fmt.Sprintf(" From the first trial's start to the last one's end: %.1f minutes, %.1f trials at once on average, %.1f opportunities a minute.",
 			r.SpanS/60, r.TrialS/r.SpanS, r.PerMinute)
 	}
+	trials := map[string][]string{}
 	for _, c := range r.Cells {
 		row := cellRow{CellStats: c, PText: ratio(c.Hits, c.Opportunities, c.P, c.PLow, c.PHi),
 			PStaleText: ratio(c.StaleHits, c.Opportunities, c.PStale, c.PStaleLow, c.PStaleHigh)}
@@ -236,7 +270,7 @@ func WriteReport(dir string, r *Report) error {
 		}
 		dirs, err := TrialDirs(dir, cell)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, d := range dirs {
 			rel, err := filepath.Rel(dir, d)
@@ -245,8 +279,12 @@ func WriteReport(dir string, r *Report) error {
 			}
 		}
 		pg.Cells = append(pg.Cells, row)
+		trials[c.Cell] = row.Trials
 	}
-	return runfolder.WriteAtomic(filepath.Join(dir, runfolder.Index), 0o644, func(w io.Writer) error {
-		return indexTmpl.Execute(w, pg)
-	})
+	pg.Grid = Grid(r, trials)
+	var b bytes.Buffer
+	if err := indexTmpl.Execute(&b, pg); err != nil {
+		return nil, fmt.Errorf("render %s's index.html: %w", dir, err)
+	}
+	return b.Bytes(), nil
 }

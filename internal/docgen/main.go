@@ -1,7 +1,8 @@
 // Command docgen writes the parts of the docs that are lists of what the
 // catalogs hold: the faults (docs/faults.md, the whole page), the scenarios
 // (docs/run.md), the recipes (docs/recipes.md) and the deployments with what
-// runs on each (docs/deployments.md). Each list sits between two marker
+// runs on each (docs/deployments.md); and the results site, each committed
+// sweep's index.html from its sweep.json and results/index.html (site.go). Each list sits between two marker
 // comments in its page; the prose around it is written by hand. `make docs`
 // runs it with -w; its test fails when a page differs from what the catalogs
 // say, so a fault, recipe, scenario or deployment added or renamed cannot
@@ -77,6 +78,18 @@ func generate(root string) (map[string][]byte, error) {
 		}
 		pages[b.page] = p
 	}
+	sp, reports, err := sweepPages(root)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range sp {
+		pages[k] = v
+	}
+	site, err := sitePage(root, reports)
+	if err != nil {
+		return nil, err
+	}
+	pages[filepath.Join("results", "index.html")] = site
 	return pages, nil
 }
 
@@ -90,27 +103,23 @@ func main() {
 		os.Exit(254)
 	}
 	stale := 0
-	for _, b := range blocks {
-		p := pages[b.page]
-		if p == nil {
-			continue
-		}
-		delete(pages, b.page)
-		path := filepath.Join(*root, b.page)
+	for _, page := range sortedKeys(pages) {
+		p := pages[page]
+		path := filepath.Join(*root, page)
 		old, _ := os.ReadFile(path)
 		if bytes.Equal(old, p) {
 			continue
 		}
 		stale++
 		if !*write {
-			fmt.Printf("%s is stale: run make docs\n", b.page)
+			fmt.Printf("%s is stale: run make docs\n", page)
 			continue
 		}
 		if err := os.WriteFile(path, p, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "docgen:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("wrote %s\n", b.page)
+		fmt.Printf("wrote %s\n", page)
 	}
 	if stale > 0 && !*write {
 		os.Exit(1)

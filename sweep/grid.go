@@ -1,0 +1,132 @@
+package sweep
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A scoreboard grid: rows the plan's configurations (settings, deployments or
+// locks), columns its faults; each cell P(double grant) and P(stale write
+// accepted) with their intervals, coloured by the upper bounds, so that a
+// reader takes in the table at a glance and reads the sentences after.
+
+// GridBound is the upper bound under which a cell with no hit is green: at
+// 4% a cell needs about 90 opportunities without a hit (the sweep's stopping
+// rule, --below).
+const GridBound = 0.04
+
+// GridCell is one cell of the grid.
+type GridCell struct {
+	Class   string // ok (no hit, both upper bounds under GridBound), open (no hit yet, bound wider), hit, na, none
+	Lock    string // P(double grant): "3/45 = 7% (2–18%)"
+	Stale   string // P(stale write accepted)
+	Title   string // what a hover shows: opportunities, availability, liveness
+	Trial   string // the cell's first trial folder (relative to the sweep), "" when the trials are not at hand
+	Cell    string // the cell's id
+	Command string // the command that reruns the cell
+}
+
+// GridRow is one configuration's cells, in the plan's fault order.
+type GridRow struct {
+	Config string
+	Note   string
+	Cells  []GridCell
+}
+
+// Grid lays the report out as the scoreboard; trials maps a cell id to its
+// trial folders (relative), nil when the trials are not at hand.
+func Grid(r *Report, trials map[string][]string) []GridRow {
+	var rows []GridRow
+	for _, c := range r.Plan.Configs {
+		row := GridRow{Config: c.Name, Note: c.Note}
+		for _, f := range r.Plan.Faults {
+			row.Cells = append(row.Cells, gridCell(r, c, f, trials))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func gridCell(r *Report, c Config, f Fault, trials map[string][]string) GridCell {
+	for _, na := range r.NotApplicable {
+		if na.Config == c.Name && na.Fault == f.Name {
+			return GridCell{Class: "na", Lock: "n/a", Title: na.Reason}
+		}
+	}
+	var cs *CellStats
+	for i := range r.Cells {
+		if r.Cells[i].Config == c.Name && r.Cells[i].Fault == f.Name {
+			cs = &r.Cells[i]
+		}
+	}
+	if cs == nil || cs.Opportunities == 0 {
+		return GridCell{Class: "none", Lock: "–", Title: "no opportunity measured"}
+	}
+	g := GridCell{Cell: cs.Cell,
+		Lock:  ratio(cs.Hits, cs.Opportunities, cs.P, cs.PLow, cs.PHi),
+		Stale: ratio(cs.StaleHits, cs.Opportunities, cs.PStale, cs.PStaleLow, cs.PStaleHigh)}
+	switch {
+	case cs.Hits > 0 || cs.StaleHits > 0:
+		g.Class = "hit"
+	case cs.PHi < GridBound && cs.PStaleHigh < GridBound:
+		g.Class = "ok"
+	default:
+		g.Class = "open"
+	}
+	parts := []string{fmt.Sprintf("%d %s(s), %d trial(s)", cs.Opportunities, cs.Unit, cs.Trials)}
+	if cs.Acquires.Total > 0 {
+		parts = append(parts, fmt.Sprintf("availability %.1f%%", 100*cs.Availability))
+	}
+	if cs.AcquireOKMs.Count > 0 {
+		parts = append(parts, fmt.Sprintf("granted acquire p99 %s ms", ms(cs.AcquireOKMs.P99)))
+	}
+	parts = append(parts, "liveness: "+liveness(cs))
+	g.Title = strings.Join(parts, "; ")
+	if ds := trials[cs.Cell]; len(ds) > 0 {
+		g.Trial = ds[0]
+	}
+	g.Command = rerunCommand(r.Plan, c, f)
+	return g
+}
+
+// rerunCommand is the sweep that measures one cell again on its own.
+func rerunCommand(p Plan, c Config, f Fault) string {
+	cfg := "--configs " + c.Name
+	if _, err := LookupConfig(c.Name); err != nil {
+		cfg = "--config '" + c.Spec() + "'"
+	}
+	if _, err := LookupFault(f.Name); err != nil {
+		return "" // a fault point with parameters: its plan.json holds it
+	}
+	return fmt.Sprintf("lockjepsen sweep --scenario %s %s --faults %s --trials %d", p.Scenario, cfg, f.Name, max(p.Trials, 1))
+}
+
+// Spec is c as --config takes it, NAME=KNOB;KNOB... (ParseConfig's inverse).
+func (c Config) Spec() string {
+	var k []string
+	add := func(name, v string) {
+		if v != "" {
+			k = append(k, name+"="+v)
+		}
+	}
+	add("topology", c.Topology)
+	add("recipe", c.Recipe)
+	add("fence", c.Fence)
+	add("fence-source", c.FenceSource)
+	if c.Nodes > 0 {
+		add("nodes", fmt.Sprint(c.Nodes))
+	}
+	add("wait", c.Wait)
+	add("waitaof", c.WaitAOF)
+	add("min-replicas", c.MinReplicas)
+	if c.AppendOnly {
+		k = append(k, "appendonly")
+	}
+	add("appendfsync", c.AppendFsync)
+	if c.Replicas > 0 {
+		add("replicas", fmt.Sprint(c.Replicas))
+	}
+	add("maxmemory", c.MaxMemory)
+	add("maxmemory-policy", c.MaxMemoryPolicy)
+	return c.Name + "=" + strings.Join(k, ";")
+}
