@@ -193,6 +193,24 @@ func TestRuns(t *testing.T) {
 	}
 }
 
+// TestClusterRun: an adapter whose library speaks Valkey Cluster (redis-py's
+// RedisCluster) runs on --topology cluster with the nodes as its seeds
+// (LOCKJEPSEN_CLUSTER_NODES) and checks valid on baseline. Valid on seeds
+// 1-10 here, 124-1,330 grants in 10 s beside the soak's load
+// (docs/protocol.md, "On Valkey Cluster").
+func TestClusterRun(t *testing.T) {
+	a := adapters[0]
+	runSlot(t, a)
+	out := filepath.Join(t.TempDir(), "run")
+	code, log := lockjepsen(t, "run", "--topology", "cluster", "--scenario", "baseline", "--recipe", "exec:"+a, "--fence", "none",
+		"--time-limit", "10s", "--out", out)
+	r := results(t, out)
+	if code != 0 || r.Valid != checker.Valid || r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 50 {
+		t.Fatalf("baseline on Valkey Cluster with %s: exit %d, %v, ops %+v:\n%s", a, code, r.Valid, r.Ops["acquire"], log)
+	}
+	assertNoneLeft(t, a)
+}
+
 // runSlot takes the end-to-end slots of a run of adapter a: two for the
 // shell adapter, whose 16 clients fork bash and valkey-cli for every
 // operation (testslot.ParallelHeavy has the measurement), one for the

@@ -154,13 +154,13 @@ func needsLua(c Caps) []string {
 // terms: one primary (a Sentinel's or a standalone one's), or the cluster
 // client (cluster.go: every recipe that opens its client with the recipe's
 // connection options, and sql-lease, which does not use Valkey; an exec
-// program is handed Sentinel addresses or one server's, not a cluster's),
+// program is handed the cluster's nodes as seeds, LOCKJEPSEN_CLUSTER_NODES),
 // Redlock's independent primaries, etcd. An exec program is handed a
 // ZooKeeper ensemble's members too (LOCKJEPSEN_ZK_SERVERS): a ZooKeeper lock
 // library such as kazoo's runs there.
 var (
-	primaryOrZooKeeper = []string{"primary", "zookeeper"}
-	primaryOrBus       = []string{"primary", "cluster"}
+	primaryBusOrZooKeeper = []string{"primary", "cluster", "zookeeper"}
+	primaryOrBus          = []string{"primary", "cluster"}
 )
 
 var recipes = []Recipe{
@@ -172,7 +172,7 @@ var recipes = []Recipe{
 	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus, true},
 	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus, true},
 	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus, false},
-	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, primaryOrZooKeeper, true},
+	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, primaryBusOrZooKeeper, true},
 	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}, false},
 	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus, false},
 	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus, false},

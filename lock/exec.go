@@ -92,6 +92,12 @@ func ExecEnv(cfg Config) []string {
 	if len(cfg.ZooKeeper) > 0 {
 		env = append(env, "LOCKJEPSEN_ZK_SERVERS="+strings.Join(cfg.ZooKeeper, ","))
 	}
+	if len(cfg.ClusterAddrs) > 0 {
+		// Valkey Cluster: every node is a seed; the program's cluster client
+		// finds the slots itself and follows MOVED and ASK as it would in
+		// production (LOCKJEPSEN_SENTINELS is then empty).
+		env = append(env, "LOCKJEPSEN_CLUSTER_NODES="+strings.Join(cfg.ClusterAddrs, ","))
+	}
 	if cli := valkeyCLI(); cli != "" {
 		env = append(env, "LOCKJEPSEN_VALKEY_CLI="+cli)
 	}

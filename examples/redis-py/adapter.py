@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """lockjepsen exec adapter (docs/protocol.md, version 1): redis-py's Lock, with
-its own Lua scripts, against Valkey through Sentinel.
+its own Lua scripts, against Valkey through Sentinel, one server, or a Valkey
+Cluster (redis-py's RedisCluster, which finds the slots and follows MOVED/ASK).
 
     lockjepsen client-test examples/redis-py/adapter.py
     lockjepsen run --scenario failover-race --recipe exec:examples/redis-py/adapter.py --fence none
+    lockjepsen run --topology cluster --scenario baseline --recipe exec:examples/redis-py/adapter.py --fence none
 
 Debian's python3-redis (4.3.4) is enough: apt-get install python3-redis.
 Requests are served by a small thread pool, so an extend never waits behind a
@@ -23,7 +25,19 @@ from redis.sentinel import Sentinel
 
 op_timeout = int(os.environ.get("LOCKJEPSEN_OP_TIMEOUT_MS", "1000")) / 1000
 # No retries: a retried SET NX after a lost reply would hide an unknown outcome.
-if os.environ.get("LOCKJEPSEN_ADDR"):
+if os.environ.get("LOCKJEPSEN_CLUSTER_NODES"):
+    # Valkey Cluster: the nodes are seeds. RedisCluster is driven as shipped:
+    # cluster_error_retry_attempts=1 is one attempt, but 4.3.4 still retries a
+    # connection error or timeout on the same node up to four times inside one
+    # attempt (_execute_command), so an outcome the history calls unknown may
+    # have been sent again (docs/protocol.md, "On Valkey Cluster").
+    from redis.cluster import ClusterNode, RedisCluster
+    seeds = [ClusterNode(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1]))
+             for a in os.environ["LOCKJEPSEN_CLUSTER_NODES"].split(",")]
+    valkey = RedisCluster(startup_nodes=seeds, socket_timeout=op_timeout,
+                          socket_connect_timeout=op_timeout, retry_on_timeout=False,
+                          cluster_error_retry_attempts=1)
+elif os.environ.get("LOCKJEPSEN_ADDR"):
     # One server named directly (--topology standalone: its service address).
     host, port = os.environ["LOCKJEPSEN_ADDR"].rsplit(":", 1)
     valkey = redis.Redis(host=host, port=int(port), socket_timeout=op_timeout,
