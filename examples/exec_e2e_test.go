@@ -99,6 +99,8 @@ func TestClientTest(t *testing.T) {
 	}{
 		{adapters[0], nil, 0, []string{"11 passed, 0 failed"}},
 		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
+		// redis-py's RedisCluster, seeded with LOCKJEPSEN_CLUSTER_NODES.
+		{adapters[0], []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "11 passed, 0 failed"}},
 		{zkAdapter, zk, 0, []string{"PASS  session expiry", "PASS  two processes: mutual exclusion", "11 passed, 0 failed; fences returned"}},
 		// On Valkey it has no ensemble to talk to, and its init names the fix.
 		{zkAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_ZK_SERVERS is not set: run with --topology zookeeper"}},

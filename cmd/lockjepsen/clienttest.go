@@ -54,19 +54,20 @@ func (f execArgsFlag) Set(v string) error { *f.args = append(*f.args, v); return
 var recipeUsage = "lock recipe: " + strings.Join(lock.Names(), ", ") + " (exec:PATH is your own client speaking docs/protocol.md; docs/recipes.md says which runs on which --topology)"
 
 // runClientTest starts one Valkey primary watched by one Sentinel (or, with
-// --topology zookeeper, a ZooKeeper ensemble as that deployment runs it),
+// --topology cluster, a Valkey Cluster of three primaries; with --topology
+// zookeeper, a ZooKeeper ensemble as that deployment runs it),
 // starts the program with the environment a run gives it, and drives it
 // through lock.ClientTest. Exit 0: every case passed; 1: some failed; 254: a
 // protocol error, or the program or the server could not be started.
 func runClientTest(args []string) int {
-	fs := newFlagSet("client-test", "client-test [--topology sentinel|zookeeper] [--exec-arg ARG]... PATH")
+	fs := newFlagSet("client-test", "client-test [--topology sentinel|cluster|zookeeper] [--exec-arg ARG]... PATH")
 	var execArgs []string
 	fs.Var(execArgsFlag{&execArgs}, "exec-arg", "an argument for the program (repeat for more)")
 	opTimeout := 2 * time.Second
 	fs.Var(knob.Duration{D: &opTimeout, Min: 100 * time.Millisecond}, "op-timeout", "an operation not answered by then is info (a failed case)")
 	topology := cluster.TopologySentinel
-	fs.Var(knob.Choice{S: &topology, Among: []string{cluster.TopologySentinel, cluster.TopologyZooKeeper}}, "topology",
-		"the server behind the program: sentinel (one Valkey primary, one Sentinel) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
+	fs.Var(knob.Choice{S: &topology, Among: []string{cluster.TopologySentinel, cluster.TopologyCluster, cluster.TopologyZooKeeper}}, "topology",
+		"the server behind the program: sentinel (one Valkey primary, one Sentinel), cluster (a Valkey Cluster of 3 primaries: the program gets LOCKJEPSEN_CLUSTER_NODES) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -96,8 +97,11 @@ func runClientTest(args []string) int {
 	defer os.RemoveAll(dir)
 	ccfg := cluster.Defaults()
 	ccfg.Dir, ccfg.Topology = dir, topology
-	if topology == cluster.TopologySentinel {
+	switch topology {
+	case cluster.TopologySentinel:
 		ccfg.Replicas, ccfg.Sentinels, ccfg.Quorum = 0, 1, 1
+	case cluster.TopologyCluster:
+		ccfg.Replicas = 0 // no fault here: the shards' primaries are enough
 	}
 	cl, err := cluster.New(ccfg, bins)
 	if err != nil {
@@ -115,6 +119,11 @@ func runClientTest(args []string) int {
 	lc := lock.Config{Recipe: recipe, ExecArgs: execArgs, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName,
 		TTL: 5 * time.Second, OpTimeout: opTimeout}
 	against := fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", bins.Version)
+	if topology == cluster.TopologyCluster {
+		ep := ccfg.Deployment().Endpoints(cl)
+		lc.Sentinels, lc.MasterSet, lc.ClusterAddrs = nil, "", ep.Cluster
+		against = fmt.Sprintf("Valkey %s Cluster (%d primaries)", bins.Version, len(ep.Cluster))
+	}
 	if topology == cluster.TopologyZooKeeper {
 		ep := ccfg.Deployment().Endpoints(cl)
 		// The lease is the program's session: 3 s keeps the session-expiry
