@@ -91,10 +91,14 @@ type CellStats struct {
 	Windows int `json:"windows"`
 	Reached int `json:"reached"`
 
-	StuckLocks  int  `json:"stuck_locks"`
-	StuckTrials int  `json:"stuck_trials"`
-	RegrantMs   Dist `json:"regrant_ms"`
-	NoRegrant   int  `json:"no_regrant"`
+	// LivenessMeasured: the cell was aggregated by code that counts stuck
+	// locks and regrants; false in a sweep.json written before, whose zeros
+	// mean "not counted", not "none".
+	LivenessMeasured bool `json:"liveness_measured"`
+	StuckLocks       int  `json:"stuck_locks"`
+	StuckTrials      int  `json:"stuck_trials"`
+	RegrantMs        Dist `json:"regrant_ms"`
+	NoRegrant        int  `json:"no_regrant"`
 
 	StaleWrites checker.StaleWrites `json:"stale_writes"`
 	LostUpdates int                 `json:"lost_updates"`
@@ -302,7 +306,7 @@ func Aggregate(dir string) (*Report, error) {
 // figures do not depend on how its operations fell into trials.
 func Combine(cell Cell, trials []*Trial) CellStats {
 	cs := CellStats{Cell: cell.ID(), Config: cell.Config.Name, Fault: cell.Fault.Name, Unit: cell.Fault.Unit(),
-		NemesisKind: append([]string{}, cell.Fault.Faults...)}
+		NemesisKind: append([]string{}, cell.Fault.Faults...), LivenessMeasured: true}
 	cs.Acquires.RefusedBy = map[string]int{}
 	var ok, all, regrant []float64
 	cs.Exposures = []float64{}

@@ -54,7 +54,7 @@ func Findings(r *Report) []Finding {
 				s += fmt.Sprintf(" (%d of them refused by a majority, only their cleanup unconfirmed: availability %.1f%%)",
 					c.Acquires.UnknownRefused, 100*c.Availability)
 			}
-			if c.StuckLocks > 0 || c.RegrantMs.Count > 0 || c.NoRegrant > 0 {
+			if c.LivenessMeasured && (c.StuckLocks > 0 || c.RegrantMs.Count > 0 || c.NoRegrant > 0) {
 				s += "; liveness: " + liveness(c)
 			}
 			if c.StaleWrites.Accepted > 0 || c.LostUpdates > 0 || c.Rewinds > 0 {

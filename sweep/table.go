@@ -90,6 +90,9 @@ func DecisionTable(r *Report) string {
 // liveness is a cell's liveness column: the stuck locks, then how long after
 // an injection every key asked for was granted again.
 func liveness(cs *CellStats) string {
+	if !cs.LivenessMeasured {
+		return "not counted (aggregated before liveness was)"
+	}
 	s := fmt.Sprintf("%d stuck", cs.StuckLocks)
 	if cs.StuckLocks > 0 {
 		s += fmt.Sprintf(" (in %d trial(s))", cs.StuckTrials)
