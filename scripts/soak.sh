@@ -22,7 +22,9 @@ cd "$(dirname "$0")/.."
 OUT="${1:-results/soak}"
 SEEDS="${2:-4}"
 LJ=bin/lockjepsen
-[[ -x "$LJ" ]] || { echo "soak: build first: make build" >&2; exit 2; }
+# Built here, from the tree whose commit each run's line records: a binary
+# left from an older checkout once ran under a newer commit's name.
+go build -o "$LJ" ./cmd/lockjepsen || { echo "soak: go build failed" >&2; exit 2; }
 mkdir -p "$OUT"
 TSV="$OUT/runs.tsv"
 [[ -f "$TSV" ]] || printf 'deployment\tcase\tseed\texit\tverdict\tevents\tfolder\tcode\n' > "$TSV"
@@ -117,7 +119,7 @@ done
   echo "\`scripts/soak.sh $OUT $SEEDS\` on $(date -u +%Y-%m-%d), $(nproc) cores; 32 clients, 4 keys, ${SOAK_TIME:-60s} a run."
   echo "A run that is not valid (exit other than 0) is a false alarm or a harness failure; its folder is kept."
   echo
-  echo "Code the runs used (commit, +dirty when the work tree differed from it): $(awk -F'\t' 'NR>1 {c[$8==""?"unrecorded":$8]++} END {for (k in c) printf "%s%s (%d runs)", s, k, c[k]; s=", "}' "$TSV")."
+  echo "Code the runs used (commit, +dirty when the work tree differed from it): $(awk -F'\t' 'NR>1 {c[$8==""?"unrecorded":$8]++} END {for (k in c) {printf "%s%s (%d runs)", s, k, c[k]; s=", "}}' "$TSV")."
   echo
   echo "| deployment | runs | events | valid | not valid |"
   echo "|---|---|---|---|---|"
