@@ -47,17 +47,26 @@ func Grid(r *Report, trials map[string][]string) []GridRow {
 	return rows
 }
 
-func gridCell(r *Report, c Config, f Fault, trials map[string][]string) GridCell {
-	for _, na := range r.NotApplicable {
-		if na.Config == c.Name && na.Fault == f.Name {
-			return GridCell{Class: "na", Lock: "n/a", Title: na.Reason}
+// at is the report's cell for a configuration and a fault, or the reason
+// the pair was not run (both nil: neither).
+func (r *Report) at(config, fault string) (*CellStats, *NACell) {
+	for i := range r.Cells {
+		if r.Cells[i].Config == config && r.Cells[i].Fault == fault {
+			return &r.Cells[i], nil
 		}
 	}
-	var cs *CellStats
-	for i := range r.Cells {
-		if r.Cells[i].Config == c.Name && r.Cells[i].Fault == f.Name {
-			cs = &r.Cells[i]
+	for i := range r.NotApplicable {
+		if na := &r.NotApplicable[i]; na.Config == config && na.Fault == fault {
+			return nil, na
 		}
+	}
+	return nil, nil
+}
+
+func gridCell(r *Report, c Config, f Fault, trials map[string][]string) GridCell {
+	cs, na := r.at(c.Name, f.Name)
+	if na != nil {
+		return GridCell{Class: "na", Lock: "n/a", Title: na.Reason}
 	}
 	if cs == nil || cs.Opportunities == 0 {
 		return GridCell{Class: "none", Lock: "–", Title: "no opportunity measured"}

@@ -34,17 +34,10 @@ func DecisionTable(r *Report) string {
 	parallel := 0
 	for _, c := range r.Plan.Configs {
 		for _, f := range r.Plan.Faults {
-			var cs *CellStats
-			for i := range r.Cells {
-				if r.Cells[i].Config == c.Name && r.Cells[i].Fault == f.Name {
-					cs = &r.Cells[i]
-				}
-			}
+			cs, na := r.at(c.Name, f.Name)
 			if cs == nil {
-				for _, na := range r.NotApplicable {
-					if na.Config == c.Name && na.Fault == f.Name {
-						fmt.Fprintf(&b, "| %s | %s | – | – | n/a | n/a | – | – | n/a: %s | – |\n", c.Name, f.Name, na.Reason)
-					}
+				if na != nil {
+					fmt.Fprintf(&b, "| %s | %s | – | – | n/a | n/a | – | – | n/a: %s | – |\n", c.Name, f.Name, na.Reason)
 				}
 				continue
 			}
