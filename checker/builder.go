@@ -210,6 +210,9 @@ func (b *Builder) Add(e *history.Event) error {
 		if e.Node != "" {
 			b.note(&r, func(n *opNotes) { n.node = e.Node })
 		}
+		if e.Expiry == history.ExpiryNone {
+			b.note(&r, func(n *opNotes) { n.noExpiry = true })
+		}
 		if e.Key == "" {
 			b.keyless = true
 			b.note(&r, func(n *opNotes) { n.keyless = true })
@@ -237,7 +240,7 @@ func (b *Builder) Add(e *history.Event) error {
 	r.outcome = b.id(string(e.Type))
 	r.done = e.Time
 	r.doneIndex = e.Index
-	if e.ValidityMs > 0 && e.Type == history.OK {
+	if e.ValidityMs != 0 && e.Type == history.OK { // below 0: handed over expired (ownership.go)
 		b.note(r, func(n *opNotes) { n.validity = e.ValidityMs * 1e6 })
 	}
 	f := h.strs[r.f]
@@ -513,6 +516,9 @@ func (h *History) replay(yield func(history.Event) bool) {
 			i++
 			e = history.Event{Index: r.invokeIndex, Time: r.call, Process: r.process, Type: history.Invoke, F: h.strs[r.f],
 				Client: r.client, Key: h.strs[r.key], Token: h.strs[r.token], TTLMs: r.ttl / 1e6, Node: h.notes[r.notes].node}
+			if h.notes[r.notes].noExpiry {
+				e.Expiry = history.ExpiryNone
+			}
 			if e.F == history.FWrite && h.notes[r.notes].hasValue {
 				e.Value = history.Int64(r.value)
 			}

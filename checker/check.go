@@ -90,6 +90,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		res.Warnings = append(res.Warnings, "no fault marks are registered, so the nemesis events were read as no fault at all: a program that checks histories must link package nemesis (or call marks.Register)")
 	}
 	audited, audit := livenessAudit(nem)
+	revoked := revocations(nem)
 
 	groups := h.groups()
 	parts := make([]*groupResult, len(groups))
@@ -100,7 +101,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[i] = checkGroup(h.ops(g), idx, fs, ev, slack, audited, audit, opts, t0)
+			parts[i] = checkGroup(h.ops(g), revoked, idx, fs, ev, slack, audited, audit, opts, t0)
 		}()
 	}
 	wg.Wait()
@@ -129,6 +130,8 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		res.FenceTokens.Regressions += p.fences.Regressions
 		res.FenceTokens.List = append(res.FenceTokens.List, p.fences.List...)
 		stuck = append(stuck, p.stuck...)
+		res.Ownership.ExpiredOnArrival = append(res.Ownership.ExpiredOnArrival, p.expired...)
+		res.Ownership.Regranted = append(res.Ownership.Regranted, p.regranted...)
 		for f, c := range p.counts {
 			t := counts[f]
 			if t == nil {
@@ -232,7 +235,27 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		res.Liveness.Valid = Invalid
 		res.Violations = append(res.Violations, s.violation)
 	}
-	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid)
+	res.Ownership.Valid = Valid
+	for _, k := range []struct {
+		kind   string
+		issues []OwnershipIssue
+	}{{"expired-on-arrival", res.Ownership.ExpiredOnArrival}, {"regranted-to-holder", res.Ownership.Regranted}} {
+		kind := k.kind
+		for _, o := range k.issues {
+			res.Ownership.Valid = Invalid
+			v := Violation{Kind: kind, Affects: "ownership", Key: o.Key, Start: o.Time, End: o.Time, Clients: []int{o.Client},
+				Tokens: []string{o.Token}, Explanation: o.Detail}
+			v.Cause, v.Faults = attribute(fs, o.Time-slack, o.Time, o.Time, slack, nil, true)
+			res.Violations = append(res.Violations, v)
+		}
+	}
+	if res.Ownership.ExpiredOnArrival == nil {
+		res.Ownership.ExpiredOnArrival = []OwnershipIssue{}
+	}
+	if res.Ownership.Regranted == nil {
+		res.Ownership.Regranted = []OwnershipIssue{}
+	}
+	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid, res.Ownership.Valid)
 	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
 	for i := range res.Violations {
 		res.Violations[i].StartS = rel(res.Violations[i].Start, t0)
@@ -253,6 +276,8 @@ type groupResult struct {
 	sw        StaleWrites    // without NewerTurnedAway, counted once all are in
 	fences    FenceTokens
 	stuck     []stuckOutcome
+	expired   []OwnershipIssue // ownership.go
+	regranted []OwnershipIssue
 	counts    map[string]*OpCounts
 	unknown   []UnknownCommand
 	acquires  []int64 // latencies of completed acquires
@@ -277,10 +302,21 @@ type stuckOutcome struct {
 }
 
 // checkGroup runs every rule on the Ops of one group of keys.
-func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, ev evictions, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
+func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evictions, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
 	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire)}
+	g.expired, g.regranted = ownership(ops, t0)
 	draw := opts.Pictures
 	lockOps, lockKeys := byKey(ops, isLockOp)
+	revokedAt := map[string]int64{}
+	for _, r := range revoked {
+		if v, ok := lockOps[r.Key]; ok {
+			c := *r
+			lockOps[r.Key] = revoke(v, &c)
+			if c.Token != "" {
+				revokedAt[c.Token] = c.Call
+			}
+		}
+	}
 	secs := buildSections(ops, idx)
 	secByKey := make(map[string][]*Section)
 	var secKeys []string
@@ -389,7 +425,7 @@ func checkGroup(ops []Op, idx *AttemptIndex, fs []fault, ev evictions, slack int
 	}
 	inheritCauses(g.lock, g.res)
 
-	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, slack, int64(opts.Epsilon))
+	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, revokedAt, slack, int64(opts.Epsilon))
 	for i := range g.dhs {
 		g.dhs[i].Explanation = explainDoubleHolder(g.dhs[i], t0, ev)
 	}

@@ -64,7 +64,9 @@ func coverage(ws []FaultWindow, fs []fault, held []heldSpan) []FaultCoverage {
 				if h.start > f.start {
 					break
 				}
-				if h.end > f.start && (f.client < 0 || h.client == f.client) {
+				// At f.start, not only after it: a lease the fault itself
+				// ended (a Revokes mark) ends exactly as the fault begins.
+				if h.end >= f.start && (f.client < 0 || h.client == f.client) {
 					w.Reached = true
 					break
 				}

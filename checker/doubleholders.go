@@ -133,7 +133,7 @@ func actingIntervals(ops []Op) map[string][]*acting {
 // doubleHolders finds every pair of tokens whose acting intervals overlap and
 // judges the stale holder's writes. grants holds the token pairs the direct
 // check proved were granted at once.
-func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string]bool, slack, eps int64) ([]DoubleHolder, StaleWrites) {
+func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string]bool, revokedAt map[string]int64, slack, eps int64) ([]DoubleHolder, StaleWrites) {
 	var dhs []DoubleHolder
 	var sw StaleWrites
 	stale := make(map[*Op]bool)
@@ -166,12 +166,16 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 				// The direct check reports each grant against one lease
 				// only (the widest); a grant made inside this older lease is
 				// a double grant too.
-				dg := grants[[2]string{a.token, b.token}] || grants[[2]string{b.token, a.token}] ||
-					(b.grant.Call > a.grant.Return && b.grant.Return < a.leaseEnd-eps)
+				// A lease the server ended honestly before the newer grant
+				// (a revoked session) was no lease to grant over.
+				rv, revoked := revokedAt[a.token]
+				revoked = revoked && rv <= b.grant.Call
+				dg := !revoked && (grants[[2]string{a.token, b.token}] || grants[[2]string{b.token, a.token}] ||
+					(b.grant.Call > a.grant.Return && b.grant.Return < a.leaseEnd-eps))
 				cause, names := attribute(fs, a.grant.Call, b.start, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
 					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,
-					DoubleGrant: dg, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource,
+					DoubleGrant: dg, Revoked: revoked, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource,
 					staleCall: a.grant.Call, staleGrant: a.grant.Return}
 				for _, w := range a.writes {
 					if w.Call < b.start {

@@ -142,7 +142,7 @@ func explainWitness(w witness, t0 int64, cause string, faults []string, ev evict
 	}
 	switch w.kind {
 	case "non-holder-release":
-		return fmt.Sprintf("%s released %s at %s while %s certainly held it (its lease ran from %s to at least %s): the release deleted someone else's lock. A plain DEL does this; DELIFEQ would have refused.",
+		return fmt.Sprintf("%s released %s at %s while %s certainly held it (its lease ran from %s to at least %s): the release freed someone else's lock. A release that checks no token does this: a plain DEL (DELIFEQ would have refused), or an unlock run on a session a connection pooler shares between clients.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
 	case "lease-lost":
 		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and granted the lock to client %d again (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",

@@ -63,7 +63,7 @@ func (s lockState) apply(o *Op, eps int64) (lockState, bool) {
 		if t > o.Return {
 			return s, false
 		}
-		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: satAdd(o.Return, o.TTL+eps), now: t}, true
+		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: leaseHi(o, eps), now: t}, true
 	case history.FExtend, history.FRelease:
 		if s.holder != o.Token && s.holder != anyone {
 			return s, false
@@ -74,9 +74,21 @@ func (s lockState) apply(o *Op, eps int64) (lockState, bool) {
 		if o.F == history.FRelease {
 			return lockState{holder: free, now: t}, true
 		}
-		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: satAdd(o.Return, o.TTL+eps), now: t}, true
+		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: leaseHi(o, eps), now: t}, true
 	}
 	return s, true
+}
+
+// leaseHi is the latest the server can have expired o's lease: its TTL
+// after the reply, or never for a server that never expires a lock. Such a
+// lock still counts as free after the client's lease (lo): the model stays
+// as lenient on grants as for a TTL, but an unlock after the client's lease
+// ran out, which such a server answers ok, is not read as a violation.
+func leaseHi(o *Op, eps int64) int64 {
+	if o.NoExpiry() {
+		return never
+	}
+	return satAdd(o.Return, o.TTL+eps)
 }
 
 func lockStep(state, input, _ any) (bool, any) {

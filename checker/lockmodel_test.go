@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // lockLinearizable runs the lock model alone, without the direct check.
@@ -43,10 +44,50 @@ func TestLockModel(t *testing.T) {
 		{"extend keeps lease", newHB().acq(0, "A", 100, 0, 1, ok, 0).ext(0, "A", 100, 80, 81, ok).acq(1, "B", 100, 150, 151, ok, 0), false},
 		{"extend then expiry", newHB().acq(0, "A", 100, 0, 1, ok, 0).ext(0, "A", 100, 80, 81, ok).acq(1, "B", 100, 190, 191, ok, 0), true},
 		{"unknown extend may prolong", newHB().acq(0, "A", 100, 0, 1, ok, 0).ext(0, "A", 100, 80, 90, info).rel(100, "A", 150, 151, ok), true},
+		// A server that never expires a lock (PostgreSQL's advisory locks)
+		// answers a late unlock ok; a grant to another client in between
+		// still makes it one no server allows.
+		{"unexpiring: release after the client's lease", newHB().acqNoExpiry(0, "A", 100, 0, 1).rel(0, "A", 500, 501, ok), true},
+		{"unexpiring: extend after the client's lease", newHB().acqNoExpiry(0, "A", 100, 0, 1).extNoExpiry(0, "A", 100, 300, 301).rel(0, "A", 900, 901, ok), true},
+		{"unexpiring: double grant", newHB().acqNoExpiry(0, "A", 100, 0, 1).acqNoExpiry(1, "B", 100, 50, 51), false},
+		{"unexpiring: release after a regrant", newHB().acqNoExpiry(0, "A", 100, 0, 1).acqNoExpiry(1, "B", 100, 200, 201).rel(0, "A", 500, 501, ok), false},
 	}
 	for _, c := range cases {
 		if got := lockLinearizable(t, c.h); got != c.want {
 			t.Errorf("%s: linearizable %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// acqNoExpiry and extNoExpiry are an ok acquire and extend on a server
+// that never expires the lock (the history's expiry none).
+func (h *hb) acqNoExpiry(p int, tok string, ttl int64, call, ret float64) *hb {
+	return h.op(p, history.Event{F: history.FAcquire, Token: tok, TTLMs: ttl, Expiry: history.ExpiryNone}, call, ret, ok, history.Event{})
+}
+
+func (h *hb) extNoExpiry(p int, tok string, ttl int64, call, ret float64) *hb {
+	return h.op(p, history.Event{F: history.FExtend, Token: tok, TTLMs: ttl, Expiry: history.ExpiryNone}, call, ret, ok, history.Event{})
+}
+
+// TestUnexpiringLockLateUnlockIsValid: the whole check, not the model
+// alone, reads an unlock after the client's own lease on a server that
+// never expires the lock as valid; the same history on a TTL server is a
+// violation.
+func TestUnexpiringLockLateUnlockIsValid(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    *hb
+		want Validity
+	}{
+		{"never expires", newHB().acqNoExpiry(0, "A", 100, 0, 1).rel(0, "A", 500, 501, ok), Valid},
+		{"expires after its TTL", newHB().acq(0, "A", 100, 0, 1, ok, 0).rel(0, "A", 500, 501, ok), Invalid},
+	} {
+		r, err := Check(c.h.build(), nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Lock.Valid != c.want {
+			t.Errorf("%s: lock %s, want %s", c.name, r.Lock.Valid, c.want)
 		}
 	}
 }

@@ -46,6 +46,9 @@ type opNotes struct {
 	// whether the op has a value, whether its invoke had no key.
 	validity          int64
 	hasValue, keyless bool
+	// noExpiry: the acquire's or extend's server never expires the lock
+	// (the history's expiry none).
+	noExpiry bool
 }
 
 // FenceSource is where an acquire's or a fence op's number came from
@@ -56,6 +59,10 @@ func (o *Op) FenceSource() string {
 	}
 	return o.notes.fenceSource
 }
+
+// NoExpiry reports that the server of an acquire or extend never expires
+// the lock (PostgreSQL's advisory locks): its TTL is the client's lease.
+func (o *Op) NoExpiry() bool { return o.notes != nil && o.notes.noExpiry }
 
 // Verdict is the resource's answer to a read or write (accepted, rejected).
 func (o *Op) Verdict() string {

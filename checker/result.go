@@ -124,6 +124,8 @@ type Result struct {
 	Resource ResourceResult `json:"resource"`
 	// Liveness: locks left taken forever (liveness.go).
 	Liveness LivenessResult `json:"liveness"`
+	// Ownership: grants a client was misinformed about (ownership.go).
+	Ownership OwnershipResult `json:"ownership"`
 
 	DoubleHolders    int            `json:"double_holders"`
 	DoubleHolderList []DoubleHolder `json:"double_holder_list"`
@@ -296,9 +298,13 @@ type DoubleHolder struct {
 	OverlapMs   float64 `json:"overlap_ms"`
 	// DoubleGrant is true when the lock service granted both at once (a lock
 	// violation); false when the stale holder's lease had expired honestly.
-	DoubleGrant bool     `json:"double_grant"`
-	Cause       string   `json:"cause"`
-	Faults      []string `json:"faults"`
+	DoubleGrant bool `json:"double_grant"`
+	// Revoked: the server had ended the stale holder's session before the
+	// newer grant (a Revokes mark), releasing its lock honestly; the holder
+	// had not yet learned of it. Not a double grant.
+	Revoked bool     `json:"revoked,omitempty"`
+	Cause   string   `json:"cause"`
+	Faults  []string `json:"faults"`
 	// StaleWrite: none | accepted | rejected | unknown.
 	StaleWrite string `json:"stale_write"`
 	// NewTurnedAway is "read" or "write" when the fence turned the *newer*
@@ -338,7 +344,8 @@ type Violation struct {
 	// (numbers from the database's sequence protected the newer holder), duplicate-fence,
 	// fence-regression.
 	Kind string `json:"kind"`
-	// Affects names the verdict it falsifies: lock, resource, or none for
+	// Affects names the verdict it falsifies: lock, resource, liveness,
+	// ownership, or none for
 	// findings that are reported without changing valid.
 	Affects     string   `json:"affects"`
 	Key         string   `json:"key"`
@@ -356,11 +363,11 @@ type Violation struct {
 }
 
 // ViolationKinds are the kinds a Violation can have, those that falsify a
-// verdict (Affects lock, resource or liveness) first, then the ones only
+// verdict (Affects lock, resource, liveness or ownership) first, then the ones only
 // reported. Commands that take a kind as input (shrink --kind) check it here.
 var ViolationKinds = []string{
 	"double-grant", "non-holder-release", "non-holder-extend", "lease-lost", "lock-not-linearizable",
-	"lost-update", "rewind", "resource-not-linearizable", "stuck-lock",
+	"lost-update", "rewind", "resource-not-linearizable", "stuck-lock", "expired-on-arrival", "regranted-to-holder",
 	"stale-write-accepted", "newer-holder-turned-away", "stale-holder-turned-away", "duplicate-fence", "fence-regression",
 }
 

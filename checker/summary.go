@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -27,7 +28,10 @@ func (r *Result) Summary() string {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "  WARNING: %s\n", w)
 	}
-	fmt.Fprintf(&b, "  lock service: %s    resource: %s    liveness: %s\n", r.Lock.Valid, r.Resource.Valid, r.Liveness.Valid)
+	fmt.Fprintf(&b, "  lock service: %s    resource: %s    liveness: %s    ownership: %s\n", r.Lock.Valid, r.Resource.Valid, r.Liveness.Valid, r.Ownership.Valid)
+	for _, o := range append(slices.Clip(r.Ownership.ExpiredOnArrival), r.Ownership.Regranted...) {
+		fmt.Fprintf(&b, "    %s at %.3f s\n", o.Detail, o.TimeS)
+	}
 	for _, s := range r.Liveness.StuckLocks {
 		fmt.Fprintf(&b, "    stuck lock %s since %.3f s, left by client %d's %s (%s), PTTL audit %v\n", s.Key, s.SinceS, s.LeftBy.Client, s.LeftBy.F, s.LeftBy.Outcome, s.Audit)
 	}
@@ -221,16 +225,23 @@ func whoHeld(r *Result) string {
 		}
 		return s + ", never to two clients at once.\n"
 	}
-	grantedTwice, expired := 0, 0
+	grantedTwice, expired, revoked := 0, 0, 0
 	for _, d := range r.DoubleHolderList {
-		if d.DoubleGrant {
+		switch {
+		case d.DoubleGrant:
 			grantedTwice++
-		} else {
+		case d.Revoked:
+			revoked++
+		default:
 			expired++
 		}
 	}
 	s += fmt.Sprintf("; two clients acted as holder at once %s", Count(r.DoubleHolders, "time"))
 	switch {
+	case revoked > 0 && grantedTwice == 0 && expired == 0:
+		s += ", each time after the server had ended the older holder's session, releasing its lock honestly, before the holder learned of it (not a double grant)"
+	case revoked > 0:
+		s += fmt.Sprintf(" (%d granted twice, %d after the older lease expired, %d after the server ended the older holder's session)", grantedTwice, expired, revoked)
 	case expired == 0:
 		s += ", each time granted twice by the lock service"
 	case grantedTwice == 0:

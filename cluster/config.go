@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"flag"
 	"fmt"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"strings"
 	"time"
 )
 
@@ -65,6 +67,10 @@ type Config struct {
 	// Shards is the number of primaries of the cluster topology (Valkey
 	// Cluster), each with Replicas replicas; see vcluster.go.
 	Shards int `json:"shards,omitempty"`
+
+	// Opts are the options of a deployment that owns flags of its own
+	// (FlagOwner), by flag name; its Validate checks them.
+	Opts map[string]string `json:"opts,omitempty"`
 
 	// NetProxy puts a TCP proxy in front of every Valkey node, in
 	// lockjepsen's own process, that the network faults act on
@@ -132,6 +138,9 @@ func (c *Config) Validate() error {
 	if err := c.validateTopology(); err != nil {
 		return err
 	}
+	if err := c.validateOpts(); err != nil {
+		return err
+	}
 	if c.Replicas < 0 || c.Replicas > 8 {
 		return fmt.Errorf("--replicas %d: want 0 to 8", c.Replicas)
 	}
@@ -192,6 +201,50 @@ func (c *Config) Validate() error {
 	}
 	if c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+c.Replicas+c.Sentinels+1 > 65535) {
 		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-c.Replicas-c.Sentinels-1)
+	}
+	return nil
+}
+
+// Opt is the deployment option name's value ("" when unset).
+func (c *Config) Opt(name string) string { return c.Opts[name] }
+
+// SetOpt sets a deployment option (its flag's Set).
+func (c *Config) SetOpt(name, value string) {
+	if c.Opts == nil {
+		c.Opts = map[string]string{}
+	}
+	c.Opts[name] = value
+}
+
+// validateOpts refuses an option the config's deployment does not own: a
+// flag of another deployment's on this one is a mistake the user should hear of.
+func (c *Config) validateOpts() error {
+	if len(c.Opts) == 0 {
+		return nil
+	}
+	owned := map[string]bool{}
+	if fo, ok := c.Deployment().(FlagOwner); ok {
+		fs := flag.NewFlagSet("", flag.ContinueOnError)
+		fo.Flags(fs, &Config{})
+		fs.VisitAll(func(f *flag.Flag) { owned[f.Name] = true })
+	}
+	for name := range c.Opts {
+		if owned[name] {
+			continue
+		}
+		var owners []string
+		for _, t := range Topologies {
+			d, _ := Lookup(t)
+			if fo, ok := d.(FlagOwner); ok {
+				fs := flag.NewFlagSet("", flag.ContinueOnError)
+				fo.Flags(fs, &Config{})
+				if fs.Lookup(name) != nil {
+					owners = append(owners, t)
+				}
+			}
+		}
+		return fmt.Errorf("--%s %s: it is an option of --topology %s, and this run uses %s; drop --%s or use --topology %s",
+			name, c.Opts[name], strings.Join(owners, " or "), c.TopologyName(), name, strings.Join(owners, " or "))
 	}
 	return nil
 }

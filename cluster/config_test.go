@@ -45,16 +45,39 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestBasePortInUseIsNamed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// A busy port whose two predecessors are free: with the tests that run
+	// beside this one holding ephemeral ports, the range's first port was
+	// once taken too, and the error named that one (seen once beside the PostgreSQL tests).
+	var ln net.Listener
+	busy := 0
+	for try := 0; try < 50 && busy == 0; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		free := true
+		for _, q := range []int{p - 2, p - 1} {
+			if f, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q)); err != nil {
+				free = false
+			} else {
+				f.Close()
+			}
+		}
+		if free {
+			ln, busy = l, p
+		} else {
+			l.Close()
+		}
+	}
+	if busy == 0 {
+		t.Fatal("no busy port with two free ones before it in 50 tries")
 	}
 	defer ln.Close()
-	busy := ln.Addr().(*net.TCPAddr).Port
 	c := Defaults()
 	c.Dir = t.TempDir()
 	c.BasePort = busy - 2
-	_, err = NewLocal(c, Binaries{Server: "unused"})
+	_, err := NewLocal(c, Binaries{Server: "unused"})
 	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(busy)) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("error %v, want one naming port %d as in use", err, busy)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,12 +11,14 @@ import (
 
 // Deployment is one shape a cluster can take, the value --topology names:
 // Sentinel's primary and replicas, Redlock's independent primaries, an etcd
-// cluster, Valkey Cluster, a standalone primary. Everything that differs
-// between them is a method here, so that a new deployment is one file of
-// this package (its type, registered in init) plus its scenarios; callers
-// ask the value, never the name. What only some deployments have (shards,
-// partitions, a database to restart) stays an optional interface found by
-// type assertion, as Sharded and Partitioner are.
+// cluster, Valkey Cluster, a standalone primary, and the deployments in
+// folders of their own under deployments/.
+// Everything that differs between them is a method here, so that a new
+// deployment is one folder (its type, registered by Register from its init,
+// its runtime, its faults and scenarios, under deployments/); callers ask the value, never the name. What only some
+// deployments have (shards, partitions, a database to restart, flags of their
+// own) stays an optional interface found by type assertion, as Sharded,
+// Partitioner and FlagOwner are.
 type Deployment interface {
 	Name() string
 	// Doc is one line for --topology's help and the docs.
@@ -45,12 +48,41 @@ type Deployment interface {
 	// Defaults fills what --topology changes when the user did not set it
 	// (set reports whether a flag was given).
 	Defaults(c *Config, set func(flag string) bool)
+	// Validate refuses the cluster knobs that mean nothing here (its own
+	// options in c.Opts among them), naming the fix.
+	Validate(c *Config) error
+	// Layout lists the nodes in start order, names and kinds only.
+	Layout(c Config) []Node
+	// NewLocal makes the runtime that starts the deployment on this machine.
+	NewLocal(c Config, bins Binaries) (Runtime, error)
+}
 
-	validate(c *Config) error
-	// layout lists the nodes in start order, names and kinds only.
-	layout(c Config) []Node
-	// newLocal makes the local runtime (most deployments: newLocal).
-	newLocal(c Config, bins Binaries) (Runtime, error)
+// FlagOwner is a deployment with flags of its own (a pooling mode, say):
+// the commands that take --topology register them, and they write into the
+// config's Opts, which the deployment's Validate checks.
+type FlagOwner interface {
+	Flags(fs *flag.FlagSet, c *Config)
+}
+
+// Comparison is one row a deployment offers the comparison of lock services
+// (the sweep's deployment axis): the recipe and fence it runs, its options as
+// its flags would set them, and a note for the report.
+type Comparison struct {
+	Name, Recipe, Fence string
+	Opts                map[string]string
+	Note                string
+}
+
+// Compared is a deployment in a folder of its own that joins the comparison
+// sweep with rows of its own (the built-in ones are listed in package sweep).
+type Compared interface {
+	Comparisons() []Comparison
+}
+
+// builtin is a deployment of this package, which the Local and Docker
+// runtimes start: what those runtimes ask of it beyond Deployment.
+type builtin interface {
+	Deployment
 	up(ctx context.Context, l *Local) error
 	readyOnce(ctx context.Context, l *Local) error
 	primary(ctx context.Context, l *Local) (Node, error)
@@ -75,6 +107,9 @@ type Endpoints struct {
 	Cluster   []string // Valkey Cluster: every node, the client follows MOVED
 	Etcd      []string // etcd: the members' client endpoints
 	ZooKeeper []string // ZooKeeper: the members' client ports
+	// DSN: a deployment reached through one connection string (a SQL
+	// database, directly or through a proxy).
+	DSN string
 	// DialMap (--net-proxy) maps each node's announced address, which is
 	// what Sentinel hands out, to the proxy the lock clients dial instead
 	// (netproxy.go): replication and the clients cross different proxies.
@@ -125,9 +160,9 @@ var (
 // --topology's help and its errors list them in, Sentinel (the default) first.
 var Topologies []string
 
-// register adds a deployment (from its file's init); rank places it in
+// Register adds a deployment (from its package's init); rank places it in
 // Topologies.
-func register(rank int, d Deployment) {
+func Register(rank int, d Deployment) {
 	if _, dup := deployments[d.Name()]; dup {
 		panic("cluster: deployment " + d.Name() + " registered twice")
 	}
@@ -165,12 +200,19 @@ func (c *Config) TopologyName() string {
 	return c.Topology
 }
 
+// builtin is the config's deployment as the Local and Docker runtimes
+// drive it; only this package's deployments get there.
+func (c *Config) builtin() builtin { return c.Deployment().(builtin) }
+
 func (c *Config) validateTopology() error {
 	d, err := Lookup(c.Topology)
 	if err != nil {
 		return err
 	}
-	return d.validate(c)
+	if _, ok := d.(builtin); !ok && c.runtime() != RuntimeLocal {
+		return fmt.Errorf("--runtime %s: --topology %s runs on --runtime local only (drop --runtime)", c.runtime(), d.Name())
+	}
+	return d.Validate(c)
 }
 
 // valkeyDeployment holds what most Valkey deployments share: a local runtime
@@ -183,7 +225,7 @@ func (valkeyDeployment) ClockError() error                   { return nil }
 func (valkeyDeployment) Replicated() bool                    { return true }
 func (valkeyDeployment) meshed() bool                        { return true }
 func (valkeyDeployment) Defaults(*Config, func(string) bool) {}
-func (valkeyDeployment) newLocal(c Config, bins Binaries) (Runtime, error) {
+func (valkeyDeployment) NewLocal(c Config, bins Binaries) (Runtime, error) {
 	return newLocal(c, bins)
 }
 func (valkeyDeployment) rejoinsAsReplica() bool { return true }

@@ -18,7 +18,7 @@ func TestReplicatedMeansOnePrimary(t *testing.T) {
 			c.Topology = name
 			d.Defaults(&c, func(string) bool { return false })
 			primaries := 0
-			for _, n := range d.layout(c) {
+			for _, n := range d.Layout(c) {
 				if n.Kind == RolePrimary {
 					primaries++
 				}

@@ -143,16 +143,16 @@ func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
 		cfg: cfg, bins: bins, image: DockerImage(bins), runID: "lj-" + hex.EncodeToString(b[:]),
 		ids: map[string]string{}, partitioned: map[string]bool{}, isolated: map[string]bool{},
 	}
-	d.topo = &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
+	d.topo = &Local{cfg: cfg, bins: bins, procs: map[string]*Proc{}, adm: newAdmin()}
 	d.set, d.q = &d.topo.nodeSet, d.topo
-	cfg.Deployment().layoutDocker(d)
+	cfg.builtin().layoutDocker(d)
 	return d, nil
 }
 
 // layoutValkey lays out a Valkey deployment's containers: its nodes, whose
 // addresses are known once Up has made the networks.
 func (d *Docker) layoutValkey() {
-	for _, n := range d.cfg.Deployment().layout(d.cfg) {
+	for _, n := range d.cfg.Deployment().Layout(d.cfg) {
 		n.Dir = filepath.Join(d.cfg.Dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
 		d.topo.nodes = append(d.topo.nodes, n)
@@ -161,7 +161,7 @@ func (d *Docker) layoutValkey() {
 
 // meshed reports whether every node is attached to every other node's home
 // network (the deployment says: not Redlock's, whose primaries never talk).
-func (d *Docker) meshed() bool { return d.cfg.Deployment().meshed() }
+func (d *Docker) meshed() bool { return d.cfg.builtin().meshed() }
 
 // RunID is the prefix of every container and network name of this run, and the
 // value of their org.lockjepsen.run label.
@@ -831,7 +831,7 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 	}
 	// A redlock node comes back as the primary it was (its own config; the
 	// nemesis's kill-node says so); an etcd or ZooKeeper member with its data dir.
-	if n.Kind != RoleSentinel && mode == AsReplica && d.cfg.Deployment().rejoinsAsReplica() {
+	if n.Kind != RoleSentinel && mode == AsReplica && d.cfg.builtin().rejoinsAsReplica() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
 		}

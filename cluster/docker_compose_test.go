@@ -107,7 +107,7 @@ func TestComposeUp(t *testing.T) {
 		}
 	})
 	// The local runtime's readiness check, pointed at the compose addresses.
-	l := &Local{cfg: Defaults(), procs: map[string]*proc{}, adm: newAdmin()}
+	l := &Local{cfg: Defaults(), procs: map[string]*Proc{}, adm: newAdmin()}
 	defer l.adm.close()
 	for i, a := range []string{"10.214.0.10:6379", "10.214.0.11:6379", "10.214.0.12:6379", "10.214.0.20:26379", "10.214.0.21:26379", "10.214.0.22:26379"} {
 		kind, name := RoleReplica, "valkey-"+string(rune('0'+i))

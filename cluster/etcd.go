@@ -47,7 +47,7 @@ const (
 // time.Time with a monotonic reading, Raft counts ticks of a ticker).
 var ErrEtcdClock = errors.New("an etcd member's clock cannot be moved: etcd is a Go program, which reads the clock through the vDSO, not libc, so libfaketime's LD_PRELOAD does not reach it (verified: etcd under libfaketime +1d logs true time); its leases use monotonic time in any case")
 
-func init() { register(2, etcdDeployment{}) }
+func init() { Register(2, etcdDeployment{}) }
 
 // etcdDeployment has its own runtimes (EtcdLocal, and Docker's etcd layout).
 type etcdDeployment struct{ consensusDeployment }
@@ -76,9 +76,9 @@ func (etcdDeployment) Offers(need string) bool {
 func (etcdDeployment) ValidateRun(k RunKnobs) error {
 	return refuseValkeyRunKnobs(k, "etcd commits every write through Raft before it answers", "etcd fsyncs its WAL before it answers")
 }
-func (etcdDeployment) validate(c *Config) error { return c.validateMembers("etcd", ErrEtcdClock) }
-func (etcdDeployment) layout(c Config) []Node   { return memberLayout("etcd", c.Members) }
-func (etcdDeployment) newLocal(c Config, _ Binaries) (Runtime, error) {
+func (etcdDeployment) Validate(c *Config) error { return c.validateMembers("etcd", ErrEtcdClock) }
+func (etcdDeployment) Layout(c Config) []Node   { return memberLayout("etcd", c.Members) }
+func (etcdDeployment) NewLocal(c Config, _ Binaries) (Runtime, error) {
 	e, err := newEtcdLocal(c)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ type EtcdLocal struct {
 	peers   []string // peer URL of each member, in node order
 
 	nodeSet
-	procs   map[string]*proc
+	procs   map[string]*Proc
 	clients map[string]*clientv3.Client // one per member, its endpoint only
 }
 
@@ -140,8 +140,8 @@ func newEtcdLocal(cfg Config) (*EtcdLocal, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &EtcdLocal{cfg: cfg, bin: bin, version: string(m[1]), procs: map[string]*proc{}, clients: map[string]*clientv3.Client{}}
-	for i, n := range (etcdDeployment{}).layout(cfg) {
+	e := &EtcdLocal{cfg: cfg, bin: bin, version: string(m[1]), procs: map[string]*Proc{}, clients: map[string]*clientv3.Client{}}
+	for i, n := range (etcdDeployment{}).Layout(cfg) {
 		n.Dir = filepath.Join(dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
 		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i]))
@@ -232,7 +232,7 @@ func (e *EtcdLocal) start(name string) error {
 	}
 	e.mu.Lock()
 	e.procs[name] = p
-	e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = p.pid(), false, false
+	e.nodes[i].PID, e.nodes[i].Killed, e.nodes[i].Paused = p.PID(), false, false
 	e.mu.Unlock()
 	return e.saveState()
 }

@@ -40,8 +40,8 @@ func DockerEtcdImage() string {
 // are known once Up has made the networks.
 func (d *Docker) layoutEtcd() {
 	d.image = DockerEtcdImage()
-	d.etcd = &EtcdLocal{cfg: d.cfg, procs: map[string]*proc{}, clients: map[string]*clientv3.Client{}}
-	for _, n := range (etcdDeployment{}).layout(d.cfg) {
+	d.etcd = &EtcdLocal{cfg: d.cfg, procs: map[string]*Proc{}, clients: map[string]*clientv3.Client{}}
+	for _, n := range (etcdDeployment{}).Layout(d.cfg) {
 		n.Dir = filepath.Join(d.cfg.Dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
 		d.etcd.nodes = append(d.etcd.nodes, n)

@@ -119,7 +119,7 @@ func (l *Local) Cache(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("start the cache instance: %w", err)
 	}
-	n.PID = p.pid()
+	n.PID = p.PID()
 	l.mu.Lock()
 	l.cache = &n
 	l.mu.Unlock()

@@ -4,17 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/valkey-io/valkey-go"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/valkey-io/valkey-go"
 )
 
 // Local runs every node as a process on 127.0.0.1.
@@ -23,7 +23,7 @@ type Local struct {
 	bins Binaries
 
 	nodeSet // valkey-0..N then sentinel-0..M
-	procs   map[string]*proc
+	procs   map[string]*Proc
 	adm     *admin
 	// proxies are the --net-proxy proxies in front of the data nodes, nil
 	// without the flag (netproxy.go).
@@ -51,12 +51,12 @@ func NewLocal(cfg Config, bins Binaries) (*Local, error) {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	cfg.Dir = dir
-	nodes := cfg.Deployment().layout(cfg)
+	nodes := cfg.Deployment().Layout(cfg)
 	ports, err := allocateNodePorts(cfg, len(nodes))
 	if err != nil {
 		return nil, err
 	}
-	l := &Local{cfg: cfg, bins: bins, procs: map[string]*proc{}, adm: newAdmin()}
+	l := &Local{cfg: cfg, bins: bins, procs: map[string]*Proc{}, adm: newAdmin()}
 	for i, n := range nodes {
 		n.Dir = filepath.Join(dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
@@ -273,7 +273,7 @@ func (l *Local) Up(ctx context.Context) error {
 		l.initialPrimary = l.nodes[0].Reach()
 		l.mu.Unlock()
 	}
-	return l.cfg.Deployment().up(ctx, l)
+	return l.cfg.builtin().up(ctx, l)
 }
 
 // upReplicated starts the primary, the replicas and the Sentinels (if any)
@@ -398,7 +398,7 @@ func (l *Local) start(name string) error {
 	l.mu.Lock()
 	l.procs[name] = p
 	i := l.index(name)
-	l.nodes[i].PID, l.nodes[i].Killed, l.nodes[i].Paused = p.pid(), false, false
+	l.nodes[i].PID, l.nodes[i].Killed, l.nodes[i].Paused = p.PID(), false, false
 	l.mu.Unlock()
 	return nil
 }
@@ -528,7 +528,7 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.Deployment().rejoinsAsReplica() {
+	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.builtin().rejoinsAsReplica() {
 		if err := l.writeConfig(n, true); err != nil {
 			return err
 		}
@@ -554,28 +554,11 @@ func (l *Local) CollectLogs(dst string) error {
 	}
 	l.mu.Unlock()
 	for _, n := range nodes {
-		if err := copyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
+		if err := CopyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", dst, err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	return out.Close()
 }
 
 // state is cluster.json: what `cluster status` and `cluster down` read back.
@@ -612,7 +595,7 @@ func LoadLocal(dir string, bins Binaries) (*Local, error) {
 		return nil, fmt.Errorf("%s/%s is corrupt: %w", dir, StateFile, err)
 	}
 	bins.Version = s.Version
-	l := &Local{cfg: s.Config, bins: bins, nodeSet: nodeSet{nodes: s.Nodes}, procs: map[string]*proc{}, adm: newAdmin(), initialPrimary: s.Initial}
+	l := &Local{cfg: s.Config, bins: bins, nodeSet: nodeSet{nodes: s.Nodes}, procs: map[string]*Proc{}, adm: newAdmin(), initialPrimary: s.Initial}
 	return l, nil
 }
 

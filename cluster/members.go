@@ -138,7 +138,7 @@ func collectMemberLogs(nodes []Node, dst string) error {
 		return fmt.Errorf("create %s: %w", dst, err)
 	}
 	for _, n := range nodes {
-		if err := copyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
+		if err := CopyFile(n.LogFile, filepath.Join(dst, n.Name+".log")); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
@@ -146,6 +146,13 @@ func collectMemberLogs(nodes []Node, dst string) error {
 }
 
 // saveMembers writes cluster.json (the members and their pids), as Local does.
+// SaveState writes the cluster's state file (StateFile in cfg.Dir) for a
+// runtime outside this package: its nodes and their PIDs, which `cluster
+// down` and the tests that check no process outlived a run read.
+func SaveState(cfg Config, version string, nodes []Node) error {
+	return saveMembers(cfg, version, nodes)
+}
+
 func saveMembers(cfg Config, version string, nodes []Node) error {
 	b, err := json.MarshalIndent(state{Config: cfg, Version: version, Nodes: nodes}, "", "  ")
 	if err != nil {

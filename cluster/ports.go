@@ -120,3 +120,8 @@ func pickPorts(n, offset int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// FreePorts returns n ports for a deployment outside this package, as the
+// built-in ones get theirs: base..base+n-1 after checking that each is free
+// (--base-port), or with base 0 free ports below the ephemeral range.
+func FreePorts(base, n int) ([]int, error) { return allocatePorts(base, n) }

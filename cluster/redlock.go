@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-func init() { register(1, redlockDeployment{}) }
+func init() { Register(1, redlockDeployment{}) }
 
 // TopologyRedlock is Redlock's N independent primaries: no replication, no
 // Sentinel; the recipe asks a majority of them.
@@ -65,7 +65,7 @@ func (redlockDeployment) ValidateRun(k RunKnobs) error {
 	return nil
 }
 
-func (redlockDeployment) validate(c *Config) error {
+func (redlockDeployment) Validate(c *Config) error {
 	if c.Nodes == 0 {
 		c.Nodes = DefaultRedlockNodes
 	}
@@ -79,7 +79,7 @@ func (redlockDeployment) validate(c *Config) error {
 }
 
 // layout: valkey-0..N-1, every one a primary.
-func (redlockDeployment) layout(c Config) []Node { return layoutValkey(c, c.Nodes, 0) }
+func (redlockDeployment) Layout(c Config) []Node { return layoutValkey(c, c.Nodes, 0) }
 func (redlockDeployment) up(ctx context.Context, l *Local) error {
 	return l.upRedlock(ctx)
 }

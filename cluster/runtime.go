@@ -103,7 +103,7 @@ func New(cfg Config, bins Binaries) (Runtime, error) {
 	}
 	switch cfg.Runtime {
 	case "", "local":
-		return d.newLocal(cfg, bins)
+		return d.NewLocal(cfg, bins)
 	case "docker":
 		return newDocker(cfg, bins)
 	}

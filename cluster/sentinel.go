@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func init() { register(0, sentinelDeployment{}) }
+func init() { Register(0, sentinelDeployment{}) }
 
 // TopologySentinel is the default deployment: one primary with replicas,
 // failed over by a quorum of Sentinels; clients find the primary by asking
@@ -37,8 +37,8 @@ func (sentinelDeployment) ValidateRun(k RunKnobs) error {
 	}
 	return nil
 }
-func (sentinelDeployment) validate(*Config) error                 { return nil }
-func (sentinelDeployment) layout(c Config) []Node                 { return layoutSentinel(c) }
+func (sentinelDeployment) Validate(*Config) error                 { return nil }
+func (sentinelDeployment) Layout(c Config) []Node                 { return layoutSentinel(c) }
 func (sentinelDeployment) up(ctx context.Context, l *Local) error { return l.upReplicated(ctx) }
 func (sentinelDeployment) readyOnce(ctx context.Context, l *Local) error {
 	return l.readyOnce(ctx)
@@ -80,13 +80,13 @@ func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
 // Primary returns the deployment's primary: the node a majority of
 // Sentinels names, the lock key's shard's primary, the standalone primary.
 func (l *Local) Primary(ctx context.Context) (Node, error) {
-	return l.cfg.Deployment().primary(ctx, l)
+	return l.cfg.builtin().primary(ctx, l)
 }
 
 // WaitFailover waits until the deployment has a primary other than the node
 // `from`, and that node answers as a primary.
 func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
-	return l.cfg.Deployment().waitFailover(ctx, l, from)
+	return l.cfg.builtin().waitFailover(ctx, l, from)
 }
 
 // sentinelPrimary is Primary on the Sentinel topology.
@@ -131,7 +131,7 @@ func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, er
 func (l *Local) WaitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	d := l.cfg.Deployment()
+	d := l.cfg.builtin()
 	var last error
 	for {
 		if last = d.readyOnce(ctx, l); last == nil {

@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-func init() { register(4, standaloneDeployment{}) }
+func init() { Register(4, standaloneDeployment{}) }
 
 // TopologyStandalone is the single-instance lock both seed documents start
 // from ("SET key token NX EX ttl is an atomic best-effort lock on a single
@@ -58,14 +58,14 @@ func (standaloneDeployment) ValidateRun(k RunKnobs) error {
 	}
 	return nil
 }
-func (standaloneDeployment) validate(c *Config) error {
+func (standaloneDeployment) Validate(c *Config) error {
 	if c.runtime() != "local" {
 		return fmt.Errorf("--topology standalone runs on --runtime local only in this version (its service address is a forwarder in lockjepsen's own process)")
 	}
 	return nil
 }
-func (standaloneDeployment) layout(c Config) []Node { return layoutValkey(c, 1, c.Replicas) }
-func (standaloneDeployment) newLocal(c Config, bins Binaries) (Runtime, error) {
+func (standaloneDeployment) Layout(c Config) []Node { return layoutValkey(c, 1, c.Replicas) }
+func (standaloneDeployment) NewLocal(c Config, bins Binaries) (Runtime, error) {
 	l, err := NewLocal(c, bins)
 	if err != nil {
 		return nil, err

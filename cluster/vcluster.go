@@ -32,7 +32,7 @@ const Slots = 16384
 // WaitFailover on the cluster topology mean the shard that owns its slot.
 const LockKey = "lock:{job-1}"
 
-func init() { register(3, clusterDeployment{}) }
+func init() { Register(3, clusterDeployment{}) }
 
 type clusterDeployment struct{ valkeyDeployment }
 
@@ -68,10 +68,10 @@ func (clusterDeployment) Defaults(c *Config, set func(string) bool) {
 		c.Replicas = 1
 	}
 }
-func (clusterDeployment) validate(c *Config) error { return c.validateCluster() }
+func (clusterDeployment) Validate(c *Config) error { return c.validateCluster() }
 
 // layout: the shards' primaries valkey-0..S-1, then their replicas.
-func (clusterDeployment) layout(c Config) []Node {
+func (clusterDeployment) Layout(c Config) []Node {
 	return layoutValkey(c, c.Shards, c.Shards*c.Replicas)
 }
 func (clusterDeployment) up(ctx context.Context, l *Local) error { return l.upCluster(ctx) }

@@ -45,7 +45,7 @@ const (
 // early, so there is no clock fault to offer.
 var ErrZooKeeperClock = errors.New("a ZooKeeper member's clock is not moved: its session expiry and elections count System.nanoTime, a monotonic clock that lockjepsen's libfaketime leaves true (FAKETIME_DONT_FAKE_MONOTONIC), so a wall-clock jump would end no session early")
 
-func init() { register(5, zkDeployment{}) }
+func init() { Register(5, zkDeployment{}) }
 
 // zkDeployment has its own runtime (ZKLocal).
 type zkDeployment struct{ consensusDeployment }
@@ -73,11 +73,11 @@ func (zkDeployment) ValidateRun(k RunKnobs) error {
 	return refuseValkeyRunKnobs(k, "ZooKeeper commits every write on a quorum (Zab) before it answers",
 		"ZooKeeper fsyncs its transaction log before it answers")
 }
-func (zkDeployment) validate(c *Config) error {
+func (zkDeployment) Validate(c *Config) error {
 	return c.validateMembers("ZooKeeper", ErrZooKeeperClock)
 }
-func (zkDeployment) layout(c Config) []Node { return memberLayout("zk", c.Members) }
-func (zkDeployment) newLocal(c Config, _ Binaries) (Runtime, error) {
+func (zkDeployment) Layout(c Config) []Node { return memberLayout("zk", c.Members) }
+func (zkDeployment) NewLocal(c Config, _ Binaries) (Runtime, error) {
 	z, err := newZKLocal(c)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ type ZKLocal struct {
 	version   string
 	quorum    []string // "127.0.0.1:quorum:election" of each member, in node order
 	nodeSet            // Addr: the client port
-	procs     map[string]*proc
+	procs     map[string]*Proc
 	fourLWait time.Duration
 }
 
@@ -150,8 +150,8 @@ func newZKLocal(cfg Config) (*ZKLocal, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &ZKLocal{cfg: cfg, java: java, cp: cp, procs: map[string]*proc{}, fourLWait: 500 * time.Millisecond}
-	for i, n := range (zkDeployment{}).layout(cfg) {
+	z := &ZKLocal{cfg: cfg, java: java, cp: cp, procs: map[string]*Proc{}, fourLWait: 500 * time.Millisecond}
+	for i, n := range (zkDeployment{}).Layout(cfg) {
 		n.Dir = filepath.Join(dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
 		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*i]))
@@ -259,7 +259,7 @@ func (z *ZKLocal) start(name string) error {
 	z.mu.Lock()
 	z.procs[name] = p
 	z.mu.Unlock()
-	z.setPID(name, p.pid(), false)
+	z.setPID(name, p.PID(), false)
 	return nil
 }
 

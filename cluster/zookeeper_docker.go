@@ -43,8 +43,8 @@ func DockerZKImage() string {
 // are known once Up has made the networks.
 func (d *Docker) layoutZK() {
 	d.image = DockerZKImage()
-	d.zk = &ZKLocal{cfg: d.cfg, procs: map[string]*proc{}, fourLWait: 500 * time.Millisecond}
-	for _, n := range (zkDeployment{}).layout(d.cfg) {
+	d.zk = &ZKLocal{cfg: d.cfg, procs: map[string]*Proc{}, fourLWait: 500 * time.Millisecond}
+	for _, n := range (zkDeployment{}).Layout(d.cfg) {
 		n.Dir = filepath.Join(d.cfg.Dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
 		d.zk.nodes = append(d.zk.nodes, n)

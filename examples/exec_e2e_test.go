@@ -5,14 +5,15 @@ package examples
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"github.com/lockjepsen/lockjepsen/exitcode"
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/internal/testbin"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -20,23 +21,7 @@ import (
 
 var exe string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "lockjepsen-examples-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	exe = filepath.Join(dir, "lockjepsen")
-	build := exec.Command("go", "build", "-o", exe, "../cmd/lockjepsen")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build lockjepsen:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m.Run, "../cmd/lockjepsen", &exe) }
 
 // adapters run against Valkey; zkAdapter against ZooKeeper (--topology zookeeper).
 var adapters = []string{"redis-py/adapter.py", "valkey-cli/adapter.sh"}
@@ -170,7 +155,12 @@ func TestRuns(t *testing.T) {
 			code, log := lockjepsen(t, "run", "--scenario", "baseline", "--recipe", "exec:"+a, "--fence", "none",
 				"--time-limit", "10s", "--out", out)
 			r := results(t, out)
-			if code != 0 || r.Valid != checker.Valid || r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 50 {
+			// Granted again and again, not a throughput: the shell adapter
+			// starts a valkey-cli per command, and with the other packages'
+			// non-slot tests beside it (load 12.8 on 2 cores) a run
+			// made 35 grants, valid, below the 50 this test once asked; the
+			// adapter's rate is docs/protocol.md's figure, not this test's.
+			if code != 0 || r.Valid != checker.Valid || r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 20 {
 				load, _ := os.ReadFile("/proc/loadavg")
 				t.Fatalf("baseline with %s: exit %d, %v, ops %+v, load average %s:\n%s", a, code, r.Valid, r.Ops["acquire"], strings.TrimSpace(string(load)), log)
 			}

@@ -97,6 +97,8 @@ func decodeFast(b []byte, e *Event, in *interner) error {
 			e.FenceSource, i, err = str(b, i, in)
 		case "validity_ms":
 			e.ValidityMs, i, err = num(b, i)
+		case "expiry":
+			e.Expiry, i, err = str(b, i, in)
 		case "value":
 			var n int64
 			n, i, err = num(b, i)

@@ -40,6 +40,7 @@ func AppendJSON(b []byte, e *Event) []byte {
 	b = appendOmit(b, `,"node":`, e.Node)
 	b = appendOmit(b, `,"error":`, e.Error)
 	b = appendInt(b, `,"validity_ms":`, e.ValidityMs)
+	b = appendOmit(b, `,"expiry":`, e.Expiry)
 	b = appendOmit(b, `,"verdict":`, e.Verdict)
 	b = appendOmit(b, `,"role":`, e.Role)
 	b = appendOmit(b, `,"detail":`, e.Detail)

@@ -107,6 +107,11 @@ type Event struct {
 	// ValidityMs is a Redlock recipe's validity on an acquire or extend ok:
 	// TTL − elapsed − drift, the lease the client may use.
 	ValidityMs int64 `json:"validity_ms,omitempty"`
+	// Expiry on an acquire or extend: ExpiryNone when the lock server never
+	// expires the lock (PostgreSQL's advisory locks live until unlock or the
+	// session's end), so TTLMs is the client's own lease and no server's.
+	// Absent: the server expires the lock after TTLMs.
+	Expiry string `json:"expiry,omitempty"`
 	// Verdict is the resource's answer to a read or write: accepted or rejected.
 	Verdict string `json:"verdict,omitempty"`
 
@@ -114,6 +119,9 @@ type Event struct {
 	Role   string `json:"role,omitempty"`   // target's role when the fault began (primary, replica, client)
 	Detail string `json:"detail,omitempty"` // free text: offsets, durations, what was observed
 }
+
+// ExpiryNone is Expiry's one value: the lock server never expires the lock.
+const ExpiryNone = "none"
 
 // IsClient reports whether the event came from a lock client.
 func (e *Event) IsClient() bool { return e.Process != Nemesis }

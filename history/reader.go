@@ -301,6 +301,12 @@ func Validate(e *Event) error {
 	if e.Verdict != "" && e.Verdict != Accepted && e.Verdict != Rejected {
 		return fmt.Errorf(`"verdict" must be accepted or rejected, got %q`, e.Verdict)
 	}
+	switch {
+	case e.Expiry != "" && e.Expiry != ExpiryNone:
+		return fmt.Errorf(`"expiry" must be %q or absent, got %q`, ExpiryNone, e.Expiry)
+	case e.Expiry != "" && e.F != FAcquire && e.F != FExtend:
+		return fmt.Errorf(`%s with "expiry": only an acquire or an extend asks for a lease`, e.F)
+	}
 	return nil
 }
 

@@ -24,14 +24,13 @@ type Caps struct {
 
 // String names the server, e.g. "Valkey 9.1.2".
 func (c Caps) String() string {
-	p := "Redis"
-	if c.Product == "etcd" {
-		p = "etcd"
-	}
-	if c.Product == "zookeeper" {
+	p := c.Product // a recipe's own server check names its product as it is spelt
+	switch c.Product {
+	case "", "redis":
+		p = "Redis"
+	case "zookeeper":
 		p = "ZooKeeper"
-	}
-	if c.Product == "valkey" {
+	case "valkey":
 		p = "Valkey"
 	}
 	return p + " " + c.Version
@@ -143,19 +142,20 @@ func Check(ctx context.Context, cfg Config) (Caps, error) {
 // answers READONLY until a failover promotes it, and says nothing of what the
 // node can run once it does). It honours ctx and its own 5 s.
 func CheckServer(ctx context.Context, cfg Config) (Caps, error) {
-	if cfg.Recipe == EtcdMutex {
-		if err := cfg.Validate(); err != nil {
-			return Caps{}, err
-		}
-		return checkEtcd(ctx, cfg)
-	}
-	if cfg.Recipe == ZKLock || cfg.execOnZooKeeper() {
+	if cfg.execOnZooKeeper() {
 		if err := cfg.Validate(); err != nil {
 			return Caps{}, err
 		}
 		return checkZooKeeper(ctx, cfg)
 	}
-	if cfg.Recipe == SQLLease && cfg.Resource == "" {
+	r, err := Lookup(cfg.Recipe)
+	if err == nil && r.Server != nil {
+		if err := cfg.Validate(); err != nil {
+			return Caps{}, err
+		}
+		return r.Server(ctx, cfg)
+	}
+	if err == nil && r.InResource && cfg.Resource == "" {
 		// The lock lives in the resource's database, which a run starts after
 		// this check; the Valkey the run still starts is what is detected.
 		cfg.Resource = "not yet started"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/valkey-io/valkey-go"
 )
@@ -35,6 +36,9 @@ type Config struct {
 	// ZooKeeper are the zookeeper topology's members' client addresses:
 	// recipe zk-lock opens one session to the ensemble through them.
 	ZooKeeper []string `json:"zookeeper,omitempty"`
+	// DSN is the connection string of a deployment reached through one
+	// (PostgreSQL, directly or through its pooler): the pg-advisory recipes.
+	DSN string `json:"dsn,omitempty"`
 	// ClusterAddrs are the cluster topology's nodes (Valkey Cluster): the
 	// recipes talk to it through valkey-go's cluster client, which follows
 	// MOVED and ASK (cluster.go).
@@ -110,11 +114,37 @@ type Recipe struct {
 	// recipes nor a deployment's own client; a sweep over such recipes
 	// reports its rows as locks.
 	Driven bool
+	// Server, when set, is the recipe's own check of the server it runs
+	// on (a recipe that speaks no Valkey), in place of COMMAND INFO; nil:
+	// the Valkey check.
+	Server func(ctx context.Context, cfg Config) (Caps, error)
+	// Fence is where its fence numbers come from (the history's
+	// fence_source) when not Valkey's INCR; "" for that.
+	Fence string
+	// Valid checks its config without contacting a server, in place of
+	// the Valkey recipes' checks; nil for those.
+	Valid func(c *Config) error
+	// SelfRenews: the library extends its leases inside itself
+	// (valkeylock), so no watchdog of the client's can be stalled.
+	SelfRenews bool
+	// FenceOnDemand: the recipe draws a fence only when the run fences: a
+	// program need not implement fences, and etcd's revision and the
+	// znode's czxid are asked for only then.
+	FenceOnDemand bool
+	// InResource: the lock lives in the resource's database (sql-lease),
+	// which a run starts after the server check: the Valkey the run still
+	// starts is what that check detects.
+	InResource bool
+	// NoExpiry: the server never expires the lock; it holds it until the
+	// unlock or the session's end (PostgreSQL's advisory locks). The TTL is
+	// then the client's own lease, and the history says so (expiry none),
+	// so the checker does not read a late unlock as one no server allows.
+	NoExpiry bool
 }
 
 // Fences reports whether the recipe can draw a fencing token. An exec
 // program can, if it returns fences: the run's start checks that it does.
-func (r Recipe) Fences() bool { return r.Ours || r.Name == Exec }
+func (r Recipe) Fences() bool { return r.Ours || r.FenceOnDemand }
 
 // DrawsFence reports whether the recipe's clients draw a fencing token with
 // every grant in a run with this --fence and --fence-source: never when the
@@ -126,7 +156,7 @@ func (r Recipe) DrawsFence(fence, source string) bool {
 	if !r.Fences() || source == knob.FenceSourceResource {
 		return false
 	}
-	if r.Name == Exec || r.Name == EtcdMutex || r.Name == ZKLock {
+	if r.FenceOnDemand {
 		return fence != knob.FenceNone
 	}
 	return true
@@ -164,20 +194,21 @@ var (
 )
 
 var recipes = []Recipe{
-	{Native, "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", true, needsNative, openNative, primaryOrBus, false},
-	{Lua, "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", true, needsLua, openLua, primaryOrBus, false},
-	{Unsafe, "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", true, func(Caps) []string { return nil }, openUnsafe, primaryOrBus, false},
-	{Redsync, "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", false, needsLua, openRedsync, []string{"primary", "cluster", "redlock"}, true},
-	{RedsyncSharedValue, "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", false, needsLua, openRedsyncShared, []string{"primary", "cluster", "redlock"}, true},
-	{Valkeylock, "valkey-go's valkeylock, KeyMajority 1, self-renewing", false, needsLua, openValkeylock, primaryOrBus, true},
-	{Redislock, "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", false, needsLua, openRedislock, primaryOrBus, true},
-	{SQLLease, "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", true, func(Caps) []string { return nil }, openSQLLease, primaryOrBus, false},
-	{Exec, "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", false, func(Caps) []string { return nil }, openExec, primaryBusOrZooKeeper, true},
-	{Redlock, "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", false, needsNative, openRedlock, []string{"redlock"}, false},
-	{SetnxExpire, "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", false, needsNative, openSetnxExpire, primaryOrBus, false},
-	{ExtendNoPX, "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", true, needsNative, openExtendNoPX, primaryOrBus, false},
-	{EtcdMutex, "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", true, func(Caps) []string { return nil }, openEtcdMutex, []string{"etcd"}, false},
-	{ZKLock, "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", true, func(Caps) []string { return nil }, openZKLock, []string{"zookeeper"}, false},
+	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, On: primaryOrBus},
+	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, On: primaryOrBus},
+	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, On: primaryOrBus},
+	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, On: []string{"primary", "cluster", "redlock"}, Driven: true},
+	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, On: []string{"primary", "cluster", "redlock"}, Driven: true},
+	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, On: primaryOrBus, Driven: true, SelfRenews: true},
+	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, On: primaryOrBus, Driven: true},
+	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, On: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
+	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, On: primaryBusOrZooKeeper, Driven: true, FenceOnDemand: true},
+	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, On: []string{"redlock"}},
+	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, On: primaryOrBus},
+	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, On: primaryOrBus},
+	{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, On: []string{"etcd"}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true},
+	pgAdvisoryRecipe, pgAdvisoryXactRecipe,
+	{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, On: []string{"zookeeper"}, Server: checkZooKeeper, Fence: history.FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -266,19 +297,10 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return err
 	}
-	if spec.Name == SQLLease {
-		switch {
-		case c.Resource == "":
-			return fmt.Errorf("recipe %s: no resource address: the lock is a row of the resource's database", c.Recipe)
-		case c.Wait.On() || c.WaitAOF.On():
-			return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: it does not use Valkey (one database, no replicas to wait for)", c.Recipe)
-		}
-		return nil
+	if spec.Valid != nil {
+		return spec.Valid(c)
 	}
-	if spec.Name == EtcdMutex {
-		return c.validateEtcd()
-	}
-	if spec.Name == ZKLock || c.execOnZooKeeper() {
+	if c.execOnZooKeeper() {
 		return c.validateZooKeeper()
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
@@ -331,10 +353,10 @@ func Open(cfg Config) (Lock, error) {
 // record; client-side caching is off because locks never read through it.
 func (c *Config) clientOption() valkey.ClientOption {
 	o := valkey.ClientOption{DisableRetry: true, DisableCache: true}
-	if len(c.DialMap) > 0 {
-		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			return d.DialContext(ctx, "tcp", c.dial(addr))
-		}
+	// Every connection goes through the dial map (--net-proxy) and the
+	// reply faults' hook, which passes everything through unless armed.
+	o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+		return hookConn(d.DialContext(ctx, "tcp", c.dial(addr)))
 	}
 	if c.Addr == "" && len(c.Addrs) > 0 {
 		// The redlock topology: every node runs the same server, so the

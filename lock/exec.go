@@ -59,6 +59,9 @@ type execLock struct {
 
 	mu     sync.Mutex
 	tokens map[string]string // caller's token → the token the program stored
+	// validity: the lease left that the program reported (validity_ms) on
+	// the token's last ok acquire or extend; absent when it reports none.
+	validity map[string]time.Duration
 }
 
 // ExecEnv is the environment an exec program gets on top of lockjepsen's own.
@@ -159,7 +162,7 @@ func openExec(cfg Config) (Lock, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", prog, err)
 	}
-	l := &execLock{cfg: cfg, cmd: cmd, conn: newExecConn(prog, stdin), done: make(chan struct{}), tokens: map[string]string{}}
+	l := &execLock{cfg: cfg, cmd: cmd, conn: newExecConn(prog, stdin), done: make(chan struct{}), tokens: map[string]string{}, validity: map[string]time.Duration{}}
 	go func() {
 		rerr := l.conn.read(stdout)
 		// Wait after stdout is drained, as os/exec requires.
@@ -273,18 +276,50 @@ func (l *execLock) Acquire(ctx context.Context, key, token string, ttl time.Dura
 		l.tokens[token] = rep.Token
 		l.mu.Unlock()
 	}
+	l.noteValidity(token, rep)
 	return rep.Fence, r
 }
 
 func (l *execLock) Extend(ctx context.Context, key, token string, ttl time.Duration) Result {
 	rep, err := l.conn.call(ctx, execRequest{Op: "extend", Key: key, Token: l.progToken(token), TTLMs: ttl.Milliseconds()})
-	return l.outcome("extend", rep, err)
+	r := l.outcome("extend", rep, err)
+	if r.Ok() {
+		l.noteValidity(token, rep)
+	}
+	return r
+}
+
+// noteValidity keeps an ok reply's validity_ms. A lease reported as 0 or
+// less is over: kept as -1 ms at most, since 0 in a history means "none
+// reported", and the checker's ownership check counts the grant as handed
+// over expired.
+func (l *execLock) noteValidity(token string, rep execReply) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rep.ValidityMs == nil {
+		delete(l.validity, token)
+		return
+	}
+	v := time.Duration(*rep.ValidityMs) * time.Millisecond
+	if v <= 0 {
+		v = min(v, -time.Millisecond)
+	}
+	l.validity[token] = v
+}
+
+// Validity implements ValidityReporter: what the program reported, 0 when
+// it reported nothing.
+func (l *execLock) Validity(token string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validity[token]
 }
 
 func (l *execLock) Release(ctx context.Context, key, token string) Result {
 	rep, err := l.conn.call(ctx, execRequest{Op: "release", Key: key, Token: l.progToken(token)})
 	l.mu.Lock()
 	delete(l.tokens, token)
+	delete(l.validity, token)
 	l.mu.Unlock()
 	return l.outcome("release", rep, err)
 }

@@ -33,6 +33,10 @@ type execReply struct {
 	Fence   int64  `json:"fence,omitempty"` // acquire ok: a fencing number, if the program draws one
 	Error   string `json:"error,omitempty"`
 	NotHeld bool   `json:"not_held,omitempty"` // extend/release fail: the server said the token does not hold the lock
+	// ValidityMs: acquire/extend ok, optional: the lease the program's
+	// library says is left (a Redlock's validity); 0 or less is a lock
+	// handed over already expired.
+	ValidityMs *int64 `json:"validity_ms,omitempty"`
 }
 
 // ProtocolError is a line of the program's stdout that breaks the protocol:

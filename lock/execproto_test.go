@@ -177,3 +177,29 @@ func TestExecLookup(t *testing.T) {
 		t.Errorf("exec args accepted for native")
 	}
 }
+
+// TestExecValidity: an ok reply's optional validity_ms becomes the token's
+// validity; none reported is 0 (the TTL holds); 0 or less is kept below 0,
+// what the checker counts as a lock handed over expired.
+func TestExecValidity(t *testing.T) {
+	cases := []struct {
+		line string
+		want time.Duration
+	}{
+		{`{"id":1,"type":"ok"}`, 0},
+		{`{"id":1,"type":"ok","validity_ms":1500}`, 1500 * time.Millisecond},
+		{`{"id":1,"type":"ok","validity_ms":0}`, -time.Millisecond},
+		{`{"id":1,"type":"ok","validity_ms":-20}`, -20 * time.Millisecond},
+	}
+	for _, c := range cases {
+		rep, why := parseReply([]byte(c.line))
+		if why != "" {
+			t.Fatalf("%s: %s", c.line, why)
+		}
+		l := &execLock{tokens: map[string]string{}, validity: map[string]time.Duration{"tok": 7 * time.Second}}
+		l.noteValidity("tok", rep)
+		if got := l.Validity("tok"); got != c.want {
+			t.Errorf("%s: validity %v, want %v", c.line, got, c.want)
+		}
+	}
+}

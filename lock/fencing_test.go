@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"github.com/lockjepsen/lockjepsen/cluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )

@@ -49,11 +49,11 @@ func openRedislock(cfg Config) (Lock, error) {
 // waits out its 3 s ReadTimeout whatever the context says.
 func (c *Config) goRedisOptions() *redis.UniversalOptions {
 	o := &redis.UniversalOptions{ContextTimeoutEnabled: true}
-	if len(c.DialMap) > 0 {
-		var d net.Dialer
-		o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, c.dial(addr))
-		}
+	// go-redis's default dial timeout, through the dial map (--net-proxy)
+	// and the reply faults' hook.
+	d := net.Dialer{Timeout: 5 * time.Second}
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return hookConn(d.DialContext(ctx, network, c.dial(addr)))
 	}
 	switch {
 	case c.Addr != "":
@@ -121,7 +121,21 @@ func (l *bsmLock) Release(ctx context.Context, key, token string) Result {
 	l.mu.Lock()
 	delete(l.locks, token)
 	l.mu.Unlock()
-	return goRedisResult("redislock Release", lk.Release(ctx))
+	broken := connErrors.Load()
+	err := lk.Release(ctx)
+	if errors.Is(err, redislock.ErrLockNotHeld) && connErrors.Load() != broken {
+		// go-redis retries a command whose connection broke (MaxRetries
+		// 3), and a retried release finds the key its first try deleted.
+		// drop-release-reply showed it: the reply of a release that ran was
+		// lost, redislock answered ErrLockNotHeld, and read as a definite
+		// "no effect" the history kept the holder's lease alive to its TTL
+		// and flagged the next grant as a double grant of a correct server.
+		// "Not held" after a connection broke during the release is
+		// therefore unknown, as valkeylock's zero from a retried script is;
+		// with every connection whole it is the server's answer.
+		return Result{history.Info, fmt.Errorf("redislock Release: %w (go-redis may have retried it: an earlier try, its reply lost, may have released the lock)", err)}
+	}
+	return goRedisResult("redislock Release", err)
 }
 
 // goRedisResult classifies go-redis's and the library's errors as Classify

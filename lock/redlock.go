@@ -64,7 +64,7 @@ func openRedlock(cfg Config) (Lock, error) {
 	l.perNode = max(50*time.Millisecond, cfg.TTL/100)
 	for _, a := range cfg.Addrs {
 		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}, ForceSingleClient: true,
-			DisableRetry: true, DisableCache: true})
+			DisableRetry: true, DisableCache: true, DialCtxFn: hookedDial})
 		if err != nil {
 			l.Close()
 			return nil, fmt.Errorf("connect to %s: %w", a, err)

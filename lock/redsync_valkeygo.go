@@ -29,7 +29,7 @@ func redsyncPrimaryPool(cfg Config) (redis.Pool, func(), error) {
 // every recipe of ours.
 func redsyncNodePool(_ Config, addr string) (redis.Pool, func(), error) {
 	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true,
-		DisableRetry: true, DisableCache: true})
+		DisableRetry: true, DisableCache: true, DialCtxFn: hookedDial})
 	if err != nil {
 		return nil, nil, err
 	}

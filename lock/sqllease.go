@@ -29,6 +29,18 @@ type sqlLease struct {
 	c   *resource.Client
 }
 
+// validateSQLLease checks the sql-lease recipe's config: a resource to hold
+// its row, and no Valkey knob.
+func validateSQLLease(c *Config) error {
+	switch {
+	case c.Resource == "":
+		return fmt.Errorf("recipe %s: no resource address: the lock is a row of the resource's database", c.Recipe)
+	case c.Wait.On() || c.WaitAOF.On():
+		return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: it does not use Valkey (one database, no replicas to wait for)", c.Recipe)
+	}
+	return nil
+}
+
 func openSQLLease(cfg Config) (Lock, error) {
 	return &sqlLease{cfg: cfg, c: resource.NewClient(cfg.Resource)}, nil
 }
@@ -79,17 +91,25 @@ func (l *sqlLease) Release(ctx context.Context, key, token string) Result {
 	return leaseResult("UPDATE locks (release)", rep, err, "the lease expired or another client holds it")
 }
 
+// Expiry is what an acquire or extend of cfg's recipe records as the
+// server's expiry: history.ExpiryNone for a lock no server expires, ""
+// for a TTL the server keeps.
+func Expiry(cfg Config) string {
+	if r, err := Lookup(cfg.Recipe); err == nil && r.NoExpiry {
+		return history.ExpiryNone
+	}
+	return ""
+}
+
 // FenceSource names where a recipe's own fence numbers come from, as the
 // history's fence_source field says it. An exec program on ZooKeeper returns
 // its lock znode's czxid: docs/protocol.md asks it, and client-test checks
 // each returned fence against the holder's znode.
 func FenceSource(cfg Config) string {
-	switch {
-	case cfg.Recipe == SQLLease:
-		return history.FenceLeaseRow
-	case cfg.Recipe == EtcdMutex:
-		return history.FenceEtcdRevision
-	case cfg.Recipe == ZKLock, cfg.execOnZooKeeper():
+	if r, err := Lookup(cfg.Recipe); err == nil && r.Fence != "" {
+		return r.Fence
+	}
+	if cfg.execOnZooKeeper() {
 		return history.FenceZxid
 	}
 	return history.FenceValkey

@@ -27,6 +27,12 @@ type Mark struct {
 	// a valid verdict to mean the fault had its chance: MomentHeld (the
 	// default) or MomentGrant.
 	Moment string
+	// Revokes: the event ends the lock its Key and Token name, at its time,
+	// as the server's contract says it does: a lock that lives and dies
+	// with a session is released honestly when the server ends the session. The checker's lock tier reads such an event as the holder's
+	// release (a grant after it is no double grant); the client learns of
+	// it only at its next statement, which is what the fence is for.
+	Revokes bool
 }
 
 // Dangerous moments (Mark.Moment).
@@ -75,6 +81,8 @@ const (
 	CauseEviction          = "eviction"           // a node over maxmemory evicted a lock key
 	CauseReshard           = "reshard"            // the lock key's slot moved between shards
 	CauseNetwork           = "network"            // the primary's network slowed, stalled or reset (--net-proxy)
+	CauseStarvedRenewals   = "starved-renewals"   // a holder's watchdog stalled while its job went on
+	CauseReply             = "reply"              // a client's acquire or release lost its reply or was cancelled
 )
 
 // Cause is what a violation is blamed on: its rank among causes in force
@@ -107,7 +115,23 @@ var causes = []Cause{
 	{CauseEviction, 5, false, "It happened while the primary was over its maxmemory%s: the lock key, which has an expire like every lock key, was evicted (the eviction's DEL reached the replicas too), so the lock was free to grant again, with no failover at all."},
 	{CauseReshard, 2, false, "It happened while the lock key's slot moved between Valkey Cluster shards%s: during the move two nodes could each answer for the key, so the one that did not hold the first grant handed the lock out again."},
 	{CauseNetwork, 6, false, "It happened while the primary's network was slowed, stalled or reset%s: replies arrived late or never, so a client may have acted on a lease it measured from the wrong moment."},
+	{CauseStarvedRenewals, 7, true, "The first client's watchdog was starved%s: its renewals stalled past the TTL while its job went on, so its lease expired on the server while it still believed it held the lock."},
+	{CauseReply, 7, true, "A client's acquire or release ran on the server while its reply was lost or its call cancelled%s, so the client acted on what its library made of a reply it never read."},
 	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
+}
+
+// RegisterCause adds a cause that a fault declared outside the nemesis
+// package blames (a deployment's own, in its folder); a name registered twice is a
+// programming error.
+func RegisterCause(c Cause) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range causes {
+		if o.Name == c.Name {
+			panic("marks: cause " + c.Name + " registered twice")
+		}
+	}
+	causes = append(causes, c)
 }
 
 // LookupCause finds a cause by name; false for "none", "unknown" and names

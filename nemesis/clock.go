@@ -19,12 +19,12 @@ var faultClockBump = &Fault{
 	Needs: Needs{FakeTime: true},
 	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 	Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 	},
-	span:   heldSpan,
-	inject: runClockBump,
+	Span:   heldSpan,
+	Inject: runClockBump,
 }
 
 func runClockBump(ctx context.Context, env Env, s Step) error {
@@ -39,7 +39,7 @@ func runClockBump(ctx context.Context, env Env, s Step) error {
 	if err := c.SetClockOffset(p.Name, s.Offset); err != nil {
 		return err
 	}
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	if err := c.SetClockOffset(p.Name, ""); err != nil {
 		return err
 	}
@@ -52,12 +52,12 @@ var faultClockStrobe = &Fault{
 	Needs: Needs{FakeTime: true},
 	Marks: []Mark{{Event: "clock-strobe", Heal: "clock-reset", Cause: CauseServerClock}},
 	Doc:   "flip the primary's wall clock between true time and a jump past the TTL every 200ms (libfaketime)",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 	},
-	span:   heldSpan,
-	inject: runClockStrobe,
+	Span:   heldSpan,
+	Inject: runClockStrobe,
 }
 
 // runClockStrobe flips the primary's clock so that leases there expire early
@@ -82,7 +82,7 @@ func runClockStrobe(ctx context.Context, env Env, s Step) error {
 		if err := c.SetClockOffset(p.Name, off); err != nil {
 			return err
 		}
-		loopErr = sleep(ctx, 200*time.Millisecond)
+		loopErr = Sleep(ctx, 200*time.Millisecond)
 	}
 	if err := c.SetClockOffset(p.Name, ""); err != nil {
 		return err
@@ -97,11 +97,11 @@ var faultReplicaClockAhead = &Fault{
 	Marks: []Mark{{Event: "replica-clock", Heal: "replica-clock-reset", Cause: CauseReplicaClock}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "move one replica's wall clock ahead by twice the TTL, make it the only one Sentinel may promote, wait for a " +
 		"fresh grant and SIGKILL the primary: locks reach replicas as absolute PXAT times, so on the promoted clock they are already over",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Offset: fmt.Sprintf("+%.0f", 2*p.TTL.Seconds()+float64(rng.IntN(3)))}
 	},
-	span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
-	inject: runReplicaClock,
+	Span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
+	Inject: runReplicaClock,
 }
 
 var faultReplicaClockBehind = &Fault{
@@ -110,14 +110,14 @@ var faultReplicaClockBehind = &Fault{
 	Marks: []Mark{{Event: "replica-clock", Heal: "replica-clock-reset", Cause: CauseReplicaClock}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "the same with the replica's clock behind by half the TTL: after the failover locks outlive their TTL " +
 		"there (no double grant, but a lock nobody renews blocks others for longer)",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		// Half the TTL: the heal puts the clock right, a forward jump of
 		// that much, which a holder renewing every TTL/3 survives; a
 		// larger step would end leases early (the clock-jump lesson).
 		return Step{Offset: fmt.Sprintf("-%.1f", p.TTL.Seconds()/2)}
 	},
-	span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
-	inject: runReplicaClock,
+	Span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
+	Inject: runReplicaClock,
 }
 
 // runReplicaClock: Valkey sends SET ... PX to replicas as SET ... PXAT, an
@@ -167,7 +167,7 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 	cancel()
 	// Let the grant reach the replica before the primary dies: here the lock
 	// is not lost, it is judged by another clock.
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
 	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); a fresh grant before it: %v", p.Name, p.PID, got)
@@ -177,7 +177,7 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 	ferr := failoverAndRejoin(ctx, env, p)
 	// Hold the skew a while after the promotion, then undo it: the lesson
 	// is the grants the promoted clock judged.
-	_ = sleep(ctx, 3*time.Second)
+	_ = Sleep(ctx, 3*time.Second)
 	if err := c.SetClockOffset(target.Name, ""); err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target stri
 		if ok {
 			return nil
 		}
-		if err := sleep(wctx, 200*time.Millisecond); err != nil {
+		if err := Sleep(wctx, 200*time.Millisecond); err != nil {
 			return fmt.Errorf("Sentinels did not learn the replica priorities: %w", err)
 		}
 	}

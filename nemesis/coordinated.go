@@ -27,9 +27,9 @@ var faultFailoverCoordinated = &Fault{
 	Marks: []Mark{{Event: "failover-coordinated", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
 	Doc: "a maintenance switch: the replicas' links cut and a fresh grant on the primary, the links back, then a " +
 		"coordinated failover (SENTINEL FAILOVER ... COORDINATED; FAILOVER TO on standalone): writes paused until the replica caught up",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
-	inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, false) },
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+	Inject:   func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, false) },
 }
 
 var faultFailoverCoordinatedForce = &Fault{
@@ -38,9 +38,9 @@ var faultFailoverCoordinatedForce = &Fault{
 	Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
 	Doc: "the same switch with the replica paused behind the fresh grant: FAILOVER TO ... TIMEOUT 300 FORCE on the " +
 		"primary switches when the timeout expires (a paused target still reads the stream waiting in its socket first)",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
-	inject: func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, true) },
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+	Inject:   func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, true) },
 }
 
 // runCoordinated is both faults: the graceful one cuts the replicas' links,
@@ -79,7 +79,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	got := env.AwaitAcquire(actx, nowTrue())
 	cancel()
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		return errorsJoinResume(err, c, replicas)
 	}
 	target := replicas[0]
@@ -93,7 +93,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 		// The timeout passes with the target still stopped: the primary
 		// demotes itself and sends PSYNC FAILOVER, which waits in the
 		// target's socket beside the stream it has not read.
-		_ = sleep(ctx, 500*time.Millisecond)
+		_ = Sleep(ctx, 500*time.Millisecond)
 		if err := resumeAll(c, replicas); err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 				if !strings.Contains(err.Error(), "NOGOODSLAVE") || time.Now().After(deadline) {
 					return fmt.Errorf("SENTINEL FAILOVER %s COORDINATED on %s: %w", cluster.MasterName, sentinels[0].Name, err)
 				}
-				if err := sleep(ctx, 200*time.Millisecond); err != nil {
+				if err := Sleep(ctx, 200*time.Millisecond); err != nil {
 					return err
 				}
 			}
@@ -175,7 +175,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 					return fmt.Errorf("after %s: Sentinel did not settle within 30 s: %w", how, err)
 				}
 			}
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			if err := Sleep(ctx, 50*time.Millisecond); err != nil {
 				return err
 			}
 		}
@@ -217,7 +217,7 @@ func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) 
 			}
 			return np, nil
 		}
-		if err := sleep(wctx, 20*time.Millisecond); err != nil {
+		if err := Sleep(wctx, 20*time.Millisecond); err != nil {
 			return cluster.Node{}, fmt.Errorf("no node took over from %s: %w", old.Name, err)
 		}
 	}

@@ -21,11 +21,11 @@ var faultRestartDB = &Fault{
 	Marks: []Mark{{Event: "restart-db", Heal: "db-restarted", Cause: CauseDBRestart}},
 	Doc: "SIGKILL the resource service and the SQLite database it owns (WAL kept), keep it down for 1-2s, restart " +
 		"it on the same address: the sql-lease recipe's lock is unavailable meanwhile, and grants nothing twice",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
 	},
-	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
-	inject: runRestartDB,
+	Span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+	Inject: runRestartDB,
 }
 
 func runRestartDB(ctx context.Context, env Env, s Step) error {

@@ -16,6 +16,7 @@ import (
 type Holder struct {
 	Client int
 	Key    string
+	Token  string
 	Since  int64 // true time of the acquire's ok
 	// Renewed is the true time of its last successful extend; 0 before its
 	// first renewal.

@@ -87,7 +87,7 @@ func pauseLeader(product string, election time.Duration) func(context.Context, E
 // always heals), logging the heal event and, when the majority elected a new
 // leader meanwhile, that failover.
 func leaderOut(ctx context.Context, env Env, s Step, product, leader string, undo func() error, healEvent, healText, while string) error {
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	var elected string
 	if sleepErr == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -112,9 +112,9 @@ var faultEtcdPartitionMember = &Fault{
 	Marks: []Mark{{Event: "partition", Heal: "heal-partition", Cause: CauseSplitBrain}},
 	Doc: "(etcd, docker runtime) cut the Raft leader off from the other members for 2-3 election timeouts while the " +
 		"clients still reach it: the majority elects a new leader, the old one cannot commit; heal and it steps down",
-	plan:   planEtcdPause,
-	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
-	inject: runEtcdPartitionLeader,
+	PlanStep: planEtcdPause,
+	Span:     func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+	Inject:   runEtcdPartitionLeader,
 }
 
 // runEtcdPartitionLeader cuts the Raft leader off from the other members
@@ -148,9 +148,9 @@ var faultEtcdClockBump = &Fault{
 	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 	Doc: "(etcd) move a member's wall clock forward: refused, libfaketime cannot move a Go program's clock " +
 		"(it reads the vDSO, not libc; verified), and etcd's leases run on monotonic time",
-	plan:   clockPlan,
-	span:   heldSpan,
-	inject: runEtcdClockBump,
+	PlanStep: clockPlan,
+	Span:     heldSpan,
+	Inject:   runEtcdClockBump,
 }
 
 // runEtcdClockBump never gets this far: runner.Config.Validate refuses a
@@ -168,9 +168,9 @@ var faultEtcdKillLeader = &Fault{
 	Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "(etcd) SIGKILL the Raft leader; the others elect a new one; the old leader restarts from its data dir " +
 		"and rejoins as a follower",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   etcdKillSpan,
-	inject: runEtcdKillLeader,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     etcdKillSpan,
+	Inject:   runEtcdKillLeader,
 }
 
 var faultEtcdPauseLeader = &Fault{
@@ -179,7 +179,7 @@ var faultEtcdPauseLeader = &Fault{
 	Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 	Doc: "(etcd) SIGSTOP the Raft leader for 2-3 election timeouts: the others elect a new leader; SIGCONT and " +
 		"the old one, on an older term, steps down",
-	plan:   planEtcdPause,
-	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
-	inject: runEtcdPauseLeader,
+	PlanStep: planEtcdPause,
+	Span:     func(s Step, _ PlanParams) time.Duration { return s.Duration + 3*time.Second },
+	Inject:   runEtcdPauseLeader,
 }

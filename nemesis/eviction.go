@@ -38,10 +38,10 @@ var faultMemoryPressure = &Fault{
 	Marks: []Mark{{Event: "memory-pressure", Heal: "memory-drained", Cause: marks.CauseEviction}},
 	Doc: "a shared cache's burst on the primary while a lock is held: valkey-benchmark writes 1 KiB entries (half with " +
 		"a 1 h TTL, half with none) to 1.5x --maxmemory, then the cache is drained; logs evicted_keys and which lock keys went",
-	plan:   pressurePlan,
-	span:   pressureSpan,
-	inject: runMemoryPressure,
-	heal:   drainCache,
+	PlanStep: pressurePlan,
+	Span:     pressureSpan,
+	Inject:   runMemoryPressure,
+	Restore:  drainCache,
 }
 
 func runMemoryPressure(ctx context.Context, env Env, s Step) error {
@@ -54,9 +54,9 @@ var faultMemoryPressureDedicated = &Fault{
 	Marks: []Mark{{Event: "memory-pressure-dedicated", Heal: "memory-pressure-dedicated-drained", Cause: marks.CauseEviction}},
 	Doc: "the same cache burst on a cache instance of its own (a standalone Valkey with the same --maxmemory and " +
 		"policy): the lock's nodes are a dedicated lock instance; their evicted_keys are logged before and after",
-	plan:   pressurePlan,
-	span:   pressureSpan,
-	inject: runMemoryPressureDedicated,
+	PlanStep: pressurePlan,
+	Span:     pressureSpan,
+	Inject:   runMemoryPressureDedicated,
 }
 
 // runMemoryPressureDedicated is the same burst on a cache instance of its
@@ -160,7 +160,7 @@ func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 			"SET", cachePrefix+"ttl:__rand_int__", "__data__", "EX", "3600", ";", "SET", cachePrefix+"__rand_int__", "__data__")
 		if strings.Contains(out, "OOM") {
 			full, err = true, nil
-			if sleep(ctx, 50*time.Millisecond) != nil {
+			if Sleep(ctx, 50*time.Millisecond) != nil {
 				break
 			}
 		}

@@ -37,11 +37,11 @@ var faultKillPrimary = &Fault{
 	Name:     "kill-primary",
 	Cycle:    4 * time.Second,
 	Failover: true, Needs: Needs{Replicas: 1},
-	Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
-	Doc:    "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: runKillPrimary,
+	Marks:    []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc:      "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   runKillPrimary,
 }
 
 func runKillPrimary(ctx context.Context, env Env, _ Step) error {
@@ -67,9 +67,9 @@ var faultCutReplication = &Fault{
 	Marks: []Mark{{Event: "cut-replication", Heal: "heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
 		"SIGKILL the primary, resume the replicas 50ms later; the promoted replica never saw the lock",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: runCutReplication,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   runCutReplication,
 }
 
 // runCutReplication is the sequence that reproduced the double grant 8 of 8
@@ -96,14 +96,14 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	// Let the lucky holder settle into its job before the primary dies.
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
 	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); an acquire landed after the cut: %v%s", p.Name, p.PID, got, closedNote(closed))
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
-	_ = sleep(ctx, 50*time.Millisecond)
+	_ = Sleep(ctx, 50*time.Millisecond)
 	for _, r := range replicas {
 		if err := c.Resume(r.Name); err != nil {
 			return err
@@ -119,9 +119,9 @@ var faultPromoteReplica = &Fault{
 	Marks: []Mark{{Event: "promote-replica", Heal: "promoted", Cause: CauseFailover}},
 	Doc: "an operator's manual promotion (standalone): the replicas' links cut, a fresh grant on the primary alone, " +
 		"then REPLICAOF NO ONE on a replica that never saw it, the service address moved to it, the old primary demoted",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 6*time.Second },
-	inject: runPromoteReplica,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 6*time.Second },
+	Inject:   runPromoteReplica,
 }
 
 // runPromoteReplica is the Sentinel race done by hand. The replicas are
@@ -161,7 +161,7 @@ func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
 	if err != nil {
 		return err
 	}
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
 	if err := q.Send("REPLICAOF", "NO", "ONE"); err != nil {
@@ -203,9 +203,9 @@ var faultFastRestart = &Fault{
 	Marks: []Mark{{Event: "fast-restart", Heal: "restarted", Cause: CauseFastRestart}},
 	Doc: "SIGKILL the primary and restart it at once with its old config, faster than down-after: no failover, " +
 		"and without AOF the replicas resync from an empty primary, so every lock vanishes",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
-	inject: runFastRestart,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     func(_ Step, p PlanParams) time.Duration { return 4 * time.Second },
+	Inject:   runFastRestart,
 }
 
 func runFastRestart(ctx context.Context, env Env, _ Step) error {
@@ -318,7 +318,7 @@ func awaitOnline(ctx context.Context, c cluster.Runtime, primary string, n int, 
 		if err == nil && strings.Count(inf, "state=online") >= n {
 			return true, nil
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 10*time.Millisecond); err != nil {
 			return false, err
 		}
 	}

@@ -48,25 +48,25 @@ type Fault struct {
 	// sweep's --dry-run estimates from it. 0: its planned span.
 	Cycle time.Duration
 
-	// plan draws the step's parameters from the schedule's generator.
-	plan func(rng *rand.Rand, p PlanParams) Step
-	// span is how long the fault and its aftermath (failover, rejoin) occupy.
-	span   func(s Step, p PlanParams) time.Duration
-	inject func(ctx context.Context, env Env, s Step) error
-	// heal undoes what the fault may leave behind when a run ends in the
+	// PlanStep draws the step's parameters from the schedule's generator.
+	PlanStep func(rng *rand.Rand, p PlanParams) Step
+	// Span is how long the fault and its aftermath (failover, rejoin) occupy.
+	Span   func(s Step, p PlanParams) time.Duration
+	Inject func(ctx context.Context, env Env, s Step) error
+	// Restore undoes what the fault may leave behind when a run ends in the
 	// middle of it (Ctrl-C, a time limit): beyond what every run's end
 	// resets anyway (paused processes and clients, partitions, clock
 	// offsets, killed nodes), nil for most faults.
-	heal func(ctx context.Context, env Env) error
+	Restore func(ctx context.Context, env Env) error
 }
 
 // Heal undoes what an interrupted injection of the fault left behind, beyond
 // the states every run's end resets.
 func (f *Fault) Heal(ctx context.Context, env Env) error {
-	if f.heal == nil {
+	if f.Restore == nil {
 		return nil
 	}
-	return f.heal(ctx, env)
+	return f.Restore(ctx, env)
 }
 
 // StandsFor lists the catalog's faults of a deployment-neutral kind on a
@@ -104,6 +104,18 @@ type Needs struct {
 	// built-in recipe), so that the clients' path and replication's differ.
 	// An exec adapter dials what Sentinel hands out, replication's proxy.
 	DialMap bool
+	// ClientRenews: the recipe's leases are extended by the client's own
+	// watchdog, which a client fault can stall; not a library that renews
+	// inside itself (valkeylock).
+	ClientRenews bool
+	// ReachesReplies: the recipe's connections carry the reply faults'
+	// hook (lock.Recipe.ReachesReplies: the recipes that speak Valkey
+	// through the project's clients).
+	ReachesReplies bool
+	// Config is what a deployment's own fault needs of its options (a
+	// proxy or pool to pause), nil for none: an error that reads after "the
+	// <fault> fault ", naming the fix.
+	Config func(c cluster.Config) error
 }
 
 // Mark is one fault event of the history (package marks, where the readers
@@ -122,7 +134,11 @@ const (
 	CauseReplication  = marks.CauseReplication
 	CauseClientPause  = marks.CauseClientPause
 	CauseClientClock  = marks.CauseClientClock
-	CauseDBRestart    = marks.CauseDBRestart
+	// CauseStarvedRenewals: a holder's renewals stalled, its job did not.
+	CauseStarvedRenewals = marks.CauseStarvedRenewals
+	// CauseReply: an operation's reply dropped or its call cancelled.
+	CauseReply     = marks.CauseReply
+	CauseDBRestart = marks.CauseDBRestart
 )
 
 // Cause is what a violation is blamed on (package marks).
@@ -137,7 +153,7 @@ func LookupCause(name string) (Cause, bool) { return marks.LookupCause(name) }
 // it, or acts at once (a kill, a failover, a clock step). Its plan says: a
 // held fault's step carries the duration it draws.
 func (f *Fault) Held() bool {
-	s := f.plan(rand.New(rand.NewPCG(1, 2)), PlanParams{TTL: 6 * time.Second, DownAfter: 2 * time.Second, Net: DefaultNetSizes})
+	s := f.PlanStep(rand.New(rand.NewPCG(1, 2)), PlanParams{TTL: 6 * time.Second, DownAfter: 2 * time.Second, Net: DefaultNetSizes})
 	return s.Duration > 0
 }
 
@@ -199,6 +215,11 @@ func (f *Fault) Available(c cluster.Config) error {
 	}
 	if f.Needs.NetProxy && !c.NetProxy {
 		return fmt.Errorf("the %s fault acts on the proxy in front of the primary, and this run has none: add --net-proxy", f.Name)
+	}
+	if f.Needs.Config != nil {
+		if err := f.Needs.Config(c); err != nil {
+			return fmt.Errorf("the %s fault %w", f.Name, err)
+		}
 	}
 	return f.check(c.Runtime, c.Replicas)
 }

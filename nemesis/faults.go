@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 func heldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Second }
@@ -18,11 +19,12 @@ var catalog = append([]*Fault{
 	faultKillPrimary, faultCutReplication, faultResyncWindow, faultPauseReplicas,
 	faultClockStrobe, faultFastRestart, faultFailoverCoordinated, faultFailoverCoordinatedForce,
 	faultMemoryPressure, faultMemoryPressureDedicated, faultPromoteReplica, faultPausePrimary,
-	faultPauseClient, faultClockBump, faultSkewClient, faultPartition,
+	faultPauseClient, faultClockBump, faultSkewClient, faultStarveRenewals, faultPartition,
 	faultKillNode, faultCrashNode, faultPauseNode, faultClockBumpNode,
 	faultRedlockClockJump, faultRedlockRestart, faultPartitionMinority, faultClusterKillPrimary,
 	faultClusterCutReplication, faultClusterFailover, faultClusterFailoverForce, faultClusterTakeover,
 	faultMigrateSlot, faultMigrateSlotAtomic, faultCrashClient, faultKillHolder,
+	faultCancelAcquire, faultCancelRelease, faultDropReleaseReply,
 	faultReplicaClockAhead, faultReplicaClockBehind, faultRestartDB, faultEtcdKillLeader,
 	faultEtcdPauseLeader, faultEtcdPartitionMember, faultZKKillLeader, faultZKPauseLeader,
 	faultZKPartitionLeader, faultEtcdClockBump,
@@ -34,7 +36,7 @@ func Run(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	if err := f.inject(ctx, env, s); err != nil {
+	if err := f.Inject(ctx, env, s); err != nil {
 		return fmt.Errorf("fault %s: %w", s.Fault, err)
 	}
 	return nil
@@ -44,11 +46,27 @@ func logf(env Env, f, node string, role cluster.Role, format string, a ...any) {
 	env.Log(history.Event{F: f, Node: node, Role: string(role), Detail: fmt.Sprintf(format, a...)})
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (its error then): how a fault holds its
+// window, in this package and in a deployment's own faults.
+func Sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(d):
 		return nil
+	}
+}
+
+// Register adds faults declared outside this package, beside the code of
+// the deployment they act on (in its folder under deployments/): they join the catalog
+// after the built-in ones, with their marks. A name registered twice is a
+// programming error.
+func Register(fs ...*Fault) {
+	for _, f := range fs {
+		if _, err := Lookup(f.Name); err == nil {
+			panic("nemesis: fault " + f.Name + " registered twice")
+		}
+		catalog = append(catalog, f)
+		marks.Register(f.Marks...)
 	}
 }

@@ -107,7 +107,7 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 		// where they can stand.
 		Needs: Needs{NetProxy: true, Topology: cluster.NeedAny},
 		Marks: []Mark{{Event: name, Heal: name + "-healed", Cause: marks.CauseNetwork}},
-		plan: func(rng *rand.Rand, p PlanParams) Step {
+		PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 			lo, spread := hold(p)
 			n := p.Net
 			if n == (NetSizes{}) {
@@ -115,12 +115,12 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 			}
 			return Step{Duration: lo + time.Duration(rng.Int64N(int64(spread)+1)), Net: &n}
 		},
-		span: heldSpan,
-		inject: func(ctx context.Context, env Env, s Step) error {
+		Span: heldSpan,
+		Inject: func(ctx context.Context, env Env, s Step) error {
 			ts, what := toxics(s.sizes())
 			return holdToxic(ctx, env, s, name, ts, what)
 		},
-		heal: clearToxics,
+		Restore: clearToxics,
 	}
 }
 
@@ -151,7 +151,7 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 	}
 	logf(env, event, p.Name, cluster.RolePrimary, "on %s's proxy for %v: %s",
 		p.Name, s.Duration.Round(time.Millisecond), what)
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	// Even when the run is ending: a toxic left on would slow its heal.
 	if err := sh.ClearToxics(p.Name); err != nil {
 		return err
@@ -160,7 +160,7 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 	return sleepErr
 }
 
-// clearToxics is the network faults' heal: no toxic left on any proxy.
+// clearToxics is the network faults' Restore: no toxic left on any proxy.
 func clearToxics(_ context.Context, env Env) error {
 	if sh, ok := env.Cluster().(cluster.NetShaper); ok {
 		return sh.ClearToxics("")

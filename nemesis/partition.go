@@ -17,11 +17,11 @@ var faultPartition = &Fault{
 	Marks: []Mark{{Event: "partition", Heal: "heal-partition", Cause: CauseSplitBrain}},
 	Doc: "after a fresh grant, cut the primary off from the Sentinels and replicas while the clients still reach it " +
 		"(docker runtime only), past down-after: the majority promotes a replica, the old primary keeps granting; heal and it is demoted",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: 2*p.DownAfter + 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
 	},
-	span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
-	inject: runPartition,
+	Span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
+	Inject: runPartition,
 }
 
 // runPartition needs a runtime that can cut links (cluster.Partitioner: the
@@ -51,7 +51,7 @@ func runPartition(ctx context.Context, env Env, s Step) error {
 	if err := partitionNode(pc, p.Name); err != nil {
 		return err
 	}
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	if err := pc.Heal(p.Name); err != nil {
 		return err
 	}

@@ -18,11 +18,11 @@ var faultPausePrimary = &Fault{
 	Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 	Doc: "SIGSTOP the primary past down-after (split brain): Sentinel promotes a replica; SIGCONT and the old " +
 		"primary serves clients still connected to it until Sentinel demotes it",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: 2*p.DownAfter + 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))}
 	},
-	span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
-	inject: runPausePrimary,
+	Span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 4*time.Second },
+	Inject: runPausePrimary,
 }
 
 func runPausePrimary(ctx context.Context, env Env, s Step) error {
@@ -57,11 +57,11 @@ var faultPauseReplicas = &Fault{
 	Marks: []Mark{{Event: "pause-replicas", Heal: "resume-replicas", Cause: CauseReplication, Moment: marks.MomentGrant}},
 	Doc: "SIGSTOP every replica for a while, then SIGCONT: no failover, but min-replicas-to-write and WAIT " +
 		"refuse writes meanwhile (the cost side of those knobs)",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
 	},
-	span:   heldSpan,
-	inject: runPauseReplicas,
+	Span:   heldSpan,
+	Inject: runPauseReplicas,
 }
 
 func runPauseReplicas(ctx context.Context, env Env, s Step) error {
@@ -77,7 +77,7 @@ func runPauseReplicas(ctx context.Context, env Env, s Step) error {
 		}
 	}
 	logf(env, "pause-replicas", p.Name, cluster.RolePrimary, "SIGSTOP %d replicas of %s for %v", len(replicas), p.Name, s.Duration.Round(time.Millisecond))
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	for _, r := range replicas {
 		if err := c.Resume(r.Name); err != nil {
 			return err
@@ -97,7 +97,7 @@ func holdPaused(ctx context.Context, env Env, n cluster.Node, pause, resume stri
 	if err := c.Pause(n.Name); err != nil {
 		return err
 	}
-	sleepErr := sleep(ctx, d)
+	sleepErr := Sleep(ctx, d)
 	if err := c.Resume(n.Name); err != nil {
 		return err
 	}

@@ -33,30 +33,6 @@ const (
 	CauseMinorityPartition = marks.CauseMinorityPartition
 )
 
-// ClientEnv is the part of the runner's Env the redlock and stuck-lock faults
-// need: which nodes a client reaches, and client crashes. The runner
-// implements it; a fault asks for it with a type assertion.
-type ClientEnv interface {
-	NumClients() int
-	// SetUnreachable tells client i's recipe to send nothing to these node
-	// addresses (nil heals): a partial partition on loopback.
-	SetUnreachable(i int, addrs []string) error
-	// ArmCrash makes client i SIGKILL itself at its next acquire's step point.
-	ArmCrash(i int) error
-	KillClient(i int) error
-	ClientAlive(i int) bool
-	// DelayedRestart is --delayed-restart: how long a crashed node stays down.
-	DelayedRestart() time.Duration
-}
-
-func clientEnv(env Env) (ClientEnv, error) {
-	ce, ok := env.(ClientEnv)
-	if !ok {
-		return nil, fmt.Errorf("this runner cannot steer clients")
-	}
-	return ce, nil
-}
-
 func dataNodes(c cluster.Runtime) []cluster.Node {
 	var out []cluster.Node
 	for _, n := range c.Nodes() {
@@ -91,9 +67,9 @@ var faultKillNode = &Fault{
 	Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) SIGKILL one node and restart it as a primary, after --delayed-restart: without AOF it " +
 		"forgets every lock it granted",
-	plan:   planNode,
-	span:   func(_ Step, p PlanParams) time.Duration { return 3 * time.Second },
-	inject: runKillNode,
+	PlanStep: planNode,
+	Span:     func(_ Step, p PlanParams) time.Duration { return 3 * time.Second },
+	Inject:   runKillNode,
 }
 
 // runKillNode SIGKILLs one redlock node and restarts it with its own config
@@ -116,14 +92,14 @@ var faultCrashNode = &Fault{
 	Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
 		"--delayed-restart if longer), restart it as a primary: a minority unavailable, then a node that forgot its locks",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		s := planNode(rng, p)
 		// SIGKILL to promotion seen is ~2.2 s with down-after 1 s (docs/sweep.md).
 		s.Duration = p.DownAfter + 1200*time.Millisecond
 		return s
 	},
-	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 2*time.Second },
-	inject: runCrashNode,
+	Span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 2*time.Second },
+	Inject: runCrashNode,
 }
 
 // runCrashNode is kill-node held down for the step's Duration at least: the
@@ -154,7 +130,7 @@ func killAndRestartAfter(ctx context.Context, env Env, n cluster.Node, minDown t
 	if err := c.Kill(n.Name); err != nil {
 		return err
 	}
-	sleepErr := sleep(ctx, delay)
+	sleepErr := Sleep(ctx, delay)
 	if err := c.Restart(context.WithoutCancel(ctx), n.Name, cluster.WithOldConfig); err != nil {
 		return err
 	}
@@ -167,11 +143,11 @@ var faultPauseNode = &Fault{
 	Needs: Needs{Topology: TopologyRedlock},
 	Marks: []Mark{{Event: "pause-redlock-node", Heal: "resume-redlock-node", Cause: CauseSplitBrain}},
 	Doc:   "(redlock) SIGSTOP one node for a while: a minority down, Redlock keeps granting on the others",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Node: rng.IntN(64), Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
 	},
-	span:   heldSpan,
-	inject: runPauseNode,
+	Span:   heldSpan,
+	Inject: runPauseNode,
 }
 
 func runPauseNode(ctx context.Context, env Env, s Step) error {
@@ -184,14 +160,14 @@ func runPauseNode(ctx context.Context, env Env, s Step) error {
 }
 
 var faultClockBumpNode = &Fault{
-	Name:   "clock-bump-node",
-	Kind:   "clock-jump",
-	Needs:  Needs{Topology: TopologyRedlock, FakeTime: true},
-	Marks:  []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
-	Doc:    "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
-	plan:   clockPlan,
-	span:   heldSpan,
-	inject: runClockBumpNode,
+	Name:     "clock-bump-node",
+	Kind:     "clock-jump",
+	Needs:    Needs{Topology: TopologyRedlock, FakeTime: true},
+	Marks:    []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
+	Doc:      "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
+	PlanStep: clockPlan,
+	Span:     heldSpan,
+	Inject:   runClockBumpNode,
 }
 
 func runClockBumpNode(ctx context.Context, env Env, s Step) error {
@@ -211,7 +187,7 @@ func bumpNode(ctx context.Context, env Env, n cluster.Node, s Step) error {
 	if err := c.SetClockOffset(n.Name, s.Offset); err != nil {
 		return err
 	}
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	if err := c.SetClockOffset(n.Name, ""); err != nil {
 		return err
 	}
@@ -275,9 +251,9 @@ var faultRedlockClockJump = &Fault{
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 	Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
 		"C's clock jumps past the TTL and the other side takes C,D,E",
-	plan:   clockPlan,
-	span:   func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 3*time.Second },
-	inject: runRedlockClockJump,
+	PlanStep: clockPlan,
+	Span:     func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 3*time.Second },
+	Inject:   runRedlockClockJump,
 }
 
 // runRedlockClockJump is Kleppmann's scenario from "How to do distributed
@@ -309,7 +285,7 @@ func runRedlockClockJump(ctx context.Context, env Env, s Step) error {
 // extend, that extend failed, its release of 2 of 5 ended the lease, and the
 // other side's grant came after it, legally.
 func splitAndAwaitGrant(ctx context.Context, env Env) (middle cluster.Node, heal func(), err error) {
-	ce, err := clientEnv(env)
+	ce, err := ClientControls(env)
 	if err != nil {
 		return middle, nil, err
 	}
@@ -372,7 +348,7 @@ func awaitRenewal(ctx context.Context, env Env, h Holder) bool {
 		if cur.Renewed > h.Renewed {
 			return true
 		}
-		if sleep(ctx, 2*time.Millisecond) != nil {
+		if Sleep(ctx, 2*time.Millisecond) != nil {
 			return false
 		}
 	}
@@ -420,7 +396,7 @@ func farSideFree(ctx context.Context, env Env, h Holder, far []string) bool {
 		if free {
 			return true
 		}
-		if sleep(ctx, 20*time.Millisecond) != nil {
+		if Sleep(ctx, 20*time.Millisecond) != nil {
 			return false
 		}
 	}
@@ -432,11 +408,11 @@ var faultRedlockRestart = &Fault{
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) the distlock page's example: one side holds A,B,C; C is killed and restarted (after " +
 		"--delayed-restart); without persistence it forgot the lock and the other side takes C,D,E",
-	plan: func(rng *rand.Rand, p PlanParams) Step { return Step{Duration: p.TTL + time.Second} },
-	span: func(s Step, p PlanParams) time.Duration {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step { return Step{Duration: p.TTL + time.Second} },
+	Span: func(s Step, p PlanParams) time.Duration {
 		return s.Duration + 2*p.TTL + 4*time.Second
 	},
-	inject: runRedlockRestart,
+	Inject: runRedlockRestart,
 }
 
 // runRedlockRestart is the distlock page's own example: a client holds A, B, C
@@ -454,7 +430,7 @@ func runRedlockRestart(ctx context.Context, env Env, s Step) error {
 	if err := killAndRestart(ctx, env, middle); err != nil {
 		return err
 	}
-	return sleep(ctx, s.Duration)
+	return Sleep(ctx, s.Duration)
 }
 
 func clockPlan(rng *rand.Rand, p PlanParams) Step {
@@ -471,7 +447,7 @@ func pickRenewedHolder(ctx context.Context, env Env) (Holder, error) {
 				return h, nil
 			}
 		}
-		if err := sleep(ctx, 2*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 2*time.Millisecond); err != nil {
 			return Holder{}, fmt.Errorf("no holder renewed its lease: %w", err)
 		}
 	}
@@ -493,12 +469,12 @@ var faultPartitionMinority = &Fault{
 	Needs: Needs{Topology: TopologyRedlock, Runtime: "docker"},
 	Marks: []Mark{{Event: "isolate-node", Heal: "heal-isolate-node", Cause: CauseMinorityPartition}},
 	Doc: "(redlock, docker runtime) cut a minority of the nodes (2 of 5) off from every client for two to three " +
-		"TTLs, then heal: the majority still grants, extends and releases, so the lock stays valid",
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+		"TTLs, then Restore: the majority still grants, extends and releases, so the lock stays valid",
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Node: rng.IntN(64), Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1))}
 	},
-	span:   heldSpan,
-	inject: runPartitionMinority,
+	Span:   heldSpan,
+	Inject: runPartitionMinority,
 }
 
 // runPartitionMinority cuts a minority of the Redlock nodes off from every
@@ -538,7 +514,7 @@ func runPartitionMinority(ctx context.Context, env Env, s Step) error {
 			return errors.Join(err, heal())
 		}
 	}
-	sleepErr := sleep(ctx, s.Duration)
+	sleepErr := Sleep(ctx, s.Duration)
 	if err := heal(); err != nil {
 		return err
 	}

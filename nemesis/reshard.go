@@ -109,12 +109,12 @@ var faultMigrateSlot = &Fault{
 	// long enough that the holder's job (about a TTL in the reshard
 	// scenarios) ends with its release inside, and the next clients'
 	// acquires run there too.
-	plan: func(rng *rand.Rand, p PlanParams) Step {
+	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: p.TTL*3/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
 	},
 	// The fresh grant (well under a TTL with 8 clients), the window, the close.
-	span:   func(s Step, p PlanParams) time.Duration { return p.TTL + s.Duration + 2*time.Second },
-	inject: runMigrateSlot,
+	Span:   func(s Step, p PlanParams) time.Duration { return p.TTL + s.Duration + 2*time.Second },
+	Inject: runMigrateSlot,
 }
 
 // runMigrateSlot is the legacy move with its window held open for the
@@ -145,12 +145,12 @@ func runMigrateSlot(ctx context.Context, env Env, s Step) error {
 		m, m.src.Name, m.dst.Name, s.Duration.Round(time.Millisecond), got)
 	// Whatever stops the window early (the run's end, an error), the slot is
 	// closed: an open slot would outlive the run's checks.
-	moved, werr := 0, sleep(ctx, env.TTL()/2)
+	moved, werr := 0, Sleep(ctx, env.TTL()/2)
 	if werr == nil {
 		moved, werr = migrateKeys(ctx, env, m)
 	}
 	if werr == nil {
-		werr = sleep(ctx, s.Duration-env.TTL()/2)
+		werr = Sleep(ctx, s.Duration-env.TTL()/2)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -227,9 +227,9 @@ var faultMigrateSlotAtomic = &Fault{
 	Marks: []Mark{{Event: "migrate-slot-atomic", Heal: "migrate-slot-atomic-done", Cause: marks.CauseReshard}},
 	Doc: "(cluster) atomic slot migration under a held lock: after a fresh grant, CLUSTER MIGRATESLOTS moves the " +
 		"lock key's slot to the next shard, awaited until CLUSTER GETSLOTMIGRATIONS reports it done",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   func(_ Step, p PlanParams) time.Duration { return p.TTL + 3*time.Second },
-	inject: runMigrateSlotAtomic,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     func(_ Step, p PlanParams) time.Duration { return p.TTL + 3*time.Second },
+	Inject:   runMigrateSlotAtomic,
 }
 
 // runMigrateSlotAtomic is the atomic move, awaited until the source's
@@ -319,7 +319,7 @@ func awaitSlotMigration(ctx context.Context, c cluster.Runtime, node string, bef
 				return job, nil
 			}
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 20*time.Millisecond); err != nil {
 			return job, fmt.Errorf("the migration from %s is still %q: %w", node, job["state"], err)
 		}
 	}

@@ -22,10 +22,10 @@ var faultResyncWindow = &Fault{
 	Marks: []Mark{{Event: "resync-window", Heal: "resync-done", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "make every replica full-sync, again until a lock is taken in the ~1s after the primary lists them " +
 		"online but before it streams to them; then SIGKILL the primary: the promoted replica never saw the lock",
-	plan: func(*rand.Rand, PlanParams) Step { return Step{} },
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
 	// Resyncs until an acquire lands in a window: ~10 resyncs of ~1.3 s.
-	span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
-	inject: runResyncWindow,
+	Span:   func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 18*time.Second },
+	Inject: runResyncWindow,
 }
 
 // runResyncWindow: after a full resync the primary lists a replica online as
@@ -197,7 +197,7 @@ func awaitWindow(ctx context.Context, c cluster.Runtime, primary string, replica
 		case windowMissed:
 			return false, nil
 		}
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 5*time.Millisecond); err != nil {
 			return false, err
 		}
 	}

@@ -78,7 +78,7 @@ func Span(s Step, p PlanParams) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return f.span(s, p)
+	return f.Span(s, p)
 }
 
 // Plan draws a schedule from the seed: the same parameters and seed always give
@@ -101,9 +101,9 @@ func Plan(p PlanParams) ([]Step, error) {
 	t := p.Warmup
 	for {
 		kind := p.Faults[rng.IntN(len(p.Faults))]
-		s := byName[kind].plan(rng, p)
+		s := byName[kind].PlanStep(rng, p)
 		s.Fault, s.At = kind, t
-		if s.At+byName[kind].span(s, p) > p.TimeLimit-p.Settle {
+		if s.At+byName[kind].Span(s, p) > p.TimeLimit-p.Settle {
 			break
 		}
 		if p.BackToBack {
@@ -117,10 +117,10 @@ func Plan(p PlanParams) ([]Step, error) {
 		}
 		steps = append(steps, s)
 		gap := p.Interval/2 + time.Duration(rng.Int64N(int64(p.Interval)+1))
-		t += byName[kind].span(s, p) + gap
+		t += byName[kind].Span(s, p) + gap
 	}
 	if len(steps) == 0 {
-		return nil, fmt.Errorf("--time-limit %v leaves no room for a %s fault after the %v warm-up: use at least %v", p.TimeLimit, p.Faults[0], p.Warmup, p.Warmup+p.Settle+byName[p.Faults[0]].span(Step{}, p)+time.Second)
+		return nil, fmt.Errorf("--time-limit %v leaves no room for a %s fault after the %v warm-up: use at least %v", p.TimeLimit, p.Faults[0], p.Warmup, p.Warmup+p.Settle+byName[p.Faults[0]].Span(Step{}, p)+time.Second)
 	}
 	return steps, nil
 }
@@ -195,14 +195,14 @@ func PlanAt(p PlanParams, at []Step) ([]Step, error) {
 			return nil, fmt.Errorf("%s is past --time-limit %v: raise --time-limit or use an earlier offset", entry, p.TimeLimit)
 		}
 		_ = rng.IntN(kinds) // Plan's draw of the kind
-		s := f.plan(rng, p)
+		s := f.PlanStep(rng, p)
 		s.Fault, s.At = a.Fault, a.At
 		if p.BackToBack {
 			_ = rng.Int64N(int64(MaxGap) + 1)
 		} else {
 			_ = rng.Int64N(int64(p.Interval) + 1)
 		}
-		span := f.span(s, p)
+		span := f.Span(s, p)
 		if i > 0 && s.At < prevEnd {
 			prev := steps[i-1]
 			return nil, fmt.Errorf("%s fires before %s:%s has run its course (planned until %v): the nemesis runs one fault at a time; use an offset of %v or more", entry, prev.At, prev.Fault, prevEnd, prevEnd)

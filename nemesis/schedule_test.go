@@ -47,7 +47,7 @@ func TestScheduleFitsAndDoesNotOverlap(t *testing.T) {
 		if s.At < p.Warmup || s.At < end {
 			t.Fatalf("step %d (%v) starts at %v, before the warm-up or the previous fault's end %v", i, s.Fault, s.At, end)
 		}
-		end = s.At + mustLookup(t, s.Fault).span(s, p)
+		end = s.At + mustLookup(t, s.Fault).Span(s, p)
 		if end > p.TimeLimit-p.Settle {
 			t.Fatalf("step %d ends at %v, past the time limit", i, end)
 		}

@@ -85,7 +85,7 @@ func cutShard(ctx context.Context, env Env, sh cluster.Shard) (resume func() err
 		return nil, false, err
 	}
 	// Let the lucky holder settle into its job before the shard changes hands.
-	if err := sleep(ctx, 100*time.Millisecond); err != nil {
+	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		_ = resume()
 		return nil, false, err
 	}
@@ -117,11 +117,11 @@ func awaitShardFailover(ctx context.Context, env Env, old cluster.Node, how stri
 var faultClusterKillPrimary = &Fault{
 	Name:     "cluster-kill-primary",
 	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-	Marks:  []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
-	Doc:    "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: runClusterKillPrimary,
+	Marks:    []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc:      "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   runClusterKillPrimary,
 }
 
 // runClusterKillPrimary: SIGKILL the shard's primary; the cluster bus
@@ -166,9 +166,9 @@ var faultClusterCutReplication = &Fault{
 	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
 		"SIGKILL its primary, resume the replicas; the cluster bus elects a replica that never saw the lock",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: runClusterCutReplication,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   runClusterCutReplication,
 }
 
 // runClusterCutReplication is the failover race on Valkey Cluster: the
@@ -191,7 +191,7 @@ func runClusterCutReplication(ctx context.Context, env Env, _ Step) error {
 		_ = resume()
 		return err
 	}
-	_ = sleep(ctx, 50*time.Millisecond)
+	_ = Sleep(ctx, 50*time.Millisecond)
 	if err := resume(); err != nil {
 		return err
 	}
@@ -204,9 +204,9 @@ var faultClusterFailover = &Fault{
 	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 	Doc: "(cluster) the same cut and fresh grant, then a graceful CLUSTER FAILOVER on the shard's replica: it waits " +
 		"until it has caught up with the primary before taking over, so nothing is lost",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: manualFailover(failoverGraceful),
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   manualFailover(failoverGraceful),
 }
 
 var faultClusterFailoverForce = &Fault{
@@ -215,9 +215,9 @@ var faultClusterFailoverForce = &Fault{
 	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 	Doc: "(cluster) the same cut and fresh grant, then CLUSTER FAILOVER FORCE: no handshake with the primary, the " +
 		"replica takes over before catching up, and the old primary's unreplicated grant is lost",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: manualFailover(failoverForce),
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   manualFailover(failoverForce),
 }
 
 var faultClusterTakeover = &Fault{
@@ -226,9 +226,9 @@ var faultClusterTakeover = &Fault{
 	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
 	Doc: "(cluster) the same with CLUSTER FAILOVER TAKEOVER: no handshake and no vote, the replica bumps the epoch " +
 		"itself; what it had not received is lost",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   failoverSpan,
-	inject: manualFailover(failoverTakeover),
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     failoverSpan,
+	Inject:   manualFailover(failoverTakeover),
 }
 
 // manualFailover returns the inject of CLUSTER FAILOVER [mode] on the
@@ -311,7 +311,7 @@ func manualFailover(mode string) func(ctx context.Context, env Env, _ Step) erro
 				if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "Master is down") {
 					break
 				}
-				if err := sleep(ctx, 50*time.Millisecond); err != nil {
+				if err := Sleep(ctx, 50*time.Millisecond); err != nil {
 					done()
 					return err
 				}
@@ -329,7 +329,7 @@ func manualFailover(mode string) func(ctx context.Context, env Env, _ Step) erro
 		// The old primary runs on and turns itself into a replica; give it
 		// the time to resync before the next fault, and its view of the new
 		// primary the time to lose the FAIL flag before it may fail over.
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := Sleep(ctx, time.Second); err != nil {
 			return err
 		}
 		return awaitNoFailFlag(ctx, c, sh.Primary, target)
@@ -354,7 +354,7 @@ func awaitNoFailFlag(ctx context.Context, c cluster.Runtime, observer, node clus
 				}
 			}
 		}
-		if err := sleep(wctx, 100*time.Millisecond); err != nil {
+		if err := Sleep(wctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("%s still flags %s %q after 15 s: %w", observer.Name, node.Name, last, err)
 		}
 	}

@@ -45,9 +45,9 @@ var faultZKPartitionLeader = &Fault{
 	Marks: []Mark{{Event: "isolate-leader", Heal: "heal-isolate-leader", Cause: CauseSplitBrain}},
 	Doc: "(zookeeper, docker runtime) cut the Zab leader off from the other members and from the clients for longer " +
 		"than a session: the followers elect a new leader, the old one's clients move their sessions to it or lose them; heal and it follows",
-	plan:   planZKIsolate,
-	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
-	inject: runZKPartitionLeader,
+	PlanStep: planZKIsolate,
+	Span:     func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
+	Inject:   runZKPartitionLeader,
 }
 
 // runZKPartitionLeader cuts the Zab leader off from everything
@@ -85,9 +85,9 @@ var faultZKKillLeader = &Fault{
 	Marks: []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc: "(zookeeper) SIGKILL the Zab leader; the followers give it up after syncLimit ticks and elect another; " +
 		"the old leader restarts from its data dir and rejoins as a follower",
-	plan:   func(*rand.Rand, PlanParams) Step { return Step{} },
-	span:   zkKillSpan,
-	inject: runZKKillLeader,
+	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
+	Span:     zkKillSpan,
+	Inject:   runZKKillLeader,
 }
 
 var faultZKPauseLeader = &Fault{
@@ -96,7 +96,7 @@ var faultZKPauseLeader = &Fault{
 	Marks: []Mark{{Event: "pause-node", Heal: "resume-node", Cause: CauseSplitBrain}},
 	Doc: "(zookeeper) SIGSTOP the Zab leader for 2-3 election timeouts (syncLimit ticks): the followers elect a new " +
 		"leader; SIGCONT and the old one, on an older epoch, steps down",
-	plan:   planZKPause,
-	span:   func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
-	inject: runZKPauseLeader,
+	PlanStep: planZKPause,
+	Span:     func(s Step, _ PlanParams) time.Duration { return s.Duration + 4*time.Second },
+	Inject:   runZKPauseLeader,
 }

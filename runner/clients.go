@@ -20,7 +20,7 @@ func (r *run) lockConfig() lock.Config {
 	lc := lock.Config{
 		Recipe:    r.cfg.Recipe,
 		Sentinels: ep.Sentinels, MasterSet: ep.MasterSet,
-		Addr: ep.Addr, Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd, ZooKeeper: ep.ZooKeeper,
+		Addr: ep.Addr, Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd, ZooKeeper: ep.ZooKeeper, DSN: ep.DSN,
 		DialMap:  ep.DialMap,
 		Fencing:  rec.DrawsFence(r.cfg.Fence, r.cfg.FenceSource),
 		ExecArgs: r.cfg.ExecArgs,
@@ -34,7 +34,7 @@ func (r *run) lockConfig() lock.Config {
 }
 
 func (r *run) clientConfig(slot int, keys []string, lc lock.Config) workload.ClientConfig {
-	if lc.Recipe == lock.SQLLease {
+	if rc, err := lock.Lookup(lc.Recipe); err == nil && rc.InResource {
 		lc.Resource = r.res.addr // the lock is a row of the resource's database
 	}
 	return workload.ClientConfig{

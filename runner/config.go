@@ -71,6 +71,12 @@ type Config struct {
 	// less this (shrink --rerun reads nemesis.jsonl that way). 0 in runs
 	// made before it was recorded, and in a config not yet run.
 	WorkloadStart int64 `json:"workload_start_ns,omitempty"`
+	// WallStep is how far the host's wall clock moved against the monotonic
+	// clock during the run, when more than NTP's slew accounts for (a
+	// stepped clock, a paused virtual machine); 0 otherwise. Valkey expires
+	// keys by the wall clock, so such a run's verdict may be the host's
+	// doing, not the lock's: HostClockStepped reads it back.
+	WallStep int64 `json:"wall_step_ns,omitempty"`
 	// Command is the command line that made the run, for "rerun this"; empty
 	// when a run was started from code.
 	Command []string `json:"command,omitempty"`
@@ -254,6 +260,20 @@ func (c *Config) Validate() error {
 		}
 		if f.Needs.FakeTime {
 			c.Cluster.FakeTime = true
+		}
+		if f.Needs.ClientRenews {
+			if r, err := lock.Lookup(c.Recipe); err == nil && r.SelfRenews {
+				return fmt.Errorf("%s stalls the client's watchdog, and --recipe %s renews its leases inside the library, "+
+					"where no fault reaches: use a recipe whose client renews (native, redsync, redislock, an exec program), "+
+					"or pause-client to stop the whole process", name, c.Recipe)
+			}
+		}
+		if f.Needs.ReachesReplies {
+			if r, err := lock.Lookup(c.Recipe); err == nil && !r.ReachesReplies() {
+				return fmt.Errorf("%s acts on the replies of the connections the project's Valkey clients open, and "+
+					"--recipe %s opens its own (an exec program, or a client of etcd, ZooKeeper or SQL): use a recipe "+
+					"that speaks Valkey (native, redsync, redislock, valkeylock)", name, c.Recipe)
+			}
 		}
 		if f.Needs.DialMap && lock.ExecProgram(c.Recipe) != "" {
 			return fmt.Errorf("%s slows the replication path alone, and an exec adapter dials what Sentinel hands out, "+

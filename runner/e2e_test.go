@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/lockjepsen/lockjepsen/exitcode"
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/internal/testbin"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
+
 	"github.com/lockjepsen/lockjepsen/checker"
-	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -25,23 +24,7 @@ import (
 
 var exe string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "lockjepsen-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	exe = filepath.Join(dir, "lockjepsen")
-	build := exec.Command("go", "build", "-o", exe, "../cmd/lockjepsen")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build lockjepsen:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m.Run, "../cmd/lockjepsen", &exe) }
 
 func config(t *testing.T, name string, mutate func(*Config)) Config {
 	t.Helper()
@@ -68,6 +51,16 @@ func (w testLog) Write(p []byte) (int, error) { return len(p), nil }
 func runAndLoad(t *testing.T, cfg Config) (Outcome, *checker.Result) {
 	t.Helper()
 	o := Run(context.Background(), cfg, testLog{t})
+	if step, stepped := HostClockStepped(cfg.Out); stepped && o.Checked {
+		// Valkey expires keys by the wall clock: a run whose host clock
+		// stepped (a paused machine; 9.1 s once in a CI run) shows the
+		// machine, not the scenario. Once more, in the same folder.
+		t.Logf("the host's wall clock moved %v during the run; once more", step)
+		if err := os.RemoveAll(cfg.Out); err != nil {
+			t.Fatal(err)
+		}
+		o = Run(context.Background(), cfg, testLog{t})
+	}
 	if !o.Checked {
 		t.Fatalf("run not checked: %v", o.Err)
 	}
@@ -79,7 +72,8 @@ func runAndLoad(t *testing.T, cfg Config) (Outcome, *checker.Result) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"config.json", "history.jsonl", "nemesis.jsonl", "resource.jsonl", "summary.txt", "timeline.png", "timeline.svg", "index.html", "logs/valkey-0.log"} {
+	firstLog := "logs/" + cfg.Cluster.Deployment().Layout(cfg.Cluster)[0].Name + ".log"
+	for _, f := range []string{"config.json", "history.jsonl", "nemesis.jsonl", "resource.jsonl", "summary.txt", "timeline.png", "timeline.svg", "index.html", firstLog} {
 		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
 			t.Errorf("run folder lacks %s", f)
 		}
@@ -88,33 +82,10 @@ func runAndLoad(t *testing.T, cfg Config) (Outcome, *checker.Result) {
 	return o, &r
 }
 
-// assertNoProcessesLeft reads the cluster's state file and checks that every
-// node the run started is gone.
+// assertNoProcessesLeft checks that no process the run started outlived it.
 func assertNoProcessesLeft(t *testing.T, out string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, "cluster", cluster.StateFile))
-	if err != nil {
-		t.Fatalf("no cluster state: %v", err)
-	}
-	var st struct {
-		Nodes []cluster.Node `json:"nodes"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range st.Nodes {
-		if n.PID != 0 && syscall.Kill(n.PID, 0) == nil {
-			t.Errorf("%s (pid %d) outlived the run", n.Name, n.PID)
-		}
-	}
-	// What the state file does not list (a fault's cache instance, a
-	// client): any process whose command line names the run folder.
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range procs {
-		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), out+string(filepath.Separator)) {
-			t.Errorf("a process outlived the run (%s): %s", f, strings.ReplaceAll(string(b), "\x00", " "))
-		}
-	}
+	testbin.AssertNoProcessesLeft(t, out)
 }
 
 func TestBaselineIsValidOverThreeSeeds(t *testing.T) {
@@ -153,6 +124,12 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 		{"failover-race", func(c *Config) { c.Fence = "none"; c.Seed = 2 }, 1},
 		{"paused-client", func(c *Config) { c.Fence = "none" }, 1},
 		{"paused-client", func(c *Config) { c.Recipe = "unsafe"; c.Fence = "none" }, 1},
+		// A starved watchdog: the holder works on past its lease.
+		{"starved-renewals", func(c *Config) { c.Fence = "none" }, 1},
+		// A release that ran, its reply lost: unknown, never a definite
+		// "no effect" (redislock's retried release once was).
+		{"dropped-release-reply", func(c *Config) { c.Recipe = "redislock" }, 0},
+		{"cancelled-calls", nil, 0},
 		{"clock-jump", nil, 1},
 		// A promoted replica judges PXAT times by its own clock: ahead, it
 		// grants again; behind, locks only live longer.

@@ -77,7 +77,7 @@ func (t *tracker) observe(e history.Event) {
 	delete(t.invokes, e.Process)
 	switch {
 	case inv.F == history.FAcquire && e.Type == history.OK:
-		t.holders[e.Client] = nemesis.Holder{Client: e.Client, Key: inv.Key, Since: e.Time}
+		t.holders[e.Client] = nemesis.Holder{Client: e.Client, Key: inv.Key, Token: inv.Token, Since: e.Time}
 		t.lastOK = e.Time
 		t.signal()
 	case inv.F == history.FAcquire && e.Type == history.Fail:

@@ -2,10 +2,12 @@ package runner
 
 import (
 	"fmt"
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
@@ -24,6 +26,12 @@ func expectLesson(t *testing.T, cfg Config, exit int) *checker.Result {
 	ok, saw := scenario.Holds(Expected(cfg), r)
 	if !ok {
 		t.Fatalf("the run did not show the %s lesson: %v\n%s\n%s", cfg.Scenario, saw, o.Summary, faultStory(cfg.Out))
+	}
+	if exit < 0 { // the verdict may go either way: the exit code must follow it
+		exit = exitcode.Valid
+		if r.Valid == checker.Invalid {
+			exit = exitcode.Invalid
+		}
 	}
 	if o.ExitCode != exit {
 		t.Fatalf("exit %d, want %d\n%s", o.ExitCode, exit, o.Summary)
@@ -106,8 +114,10 @@ func TestRedlockScenarios(t *testing.T) {
 		{"redlock-clock-jump", nil, 1},
 		// A node restarted without persistence: invalid; antirez's remedies: valid.
 		{"redlock-restart", nil, 1},
-		{"redlock-restart", func(c *Config) { c.Cluster.AppendOnly, c.Cluster.AppendFsync = true, "always" }, 0},
-		{"redlock-restart", func(c *Config) { c.DelayedRestart = 4 * time.Second }, 0},
+		// The remedies: the lock is never granted twice; the resource may
+		// see a slow holder's late write, which no fence stops here.
+		{"redlock-restart", func(c *Config) { c.Cluster.AppendOnly, c.Cluster.AppendFsync = true, "always" }, -1},
+		{"redlock-restart", func(c *Config) { c.DelayedRestart = 4 * time.Second }, -1},
 		// A paused holder: the lock is valid, the data is not (no fence).
 		{"redlock-paused-client", nil, 1},
 	}

@@ -353,3 +353,29 @@ func SomeUnknown() Predicate {
 		return fmt.Sprintf("info outcomes: %d (%s)", n, strings.Join(parts, ", ")), n > 0
 	}}
 }
+
+// OpEndedInfo: some op of kind f ended info (it may have taken effect; its
+// client was not told), as a fault on that op's replies makes it.
+func OpEndedInfo(f string) Predicate {
+	return Predicate{Text: f + "s ended info", Check: func(r *checker.Result) (string, bool) {
+		c := r.Ops[f]
+		if c == nil {
+			return "no " + f + " at all", false
+		}
+		return fmt.Sprintf("%s: %d ok, %d failed, %d info", f, c.OK, c.Fail, c.Info), c.Info > 0
+	}}
+}
+
+// NotExercised: the run's coverage names fault among those none of whose
+// windows reached their dangerous moment (a valid verdict that says
+// nothing about it).
+func NotExercised(fault string) Predicate {
+	return Predicate{Text: fault + " not exercised", Check: func(r *checker.Result) (string, bool) {
+		for _, c := range r.Coverage {
+			if c.Fault == fault {
+				return fmt.Sprintf("%s: %d of %d windows reached the moment", fault, c.Reached, c.Windows), c.Windows > 0 && c.Reached == 0 && r.NotExercised != ""
+			}
+		}
+		return "no " + fault + " window at all", false
+	}}
+}

@@ -35,10 +35,17 @@ var redlockScenarios = map[string]Scenario{
 		Topology: "redlock", Recipe: "redlock", Fence: "none",
 		Faults: []string{"redlock-restart"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
 		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: longJob,
-		Expect: "lock invalid (double grant, node-restart); valid with AOF always or --delayed-restart > TTL",
+		Expect: "lock invalid (double grant, node-restart); lock valid with AOF always or --delayed-restart > TTL",
 		expect: func(k Knobs) []Predicate {
 			if k.Persistent {
-				return []Predicate{ValidIs(checker.Valid)}
+				// The remedy's promise is the lock's: no second grant. A
+				// holder whose renewals the kill cut short still runs its
+				// step under way to its write after its lease, and with no
+				// fence to stop it (redlock-paused-client's lesson) the
+				// resource may see it: in CI under a load of other tests
+				// (acquire p99 151 ms), the AOF-always run's client 6 wrote
+				// 2 ms after its lease ended, lock valid, resource invalid.
+				return []Predicate{LockIs(checker.Valid), NoDoubleGrant()}
 			}
 			return []Predicate{LockIs(checker.Invalid), LockViolationBy("node-restart")}
 		},

@@ -51,6 +51,9 @@ type Scenario struct {
 	Topology string `json:"topology,omitempty"`
 	Recipe   string `json:"recipe,omitempty"`
 	Fence    string `json:"fence,omitempty"`
+	// Opts are the deployment's own options (cluster.Config's Opts, e.g.
+	// a pooling mode), set as the user's flags would set them.
+	Opts map[string]string `json:"opts,omitempty"`
 	// Expect is what the scenario's lesson predicts, in words (the workshop's
 	// page hashes include it, so rewording it asks for a recapture); expect
 	// is the prediction as predicates, which the end-to-end tests, `bench
@@ -147,6 +150,36 @@ var all = map[string]Scenario{
 		Expect: "resource invalid without a fence",
 		expect: clientSide,
 	},
+	"starved-renewals": {
+		Teaches: "a holder whose watchdog is starved (its renewals and its check of the lease's end stall, as a watchdog " +
+			"thread starved of CPU does, redisson/redisson#5698) works on past its lease: the lock check stays valid, the " +
+			"data does not without a fence",
+		Faults: []string{"starve-renewals"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 80, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "lock valid; resource invalid without a fence",
+		expect: clientSide,
+	},
+	"dropped-release-reply": {
+		Teaches: "a release runs on the server and its reply is lost: the client cannot know its lock is free, so the " +
+			"release is unknown, never a definite answer; go-redis under redislock retries it, and the retry's \"lock not " +
+			"held\" is unknown too, or the history would keep a released lease alive and call the next grant a double grant",
+		Fence: "none", Faults: []string{"drop-release-reply"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "valid; the releases whose reply was dropped ended info",
+		expect: always(ValidIs(checker.Valid), OpEndedInfo("release")),
+	},
+	"cancelled-calls": {
+		Teaches: "an application cancels an acquire or a release with its reply on the wire (the command ran): the " +
+			"library must wait for the reply or say unknown; a definite \"not acquired\" would leave a lock nobody " +
+			"knows it holds, and a definite \"not released\" a lease the history keeps alive",
+		Fence: "none", Faults: []string{"cancel-acquire", "cancel-release"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
+		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "valid",
+		expect: always(ValidIs(checker.Valid)),
+	},
 	"partition": {
 		Teaches: "a network partition cuts the primary off from Sentinels and replicas while clients still reach it: " +
 			"the holder keeps extending on the old primary, the majority's copy expires, the promoted replica grants " +
@@ -233,4 +266,20 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Register adds scenarios declared outside this package, in their
+// deployment's folder (deployments/), each with its expectation as
+// predicates; a name registered twice is a programming error.
+func Register(scenarios map[string]Scenario, expect map[string]Expectation) {
+	for name, sc := range scenarios {
+		if _, dup := all[name]; dup {
+			panic("scenario: " + name + " registered twice")
+		}
+		if expect[name] == nil {
+			panic("scenario: " + name + " registered without an expectation")
+		}
+		sc.expect = expect[name]
+		all[name] = sc
+	}
 }

@@ -114,29 +114,37 @@ m=$(valkey_major "$VALKEY_BIN/valkey-server")
 
 apt_install libfaketime
 if ((CI_EXTRAS)); then
-  # Tests: PostgreSQL for the resource backend, bookworm's redis-server 7.0 as the
+  # Tests: (PostgreSQL, for the resource backend too, is installed below for every setup) bookworm's redis-server 7.0 as the
   # "older server" a recipe must refuse, Chromium for the report's browser check,
   # python3-redis for the redis-py exec adapter (examples/redis-py).
-  apt_install postgresql redis-server chromium python3-redis
+  apt_install redis-server chromium python3-redis
 fi
 
-# install_etcd installs etcd-server and etcd-client without leaving Debian's etcd
-# service running: lockjepsen starts its own members on free ports, and a daemon
-# on 2379/2380 would be one more process competing for the 2 cores. On a machine
-# with systemd the package enables and starts etcd.service: it is stopped and
-# disabled here (once, at install); with no init (a container) a policy-rc.d
-# refusing service starts covers the install itself.
-install_etcd() {
-  command -v etcd >/dev/null && command -v etcdctl >/dev/null && return 0
+# install_quiet installs packages without leaving their services running:
+# lockjepsen starts its own etcd members, PostgreSQL servers and PgBouncers on
+# free ports, and a daemon on 2379, 5432 or 6432 would be one more process
+# competing for the 2 cores. On a machine with systemd the packages enable and
+# start their services: they are stopped and disabled here (once, at install);
+# with no init (a container) a policy-rc.d refusing service starts covers the
+# install itself. Usage: install_quiet "pkg..." "service..."
+install_quiet() {
+  local pkgs=$1 services=$2 missing=0 p
+  for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing=1; done
+  ((missing)) || return 0
   local policy=/usr/sbin/policy-rc.d own_policy=0
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && own_policy=1
   fi
-  apt_install etcd-server etcd-client
+  # shellcheck disable=SC2086
+  apt_install $pkgs
   ((own_policy)) && rm -f "$policy"
   if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-    systemctl disable --now etcd >/dev/null 2>&1 || true
+    for p in $services; do systemctl disable --now "$p" >/dev/null 2>&1 || true; done
   fi
+}
+install_etcd() {
+  command -v etcd >/dev/null && command -v etcdctl >/dev/null && return 0
+  install_quiet "etcd-server etcd-client" "etcd"
 }
 if ((ETCD)); then
   install_etcd
@@ -148,6 +156,12 @@ fi
 # installed: lockjepsen starts its own members on free ports) and a headless JRE;
 # python3-kazoo for the kazoo exec adapter (examples/kazoo).
 apt_install zookeeper default-jre-headless python3-kazoo
+
+# The PostgreSQL deployment (--topology postgres): PostgreSQL 15 for the
+# primary and its streaming replica, PgBouncer 1.18 for --pooler; lockjepsen
+# runs both as the postgres user, which the postgresql package creates.
+install_quiet "postgresql pgbouncer" "postgresql pgbouncer"
+command -v pgbouncer >/dev/null || die "pgbouncer not on PATH after installing pgbouncer"
 [[ -f /usr/share/java/zookeeper.jar ]] || die "/usr/share/java/zookeeper.jar not found after installing zookeeper"
 
 FAKETIME_LIB=$(dpkg -L libfaketime 2>/dev/null | grep -m1 '/libfaketime.so.1$' || true)

@@ -90,6 +90,13 @@ type CellStats struct {
 	// windows reached none proves nothing.
 	Windows int `json:"windows"`
 	Reached int `json:"reached"`
+	// ReachedHits: the reached injections a double grant followed; PReached
+	// is ReachedHits/Reached with its 95% Wilson interval, P conditioned on
+	// the fault having had its chance (null when none reached it).
+	ReachedHits  int      `json:"reached_hits"`
+	PReached     *float64 `json:"p_reached"`
+	PReachedLow  float64  `json:"p_reached_low"`
+	PReachedHigh float64  `json:"p_reached_high"`
 
 	// LivenessMeasured: the cell was aggregated by code that counts stuck
 	// locks and regrants; false in a sweep.json written before, whose zeros
@@ -346,6 +353,7 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		cs.NoRegrant += t.NoRegrant
 		cs.Windows += t.Windows
 		cs.Reached += t.Reached
+		cs.ReachedHits += t.ReachedHit
 		cs.StuckLocks += t.StuckLocks
 		if t.StuckLocks > 0 {
 			cs.StuckTrials++
@@ -362,6 +370,11 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	if cs.Opportunities > 0 {
 		p := float64(cs.Hits) / float64(cs.Opportunities)
 		cs.P = &p
+	}
+	cs.PReachedLow, cs.PReachedHigh = Wilson(cs.ReachedHits, cs.Reached, Z95)
+	if cs.Reached > 0 {
+		p := float64(cs.ReachedHits) / float64(cs.Reached)
+		cs.PReached = &p
 	}
 	cs.PStaleLow, cs.PStaleHigh = Wilson(cs.StaleHits, cs.Opportunities, Z95)
 	if cs.Opportunities > 0 {
@@ -394,9 +407,18 @@ var csvHeader = []string{
 	"stale_hits", "p_stale", "p_stale_low", "p_stale_high", "nemesis_faults", "unknown_refused", "rewinds",
 	"closed", "closed_hits", "stopped_at_cap",
 	"stuck_locks", "stuck_trials", "regrant_p50_ms", "regrant_p99_ms", "regrant_max_ms", "regrant_count", "no_regrant", "windows", "reached",
+	"reached_hits", "p_reached", "p_reached_low", "p_reached_high",
 }
 
 func f64(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// optF64 is an optional figure: "" when there is none.
+func optF64(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return f64(*v)
+}
 
 // WriteFiles writes sweep.json and sweep.csv into the sweep folder.
 func (r *Report) WriteFiles(dir string) error {
@@ -410,13 +432,7 @@ func (r *Report) writeCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	_ = w.Write(csvHeader)
 	for _, c := range r.Cells {
-		p, ps := "", ""
-		if c.P != nil {
-			p = f64(*c.P)
-		}
-		if c.PStale != nil {
-			ps = f64(*c.PStale)
-		}
+		p, ps := optF64(c.P), optF64(c.PStale)
 		rb := c.Acquires.RefusedBy
 		_ = w.Write([]string{
 			c.Cell, c.Config, c.Fault, strconv.Itoa(c.Trials), strconv.Itoa(c.TrialsFailed), strconv.Itoa(c.InvalidTrials),
@@ -437,6 +453,7 @@ func (r *Report) writeCSV(out io.Writer) error {
 			strconv.Itoa(c.StuckLocks), strconv.Itoa(c.StuckTrials), f64(c.RegrantMs.P50), f64(c.RegrantMs.P99),
 			f64(c.RegrantMs.Max), strconv.Itoa(c.RegrantMs.Count), strconv.Itoa(c.NoRegrant),
 			strconv.Itoa(c.Windows), strconv.Itoa(c.Reached),
+			strconv.Itoa(c.ReachedHits), optF64(c.PReached), f64(c.PReachedLow), f64(c.PReachedHigh),
 		})
 	}
 	w.Flush()

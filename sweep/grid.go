@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -137,5 +138,13 @@ func (c Config) Spec() string {
 	}
 	add("maxmemory", c.MaxMemory)
 	add("maxmemory-policy", c.MaxMemoryPolicy)
+	keys := make([]string, 0, len(c.Opts))
+	for name := range c.Opts {
+		keys = append(keys, name)
+	}
+	sort.Strings(keys)
+	for _, name := range keys {
+		add(name, c.Opts[name])
+	}
 	return c.Name + "=" + strings.Join(k, ";")
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -67,9 +68,10 @@ func TestConfigSpecRoundTrip(t *testing.T) {
 		{Name: "strict", Wait: "1:100ms", AppendOnly: true, AppendFsync: "always"},
 		{Name: "redsync-5", Topology: "redlock", Recipe: "redsync", Fence: "none", Nodes: 5},
 		{Name: "cache", MaxMemory: "16mb", MaxMemoryPolicy: "volatile-lru", Replicas: 3, MinReplicas: "1:10"},
+		{Name: "pooled", Topology: "postgres", Recipe: "pg-advisory", Fence: "read-write", Opts: map[string]string{"pooler": "transaction"}},
 	} {
 		got, err := ParseConfig(c.Spec())
-		if err != nil || got != c {
+		if err != nil || !reflect.DeepEqual(got, c) {
 			t.Errorf("%s: parsed back %+v, %v; want %+v", c.Spec(), got, err, c)
 		}
 	}

@@ -58,8 +58,44 @@ func TestLivenessColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	if !strings.HasSuffix(lines[0], "stuck_locks,stuck_trials,regrant_p50_ms,regrant_p99_ms,regrant_max_ms,regrant_count,no_regrant,windows,reached") ||
-		!strings.HasSuffix(lines[1], ",2,1,4000,6000,6000,2,1,2,1") {
+	if !strings.HasSuffix(lines[0], "stuck_locks,stuck_trials,regrant_p50_ms,regrant_p99_ms,regrant_max_ms,regrant_count,no_regrant,windows,reached,reached_hits,p_reached,p_reached_low,p_reached_high") ||
+		!strings.Contains(lines[1], ",2,1,4000,6000,6000,2,1,2,1,0,0,0,") {
 		t.Errorf("sweep.csv:\n%s", csv.String())
+	}
+}
+
+// TestPConditionedOnReached: a double grant after an injection that reached
+// its moment counts in P conditioned on reaching it; one after an injection
+// that did not counts in P alone.
+func TestPConditionedOnReached(t *testing.T) {
+	f, err := LookupFault("kill-primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name          string
+		grantAfterS   float64 // the double grant's start, s
+		hits, reached int
+	}{
+		{"after the reached injection", 2, 1, 1},
+		{"after the injection that did not reach", 10, 1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := &checker.Result{FaultWindows: []checker.FaultWindow{
+				{Fault: "kill", StartS: 1, Moment: "held", Reached: true},
+				{Fault: "kill", StartS: 9, Moment: "held"},
+			}, DoubleHolderList: []checker.DoubleHolder{{Start: int64(c.grantAfterS * 1e9), DoubleGrant: true}}}
+			tr := &Trial{Record: Record{Status: StatusOK}, Result: res, Unit: "fault"}
+			events := []history.Event{
+				{Time: 1e9, Process: history.Nemesis, Type: history.Info, F: "kill"},
+				{Time: 9e9, Process: history.Nemesis, Type: history.Info, F: "kill"},
+			}
+			tr.fromResult(events, f)
+			cs := Combine(Cell{Config: Config{Name: "none"}, Fault: f}, []*Trial{tr})
+			if cs.Hits != c.hits || cs.ReachedHits != c.reached || cs.Reached != 1 || cs.PReached == nil || *cs.PReached != float64(c.reached) {
+				t.Fatalf("hits %d, reached hits %d of %d reached, P|reached %v; want %d, %d of 1", cs.Hits, cs.ReachedHits, cs.Reached, cs.PReached, c.hits, c.reached)
+			}
+		})
 	}
 }

@@ -13,16 +13,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
-	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -75,7 +72,10 @@ type Config struct {
 	// MaxMemory and MaxMemoryPolicy are --maxmemory and --maxmemory-policy.
 	MaxMemory       string `json:"maxmemory,omitempty"`
 	MaxMemoryPolicy string `json:"maxmemory_policy,omitempty"`
-	Note            string `json:"note,omitempty"` // one line for the report
+	// Opts are the deployment's own options (cluster.Config.Opts), as its
+	// flags would set them (cluster.FlagOwner).
+	Opts map[string]string `json:"opts,omitempty"`
+	Note string            `json:"note,omitempty"` // one line for the report
 }
 
 // Fault is one point on the fault axis: nemesis fault kinds and their
@@ -269,7 +269,7 @@ func (p Plan) Unsharded() Plan {
 // replication knobs: the report then reads as a comparison of deployments.
 func (p Plan) HasDeployments() bool {
 	for _, c := range p.Configs {
-		if c.Topology != "" || c.Recipe != "" || c.Fence != "" || c.FenceSource != "" {
+		if c.Topology != "" || c.Recipe != "" || c.Fence != "" || c.FenceSource != "" || len(c.Opts) > 0 {
 			return true
 		}
 	}
@@ -339,376 +339,6 @@ func (p Plan) NotApplicable() []NACell {
 	return out
 }
 
-// The backends a fault kind maps onto: the topologies, and sql-lease, whose
-// lock lives in the resource's database (its faults act on the database, not
-// on the Valkey nodes started beside it).
-const (
-	BackendSentinel = cluster.TopologySentinel
-	BackendRedlock  = cluster.TopologyRedlock
-	BackendEtcd     = cluster.TopologyEtcd
-	BackendZK       = cluster.TopologyZooKeeper
-	BackendCluster  = cluster.TopologyCluster
-	BackendSQLLease = lock.SQLLease
-)
-
-// Backends lists them in the order the mapping table reads.
-var Backends = []string{BackendSentinel, BackendRedlock, BackendEtcd, BackendZK, BackendCluster, BackendSQLLease}
-
-// Backend is what a fault kind maps onto for configuration c: its topology
-// (else the scenario's, else sentinel), or sql-lease when its recipe (else
-// the scenario's) is the database's own lease.
-func (p Plan) Backend(c Config) string {
-	sc, _ := scenario.Get(p.Scenario)
-	recipe, topo := sc.Recipe, sc.Topology
-	if c.Recipe != "" {
-		recipe = c.Recipe
-	}
-	if c.Topology != "" {
-		topo = c.Topology
-	}
-	if recipe == lock.SQLLease {
-		return BackendSQLLease
-	}
-	if topo == "" {
-		return BackendSentinel
-	}
-	return topo
-}
-
-// NotApplicableError says that a fault kind has no counterpart on a backend.
-type NotApplicableError struct {
-	Fault, Backend, Reason string
-}
-
-func (e *NotApplicableError) Error() string {
-	return fmt.Sprintf("fault %s is n/a on %s: %s", e.Fault, e.Backend, e.Reason)
-}
-
-// On is the fault axis point as it runs on a backend: itself for a point
-// that does not map per deployment, else its ByBackend faults for that
-// backend; a *NotApplicableError for a backend in NotOn, and an error naming
-// the backends it knows for any other.
-func (f Fault) On(backend string) (Fault, error) {
-	if f.ByBackend == nil {
-		return f, nil
-	}
-	if reason, ok := f.NotOn[backend]; ok {
-		return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: reason}
-	}
-	fs, ok := f.ByBackend[backend]
-	if !ok {
-		var known []string
-		for _, b := range Backends {
-			if _, ok := f.ByBackend[b]; ok {
-				known = append(known, b)
-			}
-		}
-		return Fault{}, fmt.Errorf("fault %s has no meaning on a %s deployment (it maps onto %s)", f.Name, backend, strings.Join(known, ", "))
-	}
-	g := f
-	g.Faults = append([]string(nil), fs...)
-	g.ByBackend, g.NotOn = nil, nil
-	return g, nil
-}
-
-// Catalog holds the named settings of the default matrix. The short WAIT
-// timeout is 10ms rather than a literal `WAIT 1 0`: WAIT's 0 means block
-// forever, which under a cut link turns every acquire into a client timeout
-// (an unknown outcome), not a quick refusal.
-var Catalog = []Config{
-	{Name: "none", Note: "asynchronous replication, no acknowledgement asked"},
-	{Name: "wait-1-10ms", Wait: "1:10ms", Note: "WAIT 1 10 after acquire: one replica acknowledges, or the lock is given back"},
-	{Name: "wait-1-100ms", Wait: "1:100ms", Note: "WAIT 1 100"},
-	{Name: "wait-2-100ms", Wait: "2:100ms", Note: "WAIT 2 100: both replicas"},
-	{Name: "waitaof-1-1-100ms", WaitAOF: "1:1:100ms", AppendOnly: true, Note: "WAITAOF 1 1 100 with appendonly yes: fsynced locally and on one replica"},
-	{Name: "min-replicas-1-lag-10", MinReplicas: "1:10", Note: "min-replicas-to-write 1, min-replicas-max-lag 10"},
-	{Name: "min-replicas-1-lag-1", MinReplicas: "1:1", Note: "min-replicas-to-write 1, min-replicas-max-lag 1"},
-	{Name: "fsync-always", AppendOnly: true, AppendFsync: "always", Note: "appendonly yes, appendfsync always (local durability only)"},
-	// A lock sharing a cache's memory limit, under the memory-pressure
-	// fault: which policy loses it (scenario/eviction.go).
-	{Name: "maxmemory-noeviction", MaxMemory: "16mb", MaxMemoryPolicy: "noeviction", Note: "maxmemory 16mb, noeviction: a full node refuses writes with OOM"},
-	{Name: "maxmemory-allkeys-lru", MaxMemory: "16mb", MaxMemoryPolicy: "allkeys-lru", Note: "maxmemory 16mb, allkeys-lru: any key may be evicted"},
-	{Name: "maxmemory-volatile-lru", MaxMemory: "16mb", MaxMemoryPolicy: "volatile-lru", Note: "maxmemory 16mb, volatile-lru (the managed services' default): keys with a TTL, least recently used first"},
-	{Name: "maxmemory-volatile-ttl", MaxMemory: "16mb", MaxMemoryPolicy: "volatile-ttl", Note: "maxmemory 16mb, volatile-ttl: keys with a TTL, shortest first (the locks)"},
-}
-
-// Deployments are the settings-axis points that change the lock service
-// itself rather than its replication knobs: one sweep over them and the
-// per-deployment fault kinds (failover, paused-client, clock-jump) compares
-// the safe alternatives under the same faults and workload. Each maps onto
-// runner.Config as the `lockjepsen run` flags in its note would.
-var Deployments = []Config{
-	{Name: "sentinel-fence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
-		Note: "Sentinel-managed primary + 2 replicas, recipe native, fence read-write from INCR on Valkey (--fence read-write)"},
-	{Name: "sentinel-dbfence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
-		Note: "the same lock, fence numbers from the database's own sequence (--fence-source resource)"},
-	{Name: "redlock", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceNone,
-		Note: "Redlock over 5 independent primaries, no fence (--topology redlock --recipe redlock --fence none)"},
-	{Name: "redlock-dbfence", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
-		Note: "Redlock fenced by the database's sequence (--topology redlock --recipe redlock --fence-source resource)"},
-	{Name: "etcd", Topology: "etcd", Recipe: lock.EtcdMutex, Fence: knob.FenceReadWrite,
-		Note: "etcd, 3 members (Raft), concurrency.Mutex, fenced by the lock key's create revision (--topology etcd --recipe etcd-mutex)"},
-	{Name: "zookeeper", Topology: "zookeeper", Recipe: lock.ZKLock, Fence: knob.FenceReadWrite,
-		Note: "ZooKeeper, 3 members (Zab), the docs' lock recipe, fenced by the znode's czxid (--topology zookeeper --recipe zk-lock)"},
-	{Name: "sql-lease", Topology: "sentinel", Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
-		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"},
-}
-
-// DeploymentFaults are the fault kinds that mean the same on every
-// deployment, each mapped onto the nemesis faults of each backend.
-var DeploymentFaults = []string{"failover", "paused-client", "clock-jump"}
-
-// standFor maps a deployment-neutral fault kind onto each backend's nemesis
-// faults, as the nemesis catalog's entries say (their Kind and On). The
-// sql-lease backend's lock lives in the resource's database beside a
-// Sentinel deployment.
-func standFor(kind string) map[string][]string {
-	out := map[string][]string{}
-	for _, b := range Backends {
-		topo := b
-		if b == BackendSQLLease {
-			topo = BackendSentinel
-		}
-		d, err := cluster.Lookup(topo)
-		if err != nil {
-			continue
-		}
-		if fs := nemesis.StandsFor(kind, b, d); len(fs) > 0 {
-			out[b] = fs
-		}
-	}
-	return out
-}
-
-// FaultCatalog holds the named faults; any other nemesis fault is asked for
-// by its own name. replica-lag is the nemesis's pause-replicas under the
-// name the operator's question uses: replicas stopped (SIGSTOP) for 2-4 s,
-// nothing killed, so its opportunity is the injection.
-var FaultCatalog = []Fault{
-	{Name: "link-down", Faults: []string{"cut-replication"}, Note: "replication link cut, primary killed: the failover race"},
-	{Name: "resync-window", Faults: []string{"resync-window"}, Note: "replicas full-resync; a lock taken in the window before the primary streams to them; primary killed"},
-	{Name: "replica-lag", Faults: []string{"pause-replicas"}, Note: "replicas paused 2-4 s, no kill: they lag, the primary goes on granting"},
-	{Name: "fast-restart", Faults: []string{"fast-restart"}, Note: "primary restarted before Sentinel notices; without AOF it comes back empty"},
-	{Name: "split-brain", Faults: []string{"pause-primary"}, Note: "primary paused past down-after, a replica promoted, the old primary resumed"},
-	{Name: "kill-primary", Faults: []string{"kill-primary"}, Note: "plain SIGKILL of the primary (rarely loses a lock on loopback)"},
-	// The three kinds that map per deployment (Deployments): the lock
-	// service losing its leader/primary/node, a holder paused past its
-	// lease, a server's wall clock jumping forward.
-	{Name: "failover", Faults: []string{"cut-replication"}, ByBackend: standFor("failover"),
-		Note: "the lock service loses its primary: sentinel cut-replication (the failover race), cluster " +
-			"cluster-cut-replication, redlock crash-node (one node of N killed, down as long as a Sentinel failover, restarted " +
-			"empty: a minority down), " +
-			"etcd etcd-kill-leader, zookeeper zk-kill-leader, sql-lease restart-db"},
-	{Name: "paused-client", Faults: []string{"pause-client"}, ByBackend: standFor("paused-client"),
-		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
-	{Name: "clock-jump", Faults: []string{"clock-bump"}, ByBackend: standFor("clock-jump"),
-		NotOn: map[string]string{
-			BackendEtcd: "etcd-clock-bump is refused: libfaketime cannot move a Go program's clock (vDSO), and etcd's leases run on monotonic time",
-			BackendZK:   "no clock fault on ZooKeeper: its session expiry and elections count System.nanoTime, which libfaketime leaves true here",
-			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
-				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
-			BackendCluster: "no clock fault on Valkey Cluster nodes in this version",
-		},
-		Note: "a server's wall clock moved forward past the TTL: sentinel clock-bump (the primary), redlock clock-bump-node (one node of N)"},
-	{Name: "replica-clock-ahead", Faults: []string{"replica-clock-ahead"}, Note: "a replica whose clock runs ahead promoted: PXAT expiries judged by its clock"},
-	{Name: "replica-clock-behind", Faults: []string{"replica-clock-behind"}, Note: "the same with the replica's clock behind: locks outlive their TTL there"},
-	// Valkey Cluster (--scenario cluster-failover-race, or any scenario with
-	// --topology cluster): the faults act on the lock key's shard.
-	{Name: "cluster-link-down", Faults: []string{"cluster-cut-replication"}, Note: "(cluster) the shard's replication cut, its primary killed: the cluster bus elects the replica"},
-	{Name: "cluster-takeover", Faults: []string{"cluster-takeover"}, Note: "(cluster) the same cut, then CLUSTER FAILOVER TAKEOVER"},
-	{Name: "cluster-graceful", Faults: []string{"cluster-failover"}, Note: "(cluster) the same cut, then a graceful CLUSTER FAILOVER"},
-}
-
-// DefaultConfigs and DefaultFaults are the default matrix: every catalog
-// setting against the five server-side faults the knobs are meant for.
-var (
-	DefaultConfigs = []string{"none", "wait-1-10ms", "wait-1-100ms", "wait-2-100ms", "waitaof-1-1-100ms",
-		"min-replicas-1-lag-10", "min-replicas-1-lag-1", "fsync-always"}
-	DefaultFaults = []string{"link-down", "resync-window", "fast-restart", "split-brain", "replica-lag"}
-)
-
-// DefaultTrials is the trial count per cell: with 24 cells at ~30 s a trial
-// on 2 cores, 3 trials is a ~40 minute sweep; --min-failovers 20 is the
-// reference sweep.
-const DefaultTrials = 3
-
-var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_+-]*$`)
-
-// LookupConfig finds a catalog setting; a name joined with '+' combines
-// catalog settings (wait-1-100ms+fsync-always), later ones overriding the
-// knobs they set.
-func LookupConfig(name string) (Config, error) {
-	out := Config{Name: name}
-	var notes []string
-	for _, part := range strings.Split(name, "+") {
-		var c *Config
-		for _, cat := range [][]Config{Catalog, Deployments} {
-			for i := range cat {
-				if cat[i].Name == part {
-					c = &cat[i]
-				}
-			}
-		}
-		if c == nil {
-			return Config{}, fmt.Errorf("unknown configuration %q (known: %s; combine with '+', or define one with --config NAME=KNOB,...)", part, strings.Join(configNames(), ", "))
-		}
-		merge(&out, *c)
-		if c.Name != "none" {
-			notes = append(notes, c.Note)
-		}
-	}
-	out.Note = strings.Join(notes, "; ")
-	if out.Note == "" {
-		out.Note = Catalog[0].Note
-	}
-	return out, nil
-}
-
-func merge(dst *Config, src Config) {
-	over(&dst.Topology, src.Topology)
-	over(&dst.Recipe, src.Recipe)
-	over(&dst.Fence, src.Fence)
-	over(&dst.FenceSource, src.FenceSource)
-	over(&dst.Nodes, src.Nodes)
-	over(&dst.Wait, src.Wait)
-	over(&dst.WaitAOF, src.WaitAOF)
-	over(&dst.MinReplicas, src.MinReplicas)
-	over(&dst.AppendOnly, src.AppendOnly)
-	over(&dst.AppendFsync, src.AppendFsync)
-	over(&dst.Replicas, src.Replicas)
-	over(&dst.MaxMemory, src.MaxMemory)
-	over(&dst.MaxMemoryPolicy, src.MaxMemoryPolicy)
-}
-
-// over sets *dst to v when v is set: a later setting of a '+' combination
-// overrides only the knobs it names (appendonly cannot be turned back off).
-func over[T comparable](dst *T, v T) {
-	var zero T
-	if v != zero {
-		*dst = v
-	}
-}
-
-func configNames() []string {
-	var out []string
-	for _, c := range append(append([]Config(nil), Catalog...), Deployments...) {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
-// ParseConfig reads a user-defined setting, NAME=KNOB;KNOB...: knobs are
-// wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly,
-// appendfsync=always, replicas=3, topology=redlock, recipe=redsync,
-// fence=write, fence-source=resource, nodes=7, maxmemory=16mb,
-// maxmemory-policy=volatile-lru (the values as `lockjepsen run`
-// takes them, checked by runner.Config.Validate), or the name of a catalog
-// setting or deployment to start from. Semicolons separate knobs because the values use colons and the
-// --configs list uses commas.
-func ParseConfig(s string) (Config, error) {
-	name, spec, ok := strings.Cut(s, "=")
-	if !ok || !nameRE.MatchString(name) {
-		return Config{}, fmt.Errorf("--config %q: want NAME=KNOB;KNOB..., e.g. strict=wait=1:100ms;appendonly;appendfsync=always", s)
-	}
-	c := Config{Name: name}
-	// The knobs that take a value, each pointing at its field.
-	texts := map[string]*string{"wait": &c.Wait, "waitaof": &c.WaitAOF, "min-replicas": &c.MinReplicas,
-		"appendfsync": &c.AppendFsync, "topology": &c.Topology, "recipe": &c.Recipe, "fence": &c.Fence,
-		"fence-source": &c.FenceSource, "maxmemory": &c.MaxMemory, "maxmemory-policy": &c.MaxMemoryPolicy}
-	counts := map[string]*int{"replicas": &c.Replicas, "nodes": &c.Nodes}
-	for _, k := range strings.Split(spec, ";") {
-		k = strings.TrimSpace(k)
-		key, val, _ := strings.Cut(k, "=")
-		switch {
-		case key == "":
-		case key == "appendonly":
-			c.AppendOnly = val == "" || val == "yes" || val == "true"
-		case texts[key] != nil:
-			*texts[key] = val
-		case counts[key] != nil:
-			n, err := strconv.Atoi(val)
-			if err != nil {
-				return Config{}, fmt.Errorf("--config %q: %s=%q is not a number", s, key, val)
-			}
-			*counts[key] = n
-		default:
-			base, err := LookupConfig(k)
-			if err != nil {
-				return Config{}, fmt.Errorf("--config %q: knob %q: want wait=, waitaof=, min-replicas=, appendonly, appendfsync=, replicas=, topology=, recipe=, fence=, fence-source=, nodes=, maxmemory=, maxmemory-policy= or a known configuration", s, k)
-			}
-			merge(&c, base)
-		}
-	}
-	return c, nil
-}
-
-// LookupFault finds a catalog fault, or takes a nemesis fault name as is; a
-// suffix sets parameters: split-brain:duration=4s:interval=8s.
-func LookupFault(s string) (Fault, error) {
-	parts := strings.Split(s, ":")
-	var f Fault
-	found := false
-	for _, c := range FaultCatalog {
-		if c.Name == parts[0] {
-			f, found = c, true
-		}
-	}
-	if !found {
-		if !nameRE.MatchString(parts[0]) {
-			return Fault{}, fmt.Errorf("fault %q: bad name", s)
-		}
-		// A nemesis fault by its own name; Validate finds out if it exists.
-		f = Fault{Name: parts[0], Faults: []string{parts[0]}}
-	}
-	for _, p := range parts[1:] {
-		k, v, _ := strings.Cut(p, "=")
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return Fault{}, fmt.Errorf("fault %q: %s=%q is not a duration", s, k, v)
-		}
-		// A duration for a fault that acts at once (a kill, a failover)
-		// would be dropped without a word: the trial would run the fault's
-		// own and the plan would name it as if the duration applied.
-		if k == "duration" {
-			if err := f.takesDuration(); err != nil {
-				return Fault{}, fmt.Errorf("fault %q: duration=%s: %w; leave duration= out (interval= sets the gap between faults)", s, v, err)
-			}
-		}
-		// Refused here, before the plan names a fault "link-down-d-4s" and
-		// the sweep starts trials that would each fail or run no fault.
-		if d <= 0 && (k == "duration" || k == "interval") {
-			return Fault{}, fmt.Errorf("fault %q: %s=%s: want a duration above 0, e.g. %s:%s=4s", s, k, v, parts[0], k)
-		}
-		switch k {
-		case "duration":
-			f.Duration = Duration(d)
-		case "interval":
-			f.Interval = Duration(d)
-		default:
-			return Fault{}, fmt.Errorf("fault %q: parameter %q: want duration= or interval=", s, k)
-		}
-		f.Name += "-" + k[:1] + strings.ReplaceAll(v, ".", "_")
-	}
-	return f, nil
-}
-
-// takesDuration says why a duration cannot apply to f: none of its
-// nemesis faults is held for a time (Fault.Held). A name the nemesis does
-// not know is left to Validate, which names it.
-func (f Fault) takesDuration() error {
-	names := slices.Clone(f.Faults)
-	for _, ns := range f.ByBackend {
-		names = append(names, ns...)
-	}
-	for _, n := range names {
-		nf, err := nemesis.Lookup(n)
-		if err != nil || nf.Held() {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s acts at once and is held for no time", strings.Join(names, ", "))
-}
-
 // ReadPlanFile reads a sweep file (JSON, the shape of Plan). Configurations
 // and faults may be given by catalog name alone ({"name": "wait-1-100ms"}).
 func ReadPlanFile(path string) (Plan, error) {
@@ -723,7 +353,7 @@ func ReadPlanFile(path string) (Plan, error) {
 		return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
 	}
 	for i, c := range p.Configs {
-		if c == (Config{Name: c.Name}) {
+		if bare := (Config{Name: c.Name}); len(c.Opts) == 0 && reflect.DeepEqual(c, bare) {
 			if p.Configs[i], err = LookupConfig(c.Name); err != nil {
 				return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
 			}
@@ -929,6 +559,9 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	}
 	if c.MaxMemoryPolicy != "" {
 		cfg.Cluster.MaxMemoryPolicy = c.MaxMemoryPolicy
+	}
+	for name, v := range c.Opts {
+		cfg.Cluster.SetOpt(name, v)
 	}
 	cfg.Out = out
 	if err := cfg.Validate(); err != nil {

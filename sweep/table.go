@@ -65,6 +65,10 @@ func DecisionTable(r *Report) string {
 			}
 			if cs.Windows > 0 {
 				opps += fmt.Sprintf("; %d of %d injections reached the dangerous moment", cs.Reached, cs.Windows)
+				if cs.PReached != nil {
+					opps += fmt.Sprintf(", a double grant after %d of them (%.0f%%, %.0f-%.0f%%)", cs.ReachedHits,
+						100**cs.PReached, 100*cs.PReachedLow, 100*cs.PReachedHigh)
+				}
 			}
 			fmt.Fprintf(&b, "| %s | %s (%s) | %s | %s | %s | %s | %d / %d, %d, %d | %s | %s | %s |\n",
 				c.Name, f.Name, strings.Join(cs.NemesisKind, ", "), trials, opps,

@@ -117,8 +117,10 @@ type Trial struct {
 	NoRegrant  int
 	// Coverage: the windows of the cell's kinds the checker judged
 	// (results.json with coverage), and how many reached the fault's
-	// dangerous moment (checker.FaultWindow.Reached).
-	Windows, Reached int
+	// dangerous moment (checker.FaultWindow.Reached); ReachedHit counts
+	// the reached injections a double grant followed, the numerator of P
+	// conditioned on a chance to fail.
+	Windows, Reached, ReachedHit int
 }
 
 // Unit is what one opportunity of a fault axis point is.
@@ -234,9 +236,14 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	}
 	t.Faults = len(starts)
 	t.StuckLocks = len(t.Result.Liveness.StuckLocks)
+	// reached[i]: injection i's window reached its moment. Each injection
+	// logs its first mark once, so the cell's windows, in time order, are
+	// its injections; a count that differs leaves the map empty.
+	var reachedWins []bool
 	for _, w := range t.Result.FaultWindows {
 		if kinds[w.Fault] && w.Moment != "" {
 			t.Windows++
+			reachedWins = append(reachedWins, w.Reached)
 			if w.Reached {
 				t.Reached++
 			}
@@ -283,6 +290,13 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 		hit[a] = true
 	}
 	t.Hit = min(len(hit), t.Opportunities)
+	if len(reachedWins) == len(starts) {
+		for a := range hit {
+			if reachedWins[a] {
+				t.ReachedHit++
+			}
+		}
+	}
 	t.StaleHit = min(len(stale), t.Opportunities)
 	// A closed injection whose kill the trial's end cut short made no
 	// failover: it is no opportunity, so the count stays within them.

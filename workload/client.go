@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -78,6 +79,13 @@ type client struct {
 
 	obsMu   sync.Mutex
 	obsPids map[string]history.Process // valkeylock's own extends in flight, by token
+
+	// starvedUntil is when a starve_renewals control's stall ends (unix
+	// ns of the true clock), 0 for none.
+	starvedUntil atomic.Int64
+
+	replyMu    sync.Mutex
+	replyArmed ReplyControl // a reply fault waiting for its operation
 }
 
 func newClient(cfg ClientConfig, out, logw io.Writer) (*client, error) {
@@ -160,14 +168,16 @@ func (c *client) cycle(ctx context.Context) bool {
 	key := c.cfg.Keys[c.rng.Intn(len(c.cfg.Keys))]
 	tok := lock.NewToken()
 	ttl := c.cfg.TTL()
-	ev := history.Event{F: history.FAcquire, Key: key, Token: tok, TTLMs: ttl.Milliseconds()}
+	ev := history.Event{F: history.FAcquire, Key: key, Token: tok, TTLMs: ttl.Milliseconds(), Expiry: lock.Expiry(c.cfg.Lock)}
 	p := c.em.invoke(ev)
 	// The lease is counted from before the request left: the server's TTL
 	// starts later, so this end is never later than the server's.
 	granted := c.clock.Now()
 	octx, cancel := c.opCtx(ctx)
+	disarm := c.armReply(history.FAcquire, cancel)
 	fence, r := c.lk.Acquire(lock.WithStep(octx, c.stepHook), key, tok, ttl)
 	cancel()
+	disarm()
 	ev.Fence, ev.Error = fence, r.Error()
 	if fence != 0 {
 		ev.FenceSource = lock.FenceSource(c.cfg.Lock)
@@ -189,9 +199,14 @@ func (c *client) cycle(ctx context.Context) bool {
 		return false
 	}
 	end := granted + int64(ttl)
-	if validity > 0 {
-		// Redlock: the usable lease is the validity, counted from now.
+	if validity != 0 {
+		// Redlock: the usable lease is the validity, counted from now; a
+		// lock handed over expired (below 0) is not worked under.
 		end = min(end, c.clock.Now()+int64(validity))
+	}
+	if validity < 0 {
+		c.release(ctx, key, tok)
+		return true
 	}
 	if c.cfg.FenceSource == history.FenceResource {
 		f, ok := c.resourceFence(ctx, key, tok, end)
@@ -269,8 +284,10 @@ func (c *client) release(ctx context.Context, key, tok string) {
 	ev := history.Event{F: history.FRelease, Key: key, Token: tok}
 	p := c.em.invoke(ev)
 	octx, cancel := c.opCtx(ctx)
+	disarm := c.armReply(history.FRelease, cancel)
 	r := c.lk.Release(octx, key, tok)
 	cancel()
+	disarm()
 	ev.Error = r.Error()
 	c.em.completeLater(p, r.Outcome, ev) // every caller returns to run
 }
@@ -286,7 +303,7 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 	ttl := c.cfg.TTL()
 	next := granted + int64(c.cfg.Renew())
 	for {
-		if c.clock.SleepUntil(hctx, next) != nil {
+		if c.clock.SleepUntil(hctx, next) != nil || c.starved(hctx) != nil {
 			return
 		}
 		// By its own clock the lease is over (a clock jump, a long pause):
@@ -295,7 +312,7 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 			h.lose()
 			return
 		}
-		ev := history.Event{F: history.FExtend, Key: h.key, Token: h.token, TTLMs: ttl.Milliseconds()}
+		ev := history.Event{F: history.FExtend, Key: h.key, Token: h.token, TTLMs: ttl.Milliseconds(), Expiry: lock.Expiry(c.cfg.Lock)}
 		p := c.em.invokeOn(laneRenew, ev)
 		start := c.clock.Now()
 		// Not hctx: an extend already sent is finished and recorded even if
@@ -329,7 +346,7 @@ func (c *client) renew(ctx, hctx context.Context, h *hold, granted int64) {
 func (c *client) watchExpiry(hctx context.Context, h *hold) {
 	for {
 		end := h.end()
-		if c.clock.SleepUntil(hctx, end) != nil {
+		if c.clock.SleepUntil(hctx, end) != nil || c.starved(hctx) != nil {
 			return
 		}
 		if h.end() <= c.clock.Now() {

@@ -198,7 +198,7 @@ func Labs() []Lab {
 		{
 			N: 7, Title: "Clocks", Minutes: 8,
 			Question: "Valkey expires keys by its wall clock. What happens to a lease when the primary's clock jumps " +
-				"forward by more than the TTL? And when a holder's own clock runs slow, who notices: the lock or the data? " +
+				"forward by more than the TTL? And when it jumps while nobody holds the lock, what does a VALID verdict prove? And when a holder's own clock runs slow, who notices: the lock or the data? " +
 				"Last, Redlock: five independent primaries, a majority needed. Can one node's clock jump hand the lock out twice?",
 			Steps: []Step{
 				{
@@ -209,6 +209,19 @@ func Labs() []Lab {
 						doubleGrantBy("server-clock", "the double grant is blamed on the server's clock: the lease ended early"),
 					},
 					Open: []string{runfolder.Index, runfolder.TimelinePNG, runfolder.Logs + "/"},
+				},
+				{
+					// The same jump on a workload that holds its lock a few
+					// ms in every 50 (one client, one short step): the jump
+					// finds no lease alive, and VALID proves nothing.
+					Name: "lab7-not-exercised", Kind: KindRun,
+					Args:    []string{"--scenario", "clock-jump", "--clients", "1", "--steps", "1", "--think", "0s", "--time-limit", "12s"},
+					Retries: 1,
+					Claims: []Claim{
+						claim(scenario.ValidIs(checker.Valid), "the run is VALID: nobody was granted the lock twice"),
+						claim(scenario.NotExercised("clock-bump"), "and says so itself: the clock jumped while no lease was alive, \"VALID ..., but not exercised: clock-bump\""),
+					},
+					Open: []string{runfolder.Summary, runfolder.Results},
 				},
 				{
 					Name: "lab7-client-clock", Kind: KindRun,

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/lockjepsen/lockjepsen/runner"
-	"github.com/lockjepsen/lockjepsen/scenario"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,24 +9,16 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lockjepsen/lockjepsen/internal/testbin"
+	"github.com/lockjepsen/lockjepsen/runner"
+	"github.com/lockjepsen/lockjepsen/scenario"
+
 	"github.com/lockjepsen/lockjepsen/sweep"
 )
 
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "lockjepsen-cli-")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "lockjepsen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		panic(string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m.Run, ".", &bin) }
 
 // Bad input is refused before anything starts, with exit 254 and one line
 // that names the flag (or the problem): no usage dump burying it, no
@@ -77,6 +67,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run", "--waitaof", "1:1:100ms"}, "--appendonly"},
 		{[]string{"run", "--wait", "3:100ms"}, "--replicas"},
 		{[]string{"run", "--faults", "partition"}, "docker"},
+		// A sweep's fault parameter given to a run: the fix names the fault.
+		{[]string{"run", "--faults", "pause-primary:duration=4s"}, `"duration=4s" is a sweep's fault parameter: give --faults pause-primary`},
+		{[]string{"run", "--faults", "meteor:duration=4s"}, `unknown fault "meteor"`},
 		{[]string{"run", "--maxmemory", "lots"}, "no memory size"},
 		{[]string{"run", "--maxmemory", "1mb"}, "want at least"},
 		{[]string{"run", "--maxmemory", "16mb", "--maxmemory-policy", "evict-everything"}, "volatile-ttl"},

@@ -86,6 +86,15 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 			if f = strings.TrimSpace(f); f == "" || f == "none" {
 				continue
 			}
+			if name, param, ok := strings.Cut(f, ":"); ok {
+				// NAME:duration=... is a sweep's fault axis; a run draws
+				// each step's length from --seed.
+				if _, err := nemesis.Lookup(name); err != nil {
+					return err
+				}
+				return fmt.Errorf("fault %q: a run takes fault names only, and %q is a sweep's fault parameter: give --faults %s "+
+					"(each step's length is drawn from --seed; --interval sets the gap between faults)", f, param, name)
+			}
 			if _, err := nemesis.Lookup(f); err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/internal/tty"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -75,172 +76,223 @@ func runSweep(args []string) int {
 	if len(args) > 0 && args[0] == "join" {
 		return runSweepJoin(args[1:])
 	}
-	fs := newFlagSet("sweep", sweepUsage())
-	scen := fs.String("scenario", "failover-race", "scenario every trial runs (its clients, TTL and job); the fault axis replaces its faults")
-	configs := fs.String("configs", strings.Join(sweep.DefaultConfigs, ","), "comma-separated configurations (see above)")
-	var custom multiFlag
-	fs.Var(&custom, "config", "a configuration of your own, NAME=KNOB;KNOB... (wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly, appendfsync=always, replicas=3, or a catalog name); repeatable, added to --configs")
-	faults := fs.String("faults", strings.Join(sweep.DefaultFaults, ","), "comma-separated fault kinds (see above)")
-	file := fs.String("file", "", "sweep file (JSON, the shape of plan.json); flags given explicitly override it")
-	trials, minFail, maxTrials, parallel, limit := new(int), new(int), new(int), new(int), new(time.Duration)
-	*trials, *parallel = sweep.DefaultTrials, 1
-	fs.Var(knob.Int{N: trials, Min: 1, Max: 100000}, "trials", "trials per configuration × fault")
-	fs.Var(knob.Int{N: minFail, Min: 0, Max: 100000}, "min-failovers", "keep adding trials to a cell until it saw this many failovers (faults, for kinds without one)")
-	fs.Var(knob.Int{N: maxTrials, Min: 0, Max: 100000}, "max-trials", "cap on trials per cell with --min-failovers or --until-ci (default 4x the larger of --trials and --min-failovers; 10 with --until-ci)")
-	untilCI := fs.Float64("until-ci", 0, "keep adding trials to a cell until its 95% Wilson interval is narrower than this width (e.g. 0.2), or, with no hit, its upper bound is below --below")
-	below := fs.Float64("below", 0, "with --until-ci: a cell with no hit is done once its upper bound is below this rate (default: the --until-ci width); 0.04 takes ~93 opportunities")
-	pace := fs.String("pace", "back-to-back", "back-to-back: each fault fires as soon as the previous one healed and the cluster is ready again; schedule: at the fault's planned span plus its interval (as lockjepsen run)")
-	shard := fs.String("shard", "", "run one shard, I/N: the trials whose index is I mod N (I/N or /N with I from $JOB_COMPLETION_INDEX); join shards with 'lockjepsen sweep merge'")
-	fs.Var(knob.Duration{D: limit, Min: 0}, "time-limit", "workload length of each trial, a duration or seconds (default: 2m back to back, the scenario's on a schedule)")
-	seed := fs.Int64("seed", 1, "trial n of every cell runs with seed+n")
-	fs.Var(knob.Int{N: parallel, Min: 1, Max: 16}, "parallel", "trials at once; each is a full cluster and 8+ client processes, so on 2 cores keep 1 (timings skew above that)")
-	out := fs.String("out", "", "sweep folder (default results/<timestamp>-sweep)")
-	resume := fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
-	aggregate := fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")
-	cont := fs.Bool("continue", false, "when --out already holds this very plan (a Kubernetes pod started again), resume it instead of refusing")
-	dry := fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing (with --out: write its plan.json there, for --resume)")
-	var mo metricsOpts
-	mo.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return fail("sweep: unexpected argument %q (flags go before it? see lockjepsen sweep -h)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *aggregate || *dry {
-		mo.addr = "" // nothing runs: no endpoint
-	}
-	msrv, mcoll, code, ok := mo.start("sweep")
+	f, code, ok := parseSweepFlags(args)
 	if !ok {
 		return code
 	}
-
+	if *f.aggregate || *f.dry {
+		f.mo.addr = "" // nothing runs: no endpoint
+	}
+	msrv, mcoll, code, ok := f.mo.start("sweep")
+	if !ok {
+		return code
+	}
 	var dir string
-	if *resume != "" {
-		for _, f := range []string{"scenario", "configs", "config", "faults", "file", "trials", "time-limit", "seed", "out", "pace", "shard"} {
-			if set[f] {
-				return fail("sweep: --%s cannot change a sweep being resumed (its plan.json fixes the matrix); only --parallel, --min-failovers, --until-ci, --below and --max-trials can", f)
-			}
-		}
-		dir = *resume
-		plan, err := sweep.ReadPlan(dir)
-		if err != nil {
-			return fail("sweep: --resume: %v", err)
-		}
-		// Claimed before the plan is rewritten: a second --resume must not
-		// change the plan a running sweep decides by. --aggregate alone
-		// only reads the trials, so it may look at a sweep under way.
-		if !*aggregate {
-			release, err := claim(dir)
-			if err != nil {
-				return fail("sweep: %v", err)
-			}
-			defer release()
-		}
-		if set["parallel"] || set["min-failovers"] || set["max-trials"] || set["until-ci"] || set["below"] {
-			if set["parallel"] {
-				plan.Parallel = *parallel
-			}
-			if set["min-failovers"] {
-				plan.MinFailovers = *minFail
-			}
-			if set["max-trials"] {
-				plan.MaxTrials = *maxTrials
-			}
-			if set["until-ci"] {
-				plan.UntilCI = *untilCI
-			}
-			if set["below"] {
-				plan.Below = *below
-			}
-			plan.Defaults()
-			if err := plan.Validate(); err != nil {
-				return fail("sweep: %v", err)
-			}
-			if err := sweep.RewritePlan(dir, plan); err != nil {
-				return fail("sweep: %v", err)
-			}
-		}
-		if *aggregate {
-			return reaggregate(dir)
-		}
+	var release func()
+	if *f.resume != "" {
+		dir, release, code, ok = f.resumeSweep()
 	} else {
-		if *aggregate {
-			return fail("sweep: --aggregate needs --resume DIR")
+		dir, release, code, ok = f.newSweep()
+	}
+	if !ok {
+		return code
+	}
+	defer release()
+	return executeSweep(dir, msrv, mcoll, &f.mo)
+}
+
+// sweepFlags are the flags of 'lockjepsen sweep', parsed; set names the
+// ones the user gave.
+type sweepFlags struct {
+	scen, configs, faults, file, pace, shard, out, resume *string
+	custom                                                multiFlag
+	trials, minFail, maxTrials, parallel                  *int
+	limit                                                 *time.Duration
+	untilCI, below                                        *float64
+	seed                                                  *int64
+	aggregate, cont, dry                                  *bool
+	mo                                                    metricsOpts
+	set                                                   map[string]bool
+}
+
+func parseSweepFlags(args []string) (*sweepFlags, int, bool) {
+	f := &sweepFlags{set: map[string]bool{}}
+	fs := newFlagSet("sweep", sweepUsage())
+	f.scen = fs.String("scenario", "failover-race", "scenario every trial runs (its clients, TTL and job); the fault axis replaces its faults")
+	f.configs = fs.String("configs", strings.Join(sweep.DefaultConfigs, ","), "comma-separated configurations (see above)")
+	fs.Var(&f.custom, "config", "a configuration of your own, NAME=KNOB;KNOB... (wait=1:100ms, waitaof=1:1:100ms, min-replicas=1:10, appendonly, appendfsync=always, replicas=3, or a catalog name); repeatable, added to --configs")
+	f.faults = fs.String("faults", strings.Join(sweep.DefaultFaults, ","), "comma-separated fault kinds (see above)")
+	f.file = fs.String("file", "", "sweep file (JSON, the shape of plan.json); flags given explicitly override it")
+	f.trials, f.minFail, f.maxTrials, f.parallel, f.limit = new(int), new(int), new(int), new(int), new(time.Duration)
+	*f.trials, *f.parallel = sweep.DefaultTrials, 1
+	fs.Var(knob.Int{N: f.trials, Min: 1, Max: 100000}, "trials", "trials per configuration × fault")
+	fs.Var(knob.Int{N: f.minFail, Min: 0, Max: 100000}, "min-failovers", "keep adding trials to a cell until it saw this many failovers (faults, for kinds without one)")
+	fs.Var(knob.Int{N: f.maxTrials, Min: 0, Max: 100000}, "max-trials", "cap on trials per cell with --min-failovers or --until-ci (default 4x the larger of --trials and --min-failovers; 10 with --until-ci)")
+	f.untilCI = fs.Float64("until-ci", 0, "keep adding trials to a cell until its 95% Wilson interval is narrower than this width (e.g. 0.2), or, with no hit, its upper bound is below --below")
+	f.below = fs.Float64("below", 0, "with --until-ci: a cell with no hit is done once its upper bound is below this rate (default: the --until-ci width); 0.04 takes ~93 opportunities")
+	f.pace = fs.String("pace", "back-to-back", "back-to-back: each fault fires as soon as the previous one healed and the cluster is ready again; schedule: at the fault's planned span plus its interval (as lockjepsen run)")
+	f.shard = fs.String("shard", "", "run one shard, I/N: the trials whose index is I mod N (I/N or /N with I from $JOB_COMPLETION_INDEX); join shards with 'lockjepsen sweep merge'")
+	fs.Var(knob.Duration{D: f.limit, Min: 0}, "time-limit", "workload length of each trial, a duration or seconds (default: 2m back to back, the scenario's on a schedule)")
+	f.seed = fs.Int64("seed", 1, "trial n of every cell runs with seed+n")
+	fs.Var(knob.Int{N: f.parallel, Min: 1, Max: 16}, "parallel", "trials at once; each is a full cluster and 8+ client processes, so on 2 cores keep 1 (timings skew above that)")
+	f.out = fs.String("out", "", "sweep folder (default results/<timestamp>-sweep)")
+	f.resume = fs.String("resume", "", "continue the sweep in DIR: run what is missing, then re-aggregate")
+	f.aggregate = fs.Bool("aggregate", false, "with --resume: run nothing, only recompute sweep.json, sweep.csv, plots and index.html from the trials")
+	f.cont = fs.Bool("continue", false, "when --out already holds this very plan (a Kubernetes pod started again), resume it instead of refusing")
+	f.dry = fs.Bool("dry-run", false, "print the matrix and the wall time estimate, run nothing (with --out: write its plan.json there, for --resume)")
+	f.mo.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	if fs.NArg() > 0 {
+		return nil, fail("sweep: unexpected argument %q (flags go before it? see lockjepsen sweep -h)", fs.Arg(0)), false
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	return f, 0, true
+}
+
+// noRelease is the release of a sweep folder nothing claimed.
+func noRelease() {}
+
+// resumeSweep is --resume DIR: the plan.json there, with the stopping
+// rule's flags applied, and the folder claimed. --aggregate ends here, done
+// (ok false, with its exit code).
+func (f *sweepFlags) resumeSweep() (string, func(), int, bool) {
+	set := f.set
+	for _, fl := range []string{"scenario", "configs", "config", "faults", "file", "trials", "time-limit", "seed", "out", "pace", "shard"} {
+		if set[fl] {
+			return "", nil, fail("sweep: --%s cannot change a sweep being resumed (its plan.json fixes the matrix); only --parallel, --min-failovers, --until-ci, --below and --max-trials can", fl), false
 		}
-		plan, code, ok := sweepPlan(set, *file, *scen, *configs, custom, *faults, *trials, *minFail, *maxTrials, *limit, *seed, *parallel)
-		if !ok {
-			return code
+	}
+	dir := *f.resume
+	plan, err := sweep.ReadPlan(dir)
+	if err != nil {
+		return "", nil, fail("sweep: --resume: %v", err), false
+	}
+	// Claimed before the plan is rewritten: a second --resume must not
+	// change the plan a running sweep decides by. --aggregate alone
+	// only reads the trials, so it may look at a sweep under way.
+	release := noRelease
+	if !*f.aggregate {
+		if release, err = claim(dir); err != nil {
+			return "", nil, fail("sweep: %v", err), false
+		}
+	}
+	if set["parallel"] || set["min-failovers"] || set["max-trials"] || set["until-ci"] || set["below"] {
+		if set["parallel"] {
+			plan.Parallel = *f.parallel
+		}
+		if set["min-failovers"] {
+			plan.MinFailovers = *f.minFail
+		}
+		if set["max-trials"] {
+			plan.MaxTrials = *f.maxTrials
 		}
 		if set["until-ci"] {
-			plan.UntilCI = *untilCI
+			plan.UntilCI = *f.untilCI
 		}
 		if set["below"] {
-			plan.Below = *below
-		}
-		if *file == "" || set["pace"] {
-			switch *pace {
-			case "back-to-back":
-				plan.BackToBack = true
-			case "schedule":
-				plan.BackToBack = false
-			default:
-				return fail("--pace %q: want back-to-back or schedule", *pace)
-			}
-		}
-		if plan.BackToBack && plan.TimeLimit == 0 {
-			plan.TimeLimit = sweep.Duration(sweep.BackToBackTimeLimit)
-		}
-		// Before the plan is printed: a folder no one can create was
-		// found by sweep.Start, with no flag named.
-		if *out != "" {
-			if err := runfolder.CanCreate(*out); err != nil {
-				return fail("sweep: --out %s cannot be created: %v", *out, err)
-			}
-		}
-		if *shard != "" {
-			sh, err := sweep.ParseShard(*shard, os.Getenv("JOB_COMPLETION_INDEX"))
-			if err != nil {
-				return fail("--shard: %v", err)
-			}
-			plan.Shard = &sh
+			plan.Below = *f.below
 		}
 		plan.Defaults()
 		if err := plan.Validate(); err != nil {
-			return fail("sweep: %v", err)
+			release()
+			return "", nil, fail("sweep: %v", err), false
 		}
-		noteDefaultInterval(plan)
-		printPlan(plan)
-		if *dry {
-			// With --out, write the plan and run nothing: 'sweep --resume
-			// DIR' runs it later, and the plan is there to compare.
-			if *out != "" {
-				if err := sweep.Start(*out, plan); err != nil {
-					return fail("sweep: %v", err)
-				}
-				fmt.Printf("plan written to %s\n", filepath.Join(*out, sweep.PlanFile))
-			}
-			return exitValid
+		if err := sweep.RewritePlan(dir, plan); err != nil {
+			release()
+			return "", nil, fail("sweep: %v", err), false
 		}
-		dir = *out
-		if dir == "" {
-			name := "sweep"
-			if plan.Shard != nil {
-				name = fmt.Sprintf("sweep-shard-%d-of-%d", plan.Shard.Index, plan.Shard.Count)
-			}
-			dir = runfolder.NewDir(runfolder.Root, time.Now(), name)
-		}
-		if err := startOrContinue(dir, plan, *cont); err != nil {
-			return fail("sweep: %v", err)
-		}
-		release, err := claim(dir)
-		if err != nil {
-			return fail("sweep: %v", err)
-		}
-		defer release()
 	}
+	if *f.aggregate {
+		release()
+		return "", nil, reaggregate(dir), false
+	}
+	return dir, release, 0, true
+}
+
+// newSweep makes the plan from the flags (and --file), prints it, and
+// starts its folder, claimed. --dry-run ends here, done (ok false, exit 0).
+func (f *sweepFlags) newSweep() (string, func(), int, bool) {
+	set := f.set
+	if *f.aggregate {
+		return "", nil, fail("sweep: --aggregate needs --resume DIR"), false
+	}
+	plan, code, ok := sweepPlan(set, *f.file, *f.scen, *f.configs, f.custom, *f.faults, *f.trials, *f.minFail, *f.maxTrials, *f.limit, *f.seed, *f.parallel)
+	if !ok {
+		return "", nil, code, false
+	}
+	if set["until-ci"] {
+		plan.UntilCI = *f.untilCI
+	}
+	if set["below"] {
+		plan.Below = *f.below
+	}
+	if *f.file == "" || set["pace"] {
+		switch *f.pace {
+		case "back-to-back":
+			plan.BackToBack = true
+		case "schedule":
+			plan.BackToBack = false
+		default:
+			return "", nil, fail("--pace %q: want back-to-back or schedule", *f.pace), false
+		}
+	}
+	if plan.BackToBack && plan.TimeLimit == 0 {
+		plan.TimeLimit = sweep.Duration(sweep.BackToBackTimeLimit)
+	}
+	// Before the plan is printed: a folder no one can create was
+	// found by sweep.Start, with no flag named.
+	out := *f.out
+	if out != "" {
+		if err := runfolder.CanCreate(out); err != nil {
+			return "", nil, fail("sweep: --out %s cannot be created: %v", out, err), false
+		}
+	}
+	if *f.shard != "" {
+		sh, err := sweep.ParseShard(*f.shard, os.Getenv("JOB_COMPLETION_INDEX"))
+		if err != nil {
+			return "", nil, fail("--shard: %v", err), false
+		}
+		plan.Shard = &sh
+	}
+	plan.Defaults()
+	if err := plan.Validate(); err != nil {
+		return "", nil, fail("sweep: %v", err), false
+	}
+	noteDefaultInterval(plan)
+	printPlan(plan)
+	if *f.dry {
+		// With --out, write the plan and run nothing: 'sweep --resume
+		// DIR' runs it later, and the plan is there to compare.
+		if out != "" {
+			if err := sweep.Start(out, plan); err != nil {
+				return "", nil, fail("sweep: %v", err), false
+			}
+			fmt.Printf("plan written to %s\n", filepath.Join(out, sweep.PlanFile))
+		}
+		return "", nil, exitValid, false
+	}
+	dir := out
+	if dir == "" {
+		name := "sweep"
+		if plan.Shard != nil {
+			name = fmt.Sprintf("sweep-shard-%d-of-%d", plan.Shard.Index, plan.Shard.Count)
+		}
+		dir = runfolder.NewDir(runfolder.Root, time.Now(), name)
+	}
+	if err := startOrContinue(dir, plan, *f.cont); err != nil {
+		return "", nil, fail("sweep: %v", err), false
+	}
+	release, err := claim(dir)
+	if err != nil {
+		return "", nil, fail("sweep: %v", err), false
+	}
+	return dir, release, 0, true
+}
+
+// executeSweep runs the sweep in dir and prints what it found.
+func executeSweep(dir string, msrv *metrics.Server, mcoll *metrics.Collector, mo *metricsOpts) int {
 	fmt.Printf("lockjepsen sweep -> %s (trial folders under trials/, progress of each in its run.log)\n", dir)
 	// The first Ctrl-C lets the trials in flight stop, check what they
 	// recorded, and the sweep aggregate what finished; a second one kills.
@@ -265,6 +317,11 @@ func runSweep(args []string) int {
 	if rep != nil {
 		printFindings(rep)
 		fmt.Printf("\nsweep took %v; open %s\n", time.Since(start).Round(time.Second), filepath.Join(dir, runfolder.Index))
+	}
+	if err != nil && ctx.Err() != nil {
+		// Interrupted, as a run's Ctrl-C: 255, not a refused input.
+		fmt.Fprintf(os.Stderr, "lockjepsen: sweep: %v\n", err)
+		return exitCrashed
 	}
 	if err != nil {
 		return fail("sweep: %v", err)

@@ -43,9 +43,22 @@ func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
 		cfg.Cluster.Nodes = cluster.DefaultRedlockNodes
 	}
 	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology", topologyHelp())
+	deploymentFlags(fs, &cfg.Cluster)
 	etcdFlags(fs, cfg)
 	fs.Var(knob.Int{N: &cfg.Cluster.Nodes, Min: 1, Max: 9}, "nodes", "redlock topology: independent primaries (the distlock page's N)")
 	fs.Float64Var(&cfg.DriftFactor, "drift-factor", 0.01, "Redlock's clock drift factor: validity = TTL - elapsed - TTL*factor - 2ms")
 	fs.Var(knob.Duration{D: &cfg.DelayedRestart, Min: 0}, "delayed-restart",
 		"redlock topology: keep a crashed node down this long before restarting it (antirez's remedy: more than the TTL)")
+}
+
+// deploymentFlags registers the flags deployments own (cluster.FlagOwner);
+// each writes into the config's Opts, and the deployment's
+// Validate checks the value with the rest of the run.
+func deploymentFlags(fs *flag.FlagSet, c *cluster.Config) {
+	for _, name := range cluster.Topologies {
+		d, _ := cluster.Lookup(name)
+		if fo, ok := d.(cluster.FlagOwner); ok {
+			fo.Flags(fs, c)
+		}
+	}
 }

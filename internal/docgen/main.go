@@ -154,8 +154,12 @@ func faultConfig(d string, f *nemesis.Fault) cluster.Config {
 // faultDeployments lists the deployments a fault can be injected on.
 func faultDeployments(f *nemesis.Fault) []string {
 	var on []string
+	// What a fault needs of a deployment's own options (Needs.Config) is a
+	// flag of the run, said in the needs column, not a deployment it lacks.
+	g := *f
+	g.Needs.Config = nil
 	for _, d := range cluster.Topologies {
-		if f.Available(faultConfig(d, f)) == nil {
+		if g.Available(faultConfig(d, f)) == nil {
 			on = append(on, d)
 		}
 	}
@@ -179,6 +183,11 @@ func faultNeeds(f *nemesis.Fault) string {
 	}
 	if f.Needs.FakeTime {
 		n = append(n, "libfaketime on the nodes (set by the run)")
+	}
+	if f.Needs.Config != nil {
+		if err := f.Needs.Config(cluster.Config{}); err != nil {
+			n = append(n, "it "+err.Error())
+		}
 	}
 	if len(n) == 0 {
 		return ""

@@ -57,7 +57,8 @@ func TestFaultDeploymentsFollowTheRefusals(t *testing.T) {
 		want  string
 	}{
 		{"net-latency", "`sentinel`, `redlock`, `cluster`, `standalone`"},
-		{"pause-client", "`sentinel`, `redlock`, `etcd`, `cluster`, `standalone`, `zookeeper`"},
+		{"pause-client", "`sentinel`, `redlock`, `etcd`, `cluster`, `standalone`, `zookeeper`, `postgres`"},
+		{"pause-pooler", "`postgres`"},
 		{"cut-replication", "`sentinel`"},
 		{"etcd-clock-bump", "none"},
 	}

@@ -3,16 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
-	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 	"github.com/lockjepsen/lockjepsen/truetime"
 )
@@ -28,6 +25,9 @@ func fromScenarioDeployment(c *Config, s scenario.Scenario) {
 	}
 	if s.Fence != "" {
 		c.Fence = s.Fence
+	}
+	for name, v := range s.Opts {
+		c.Cluster.SetOpt(name, v)
 	}
 	if d, err := cluster.Lookup(c.Cluster.Topology); err == nil {
 		d.Defaults(&c.Cluster, func(string) bool { return false })
@@ -58,59 +58,6 @@ func (c *Config) validateTopology() error {
 	return d.ValidateRun(cluster.RunKnobs{Wait: c.Wait.On(), WaitAOF: c.WaitAOF.On(),
 		Fence: c.Fence, FenceSource: c.FenceSource, DelayedRestart: c.DelayedRestart})
 }
-
-// unreachabler and crasher are the client controls of the redlock and
-// stuck-lock faults (workload.Client has both).
-type unreachabler interface{ SetUnreachable(addrs []string) error }
-type crasher interface{ ArmCrash() error }
-
-var _ nemesis.ClientEnv = env{}
-
-func (e env) NumClients() int { return len(e.r.clients) }
-
-func (e env) SetUnreachable(i int, addrs []string) error {
-	c, err := e.client(i)
-	if err != nil {
-		return err
-	}
-	u, ok := c.(unreachabler)
-	if !ok {
-		return fmt.Errorf("client %d cannot be told which nodes it reaches", i)
-	}
-	return u.SetUnreachable(addrs)
-}
-
-func (e env) ArmCrash(i int) error {
-	c, err := e.client(i)
-	if err != nil {
-		return err
-	}
-	a, ok := c.(crasher)
-	if !ok {
-		return fmt.Errorf("client %d cannot be armed to crash", i)
-	}
-	e.r.markKilled(i)
-	return a.ArmCrash()
-}
-
-func (e env) KillClient(i int) error {
-	c, err := e.client(i)
-	if err != nil {
-		return err
-	}
-	e.r.markKilled(i)
-	return signalKill(c)
-}
-
-func (e env) ClientAlive(i int) bool {
-	c, err := e.client(i)
-	if err != nil {
-		return false
-	}
-	return processAlive(c.PID())
-}
-
-func (e env) DelayedRestart() time.Duration { return e.r.cfg.DelayedRestart }
 
 // auditPTTL asks every data node for the PTTL of every lock key once the
 // clients have stopped, and records each answer as an "audit-pttl" event
@@ -143,27 +90,4 @@ func (r *run) auditPTTL(keys []string) {
 			r.record(ev)
 		}
 	}
-}
-
-func signalKill(c clientHandle) error {
-	if exited(c) {
-		return fmt.Errorf("SIGKILL client pid %d: it has exited", c.PID())
-	}
-	if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil {
-		return fmt.Errorf("SIGKILL client pid %d: %w", c.PID(), err)
-	}
-	return nil
-}
-
-// processAlive: the pid exists and is not a zombie waiting to be reaped.
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
 }

@@ -1,0 +1,124 @@
+package sweep
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/scenario"
+)
+
+// How the fault axis maps onto each backend: a kind of fault (failover,
+// paused-client, clock-jump) is one nemesis fault per deployment.
+
+// The backends a fault kind maps onto: the topologies, and sql-lease, whose
+// lock lives in the resource's database (its faults act on the database, not
+// on the Valkey nodes started beside it).
+const (
+	BackendSentinel = cluster.TopologySentinel
+	BackendRedlock  = cluster.TopologyRedlock
+	BackendEtcd     = cluster.TopologyEtcd
+	BackendZK       = cluster.TopologyZooKeeper
+	BackendCluster  = cluster.TopologyCluster
+	BackendSQLLease = lock.SQLLease
+)
+
+// Backends lists them in the order the mapping table reads, then the
+// deployments in folders of their own that join the comparison
+// (cluster.Compared).
+var Backends = append([]string{BackendSentinel, BackendRedlock, BackendEtcd, BackendZK, BackendCluster, BackendSQLLease}, comparedBackends()...)
+
+func comparedBackends() []string {
+	var out []string
+	for _, name := range cluster.Topologies {
+		if d, _ := cluster.Lookup(name); d != nil {
+			if _, ok := d.(cluster.Compared); ok {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// comparedConfigs are the rows the deployments in folders of their own
+// offer the comparison, after the built-in ones.
+func comparedConfigs() []Config {
+	var out []Config
+	for _, name := range comparedBackends() {
+		d, _ := cluster.Lookup(name)
+		for _, c := range d.(cluster.Compared).Comparisons() {
+			out = append(out, Config{Name: c.Name, Topology: name, Recipe: c.Recipe, Fence: c.Fence, Opts: c.Opts, Note: c.Note})
+		}
+	}
+	return out
+}
+
+// clockNotOn says, for each deployment that joins the comparison and whose
+// servers' clocks cannot be moved, why clock-jump has no counterpart there.
+func clockNotOn(m map[string]string) map[string]string {
+	for _, name := range comparedBackends() {
+		d, _ := cluster.Lookup(name)
+		if err := d.ClockError(); err != nil {
+			m[name] = err.Error()
+		}
+	}
+	return m
+}
+
+// Backend is what a fault kind maps onto for configuration c: its topology
+// (else the scenario's, else sentinel), or sql-lease when its recipe (else
+// the scenario's) is the database's own lease.
+func (p Plan) Backend(c Config) string {
+	sc, _ := scenario.Get(p.Scenario)
+	recipe, topo := sc.Recipe, sc.Topology
+	if c.Recipe != "" {
+		recipe = c.Recipe
+	}
+	if c.Topology != "" {
+		topo = c.Topology
+	}
+	if r, err := lock.Lookup(recipe); err == nil && r.InResource {
+		return BackendSQLLease // the database is the lock service
+	}
+	if topo == "" {
+		return BackendSentinel
+	}
+	return topo
+}
+
+// NotApplicableError says that a fault kind has no counterpart on a backend.
+type NotApplicableError struct {
+	Fault, Backend, Reason string
+}
+
+func (e *NotApplicableError) Error() string {
+	return fmt.Sprintf("fault %s is n/a on %s: %s", e.Fault, e.Backend, e.Reason)
+}
+
+// On is the fault axis point as it runs on a backend: itself for a point
+// that does not map per deployment, else its ByBackend faults for that
+// backend; a *NotApplicableError for a backend in NotOn, and an error naming
+// the backends it knows for any other.
+func (f Fault) On(backend string) (Fault, error) {
+	if f.ByBackend == nil {
+		return f, nil
+	}
+	if reason, ok := f.NotOn[backend]; ok {
+		return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: reason}
+	}
+	fs, ok := f.ByBackend[backend]
+	if !ok {
+		var known []string
+		for _, b := range Backends {
+			if _, ok := f.ByBackend[b]; ok {
+				known = append(known, b)
+			}
+		}
+		return Fault{}, fmt.Errorf("fault %s has no meaning on a %s deployment (it maps onto %s)", f.Name, backend, strings.Join(known, ", "))
+	}
+	g := f
+	g.Faults = append([]string(nil), fs...)
+	g.ByBackend, g.NotOn = nil, nil
+	return g, nil
+}
