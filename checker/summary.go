@@ -304,7 +304,15 @@ func whoWrote(r *Result) string {
 	s += fmt.Sprintf("; %d of them came from an older holder (%s) while a newer one held the lock", r.StaleWrites.Accepted, clientSet(stale))
 	var why []string
 	if sided {
-		why = append(why, "the fence sided with the older holder, whose number was higher because a failover or restart set the newer one's back")
+		// Only a failover or a restart sets a newer grant's number back on a
+		// lock that takes its number with its grant; with none in the run
+		// (a pooler sharing one session among clients), the numbers came
+		// apart from the grants, and the sentence says only what was seen.
+		if r.Failovers > 0 {
+			why = append(why, "the fence sided with the older holder, whose number was higher because a failover or restart set the newer one's back")
+		} else {
+			why = append(why, "the fence sided with the older holder, whose number was higher than the newer one's")
+		}
 	}
 	if unfenced {
 		why = append(why, "no fence checked them")

@@ -116,8 +116,10 @@ apt_install libfaketime
 if ((CI_EXTRAS)); then
   # Tests: (PostgreSQL, for the resource backend too, is installed below for every setup) bookworm's redis-server 7.0 as the
   # "older server" a recipe must refuse, Chromium for the report's browser check,
-  # python3-redis for the redis-py exec adapter (examples/redis-py).
-  apt_install redis-server chromium python3-redis
+  # python3-redis for the redis-py exec adapter (examples/redis-py), node-redis
+  # for the Node one (examples/node-redis; the machine's Node.js runs it, and
+  # apt leaves that Node.js as it is: the package needs only its own modules).
+  apt_install redis-server chromium python3-redis node-redis
 fi
 
 # install_quiet installs packages without leaving their services running:

@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 )
 
-// Closing is lab 8's text: the room's measurements from labs 2 to 7, then the
+// Closing is lab 8's text: the room's measurements from labs 2 to 8, then the
 // Valkey 9 lock article's decision table with those numbers as the evidence for each row.
 func Closing(ev *Evidence) string {
 	var b strings.Builder
@@ -58,7 +58,9 @@ Which lock for which job (the decision table of "Distributed Locks on Valkey 9 W
                                               from the database's own sequence         the database's number turns the STALE
                                                                                        holder away, Valkey's the newer
   wrong data, and the resource cannot         a consensus lock service (etcd,          lab 3: a fast restart loses WAIT-acked
-  check a fence                               ZooKeeper) or the database's own lock    locks; lab 7: clocks end leases early
+  check a fence                               ZooKeeper) or the database's own lock    locks; lab 7: clocks end leases early;
+                                              (behind a transaction-mode pooler, a     lab 8: the pooler handed a session lock
+                                              transaction lock, not a session lock)    to two clients with no fault at all
 
 Redlock is in no row of that table: lab 7 saw five primaries grant twice after one node's clock jumped, and
 Redlock has no counter of its own to fence with. The comparison sweep (results/comparison/README.md)

@@ -245,12 +245,34 @@ func Labs() []Lab {
 		},
 		{
 			N: 8, Title: "Closing: which lock for which job", Minutes: 10,
-			Question: "Three jobs: a cache warmer, an invoice run posting to a database, and a job calling an external " +
+			Question: "First, the lock most applications already have: a PostgreSQL advisory lock, on the database " +
+				"they run anyway, behind the PgBouncer in front of it. With no fault at all, can the pooler hand the " +
+				"lock to two clients? And a lock held inside a transaction instead of a session? " +
+				"Then three jobs: a cache warmer, an invoice run posting to a database, and a job calling an external " +
 				"API that cannot check a fence. Which lock for each, given what this room measured today?",
 			Steps: []Step{{
+				// The pooler ate my lock: pg-pooler-transaction and its
+				// remedy each held on 10 of 10 seeds
+				// (scripts/reproduction-rates.sh, 2026-12-04).
+				Name: "lab8-pooler", Kind: KindRun,
+				Args: []string{"--scenario", "pg-pooler-transaction"},
+				Claims: []Claim{
+					lockIs(checker.Invalid, "the lock check is invalid with no fault at all: in transaction mode PgBouncer ran another "+
+						"client's pg_try_advisory_lock on the server connection whose session held the lock, and it succeeded"),
+				},
+				Open: []string{runfolder.Index, runfolder.TimelinePNG, lockPage},
+			}, {
+				Name: "lab8-xact", Kind: KindRun,
+				Args: []string{"--scenario", "pg-xact-pooler-transaction"},
+				Claims: []Claim{
+					claim(scenario.ValidIs(checker.Valid), "the transaction lock behind the same pooler is valid: the open "+
+						"transaction pins its server connection, so no other client's statement runs in the session that holds it"),
+				},
+				Open: []string{runfolder.Index, runfolder.TimelinePNG},
+			}, {
 				Name: "lab8", Kind: KindReport,
 				Claims: []Claim{{
-					Text: "the closing table has the room's own numbers from labs 2 to 7",
+					Text: "the closing table has the room's own numbers from labs 2 to 8",
 					Check: func(ev *Evidence) (string, bool) {
 						var missing []string
 						for _, l := range Labs() {

@@ -71,7 +71,7 @@ func stepBlurb(s Step) string {
 	case "min-replicas-window":
 		return "first: freeze both replicas of a private topology and time the window"
 	}
-	return "the closing table, from the runs of labs 2-7"
+	return "the closing table, from the runs of labs 2-8"
 }
 
 // Stale lists what is out of date in the pages under dir: a derived region
