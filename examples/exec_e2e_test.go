@@ -28,6 +28,10 @@ var adapters = []string{"redis-py/adapter.py", "valkey-cli/adapter.sh"}
 
 const zkAdapter = "kazoo/adapter.py"
 
+// nodeAdapter is Node's redis client, which speaks Valkey Cluster and one
+// server but not Sentinel (--topology cluster or standalone).
+const nodeAdapter = "node-redis/adapter.js"
+
 // lockjepsen runs the binary here (paths as users type them) and returns its
 // exit code and combined output.
 func lockjepsen(t *testing.T, args ...string) (int, string) {
@@ -86,6 +90,10 @@ func TestClientTest(t *testing.T) {
 		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
 		// redis-py's RedisCluster, seeded with LOCKJEPSEN_CLUSTER_NODES.
 		{adapters[0], []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "11 passed, 0 failed"}},
+		// node-redis's createCluster, seeded the same way.
+		{nodeAdapter, []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "11 passed, 0 failed"}},
+		// Given Sentinels only, it exits before init and says why.
+		{nodeAdapter, nil, exitcode.BadInput, []string{"node-redis 4 has no Sentinel client"}},
 		{zkAdapter, zk, 0, []string{"PASS  session expiry", "PASS  two processes: mutual exclusion", "11 passed, 0 failed; fences returned"}},
 		// On Valkey it has no ensemble to talk to, and its init names the fix.
 		{zkAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_ZK_SERVERS is not set: run with --topology zookeeper"}},
@@ -171,52 +179,50 @@ func TestRuns(t *testing.T) {
 			}
 			assertNoneLeft(t, a)
 		})
-		t.Run("failover-race/"+a, func(t *testing.T) {
-			runSlot(t, a)
-			out := filepath.Join(t.TempDir(), "run")
-			code, log := lockjepsen(t, "run", "--scenario", "failover-race", "--recipe", "exec:"+a, "--fence", "none",
-				"--seed", "1", "--out", out)
-			r := results(t, out)
-			if held, why := scenario.Holds([]scenario.Predicate{scenario.LockIs(checker.Invalid), scenario.DoubleGrantBy("failover")}, r); !held || code != 1 {
-				t.Fatalf("failover-race with %s: exit %d, want 1 with a failover double grant (%s):\n%s", a, code, why, log)
-			}
-			assertNoneLeft(t, a)
+		t.Run("failover-race/"+a, func(t *testing.T) { assertRace(t, a, "failover-race") })
+	}
+}
+
+// TestClusterRun: each adapter whose library speaks Valkey Cluster (redis-py's
+// RedisCluster, node-redis's createCluster) runs on --topology cluster with
+// the nodes as its seeds (LOCKJEPSEN_CLUSTER_NODES): valid on baseline, and
+// the cluster's failover race grants it twice (lock invalid, blamed on the
+// failover). Measured on seeds 1-10 beside other load (docs/protocol.md, "On
+// Valkey Cluster"): redis-py baseline valid 10 of 10 (124-1,330 grants in
+// 10 s), cluster-failover-race invalid 10 of 10; node-redis the same, 10 of
+// 10 each (1,379-1,564 grants in 10 s).
+func TestClusterRun(t *testing.T) {
+	t.Parallel()
+	for _, a := range []string{adapters[0], nodeAdapter} {
+		t.Run(a, func(t *testing.T) {
+			t.Run("baseline", func(t *testing.T) {
+				runSlot(t, a)
+				out := filepath.Join(t.TempDir(), "run")
+				code, log := lockjepsen(t, "run", "--topology", "cluster", "--scenario", "baseline", "--recipe", "exec:"+a, "--fence", "none",
+					"--time-limit", "10s", "--out", out)
+				r := results(t, out)
+				if code != 0 || r.Valid != checker.Valid || r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 50 {
+					t.Fatalf("baseline on Valkey Cluster with %s: exit %d, %v, ops %+v:\n%s", a, code, r.Valid, r.Ops["acquire"], log)
+				}
+				assertNoneLeft(t, a)
+			})
+			t.Run("cluster-failover-race", func(t *testing.T) { assertRace(t, a, "cluster-failover-race") })
 		})
 	}
 }
 
-// TestClusterRun: an adapter whose library speaks Valkey Cluster (redis-py's
-// RedisCluster) runs on --topology cluster with the nodes as its seeds
-// (LOCKJEPSEN_CLUSTER_NODES): valid on baseline, and the cluster's failover
-// race grants it twice (lock invalid, blamed on the failover). Measured on
-// seeds 1-10 beside the soak's load: baseline valid 10 of 10 (124-1,330
-// grants in 10 s), cluster-failover-race invalid 10 of 10 (docs/protocol.md,
-// "On Valkey Cluster").
-func TestClusterRun(t *testing.T) {
-	t.Parallel()
-	a := adapters[0]
-	t.Run("baseline", func(t *testing.T) {
-		runSlot(t, a)
-		out := filepath.Join(t.TempDir(), "run")
-		code, log := lockjepsen(t, "run", "--topology", "cluster", "--scenario", "baseline", "--recipe", "exec:"+a, "--fence", "none",
-			"--time-limit", "10s", "--out", out)
-		r := results(t, out)
-		if code != 0 || r.Valid != checker.Valid || r.Ops["acquire"] == nil || r.Ops["acquire"].OK < 50 {
-			t.Fatalf("baseline on Valkey Cluster with %s: exit %d, %v, ops %+v:\n%s", a, code, r.Valid, r.Ops["acquire"], log)
-		}
-		assertNoneLeft(t, a)
-	})
-	t.Run("cluster-failover-race", func(t *testing.T) {
-		runSlot(t, a)
-		out := filepath.Join(t.TempDir(), "run")
-		code, log := lockjepsen(t, "run", "--scenario", "cluster-failover-race", "--recipe", "exec:"+a, "--fence", "none",
-			"--seed", "1", "--out", out)
-		r := results(t, out)
-		if held, why := scenario.Holds([]scenario.Predicate{scenario.LockIs(checker.Invalid), scenario.DoubleGrantBy("failover")}, r); !held || code != 1 {
-			t.Fatalf("cluster-failover-race with %s: exit %d, want 1 with a failover double grant (%s):\n%s", a, code, why, log)
-		}
-		assertNoneLeft(t, a)
-	})
+// assertRace runs scenario (a failover race) with adapter a on seed 1: lock
+// invalid, exit 1, a double grant blamed on the failover, no adapter left.
+func assertRace(t *testing.T, a, scenarioName string) {
+	runSlot(t, a)
+	out := filepath.Join(t.TempDir(), "run")
+	code, log := lockjepsen(t, "run", "--scenario", scenarioName, "--recipe", "exec:"+a, "--fence", "none",
+		"--seed", "1", "--out", out)
+	r := results(t, out)
+	if held, why := scenario.Holds([]scenario.Predicate{scenario.LockIs(checker.Invalid), scenario.DoubleGrantBy("failover")}, r); !held || code != 1 {
+		t.Fatalf("%s with %s: exit %d, want 1 with a failover double grant (%s):\n%s", scenarioName, a, code, why, log)
+	}
+	assertNoneLeft(t, a)
 }
 
 // runSlot takes the end-to-end slots of a run of adapter a: two for the
