@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -95,8 +96,12 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 			}
 		}
 		for _, f := range p.Faults {
-			if !unite(faults, &rep.Plan.Faults, f.Name, f) {
-				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder: rename one", f.Name, d)
+			if err := uniteFault(faults, rep.Plan.Faults, f); err != nil {
+				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder (%w): rename one", f.Name, d, err)
+			}
+			if _, ok := faults[f.Name]; !ok {
+				faults[f.Name] = f
+				rep.Plan.Faults = append(rep.Plan.Faults, f)
 			}
 		}
 		rep.Joined = append(rep.Joined, Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated})
@@ -147,6 +152,10 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 			got, ok := cells[c.Name+"\x00"+f.Name]
 			switch {
 			case !ok:
+				if why, na := gapNA(rep.Plan, c, f); na {
+					rep.NotApplicable = append(rep.NotApplicable, NACell{Config: c.Name, Fault: f.Name, Reason: why})
+					continue
+				}
 				return nil, fmt.Errorf("join: cell %s × %s is in none of the folders: measure it under the same rule (lockjepsen sweep --configs %s --faults %s ...) and join that folder too", c.Name, f.Name, c.Name, f.Name)
 			case got.na != nil:
 				rep.NotApplicable = append(rep.NotApplicable, *got.na)
@@ -165,6 +174,33 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 		return nil, fmt.Errorf("join: %w", err)
 	}
 	return rep, Publish(out, rep)
+}
+
+// gapNA says whether a pair no folder holds is n/a by construction, and
+// why: rows measured apart each chose the faults that mean something on
+// their deployments (postgres's pg-terminate-holder; the seven older
+// deployments were measured before postgres existed), so the pairs across
+// them were never a cell. A kind that maps per deployment is asked in
+// today's catalog (the older row's kind never heard of the newer
+// deployment); a plain fault is asked whether a run could inject it, the
+// sweep's own check, and its refusal is the reason. Anything else is a gap
+// to measure.
+func gapNA(p Plan, c Config, f Fault) (string, bool) {
+	backend := p.Backend(c)
+	if f.ByBackend != nil {
+		kind, err := LookupFault(f.Name)
+		var na *NotApplicableError
+		if err == nil {
+			if _, err := kind.On(backend); errors.As(err, &na) {
+				return na.Reason, true
+			}
+		}
+		return "", false
+	}
+	if _, err := p.RunConfig(Cell{Config: c, Fault: f}, 0, "/nonexistent"); err != nil {
+		return err.Error(), true
+	}
+	return "", false
 }
 
 // ruleOf is what must be equal for two sweeps' cells to be comparable: the
@@ -186,6 +222,58 @@ func unite[T any](seen map[string]T, list *[]T, name string, v T) bool {
 		*list = append(*list, v)
 	}
 	return !ok || reflect.DeepEqual(prev, v)
+}
+
+// uniteFault merges f into the kind of the same name already in list (and
+// seen), if any: a row measured after a deployment joined the matrix maps a
+// kind onto one more deployment (failover gained pg-promote for postgres),
+// and that is the same kind wherever both rows map it. It refuses a kind
+// whose faults, duration or interval differ, or that maps one deployment two
+// ways (including n/a in one row and a fault in the other). The later row's
+// note wins: it names every deployment.
+func uniteFault(seen map[string]Fault, list []Fault, f Fault) error {
+	prev, ok := seen[f.Name]
+	if !ok {
+		return nil
+	}
+	if !slices.Equal(prev.Faults, f.Faults) || prev.Duration != f.Duration || prev.Interval != f.Interval {
+		return errors.New("its faults, duration or interval differ")
+	}
+	merged := prev
+	merged.ByBackend = maps.Clone(prev.ByBackend)
+	merged.NotOn = maps.Clone(prev.NotOn)
+	for b, fs := range f.ByBackend {
+		if old, ok := merged.ByBackend[b]; ok && !slices.Equal(old, fs) {
+			return fmt.Errorf("on %s it is %v in one row and %v in the other", b, old, fs)
+		}
+		if why, ok := merged.NotOn[b]; ok {
+			return fmt.Errorf("on %s it is %v in one row and n/a (%s) in the other", b, fs, why)
+		}
+		if merged.ByBackend == nil {
+			merged.ByBackend = map[string][]string{}
+		}
+		merged.ByBackend[b] = fs
+	}
+	for b, why := range f.NotOn {
+		if fs, ok := merged.ByBackend[b]; ok {
+			return fmt.Errorf("on %s it is %v in one row and n/a (%s) in the other", b, fs, why)
+		}
+		if merged.NotOn == nil {
+			merged.NotOn = map[string]string{}
+		}
+		// A reason reworded between rows is the same n/a.
+		merged.NotOn[b] = why
+	}
+	if f.Note != "" {
+		merged.Note = f.Note
+	}
+	seen[f.Name] = merged
+	for i := range list {
+		if list[i].Name == f.Name {
+			list[i] = merged
+		}
+	}
+	return nil
 }
 
 // byDefault sorts list stably by each name's place in order; names not in it

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,3 +180,61 @@ func TestJoinReplacingCapped(t *testing.T) {
 		t.Errorf("joined parts %+v: want the third to name %q as replaced and the first to keep one cell", j, want)
 	}
 }
+
+// A row measured before a deployment joined the matrix and the row of that
+// deployment join into one report: the fault kind the newer row maps onto
+// one more deployment is the same kind, and the pairs across the rows that
+// mean nothing (a PostgreSQL fault on Sentinel) are n/a with the run's own
+// refusal as the reason. A kind that maps one deployment two ways still
+// refuses.
+func TestJoinAcrossDeployments(t *testing.T) {
+	// Long enough for a pg-promote after the warm-up; the rule is one.
+	long := Duration(30 * time.Second)
+	older := rowPlan("failover")
+	older.TimeLimit = long
+	older.Faults[0].ByBackend = maps.Clone(older.Faults[0].ByBackend) // the catalog's map is shared
+	delete(older.Faults[0].ByBackend, pgBackend)
+	old := runRow(t, older)
+
+	pg := rowPlan("failover", "pg-terminate-holder")
+	session, err := LookupConfig("pg-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Configs, pg.TimeLimit = []Config{session}, long
+	newer := runRow(t, pg)
+
+	rep, err := Join(filepath.Join(t.TempDir(), "out"), []string{old, newer})
+	if err != nil {
+		t.Fatalf("join across deployments: %v", err)
+	}
+	if len(rep.Cells) != 4 {
+		t.Errorf("%d cells, want 4 (two Sentinel settings × failover, pg-session × failover and pg-terminate-holder)", len(rep.Cells))
+	}
+	if len(rep.NotApplicable) != 2 {
+		t.Fatalf("n/a %+v, want the two Sentinel settings × pg-terminate-holder", rep.NotApplicable)
+	}
+	for _, na := range rep.NotApplicable {
+		if na.Fault != "pg-terminate-holder" || !strings.Contains(na.Reason, "needs --topology postgres") {
+			t.Errorf("n/a %+v, want pg-terminate-holder refused for needing --topology postgres", na)
+		}
+	}
+	for _, f := range rep.Plan.Faults {
+		if f.Name == "failover" && (f.ByBackend[pgBackend] == nil || f.ByBackend[BackendSentinel] == nil) {
+			t.Errorf("the joined failover kind maps %v, want both sentinel and postgres", f.ByBackend)
+		}
+	}
+
+	other := rowPlan("failover")
+	other.Faults[0].ByBackend = maps.Clone(other.Faults[0].ByBackend)
+	other.Faults[0].ByBackend[pgBackend] = []string{"pg-terminate-holder"}
+	other.Configs, other.TimeLimit = []Config{session}, long
+	clash := runRow(t, other)
+	if _, err := Join(filepath.Join(t.TempDir(), "out"), []string{newer, clash}); err == nil || !strings.Contains(err.Error(), "on postgres it is") {
+		t.Errorf("one kind mapping postgres two ways: %v, want a refusal naming postgres", err)
+	}
+}
+
+// pgBackend is the PostgreSQL deployment's name: a deployment in a folder of
+// its own has no constant here.
+const pgBackend = "postgres"
