@@ -226,7 +226,13 @@ func WriteReport(dir string, r *Report) error {
 // RenderIndex is a sweep's index.html from its report alone (and the trial
 // folders under dir, linked when they are there): what the docs generator
 // writes for every committed row, whose trials are not committed.
-func RenderIndex(dir string, r *Report) ([]byte, error) {
+func RenderIndex(dir string, r *Report) ([]byte, error) { return RenderIndexLinking(dir, r, nil) }
+
+// RenderIndexLinking is RenderIndex linking only the trial folders linked
+// says to (nil: every one on disk). The docs generator links the committed
+// ones: a row's trials kept on the machine that ran it (ignored by git)
+// would make its page differ between that checkout and a fresh clone.
+func RenderIndexLinking(dir string, r *Report, linked func(trialDir string) bool) ([]byte, error) {
 	pg := page{R: r, Findings: Findings(r), Table: DecisionTable(r),
 		Title: "How much do WAIT, WAITAOF and min-replicas-to-write shrink the window?"}
 	pg.Kind, pg.Bound = "replication setting", GridBound
@@ -273,6 +279,9 @@ func RenderIndex(dir string, r *Report) ([]byte, error) {
 			return nil, err
 		}
 		for _, d := range dirs {
+			if linked != nil && !linked(d) {
+				continue
+			}
 			rel, err := filepath.Rel(dir, d)
 			if err == nil {
 				row.Trials = append(row.Trials, rel)

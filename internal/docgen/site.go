@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -22,6 +23,7 @@ import (
 // sweepPages renders index.html of every sweep folder under results/.
 func sweepPages(root string) (map[string][]byte, map[string]*sweep.Report, error) {
 	pages, reports := map[string][]byte{}, map[string]*sweep.Report{}
+	linked := committedTrials(root)
 	err := filepath.WalkDir(filepath.Join(root, "results"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != sweep.ReportJSON {
 			return err
@@ -31,7 +33,7 @@ func sweepPages(root string) (map[string][]byte, map[string]*sweep.Report, error
 		if err := runfolder.ReadJSON(path, r); err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
-		b, err := sweep.RenderIndex(dir, r)
+		b, err := sweep.RenderIndexLinking(dir, r, linked)
 		if err != nil {
 			return err
 		}
@@ -40,6 +42,29 @@ func sweepPages(root string) (map[string][]byte, map[string]*sweep.Report, error
 		return nil
 	})
 	return pages, reports, err
+}
+
+// committedTrials says whether a trial folder's index.html is committed
+// (git ls-files): a page links those alone, so it reads the same in the
+// checkout that ran the sweep (its trials kept, ignored by git) and in a
+// fresh clone. Outside a git checkout, nil: every trial on disk is linked.
+func committedTrials(root string) func(string) bool {
+	cmd := exec.Command("git", "ls-files", "-z", "--", "results")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	tracked := map[string]bool{}
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			tracked[filepath.FromSlash(f)] = true
+		}
+	}
+	return func(dir string) bool {
+		rel, err := filepath.Rel(root, filepath.Join(dir, runfolder.Index))
+		return err == nil && tracked[rel]
+	}
 }
 
 // A row of results/README.md's table: | [`folder/`](folder/) | what | [README](...) |
