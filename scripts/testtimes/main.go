@@ -152,11 +152,16 @@ func run(in io.Reader, out io.Writer, top int) int {
 	}
 	tw.Flush()
 
-	// Leaf tests only: a parent's time is its subtests'.
+	// Leaf tests only: a parent's time is its subtests'. Every prefix up to
+	// a '/' may be the parent: a subtest's own name may hold one (an
+	// adapter's path), so the last '/' alone once missed TestClusterRun,
+	// which then led the table with its subtests' 16 minutes of waiting.
 	parent := map[testKey]bool{}
 	for _, r := range tests {
-		if i := strings.LastIndexByte(r.test, '/'); i > 0 {
-			parent[testKey{r.pkg, r.test[:i]}] = true
+		for i := range len(r.test) {
+			if r.test[i] == '/' {
+				parent[testKey{r.pkg, r.test[:i]}] = true
+			}
 		}
 	}
 	var leaves []testResult
