@@ -74,7 +74,7 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 		na   *NACell
 	}
 	cells := map[string]from{} // config + "\x00" + fault
-	configs, faults := map[string]Config{}, map[string]Fault{}
+	configs := map[string]Config{}
 	var rule Plan
 	for i, d := range dirs {
 		r, err := ReadReport(d)
@@ -96,12 +96,8 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 			}
 		}
 		for _, f := range p.Faults {
-			if err := uniteFault(faults, rep.Plan.Faults, f); err != nil {
+			if err := uniteFault(&rep.Plan.Faults, f); err != nil {
 				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder (%w): rename one", f.Name, d, err)
-			}
-			if _, ok := faults[f.Name]; !ok {
-				faults[f.Name] = f
-				rep.Plan.Faults = append(rep.Plan.Faults, f)
 			}
 		}
 		rep.Joined = append(rep.Joined, Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated})
@@ -224,18 +220,20 @@ func unite[T any](seen map[string]T, list *[]T, name string, v T) bool {
 	return !ok || reflect.DeepEqual(prev, v)
 }
 
-// uniteFault merges f into the kind of the same name already in list (and
-// seen), if any: a row measured after a deployment joined the matrix maps a
+// uniteFault adds f to list, or merges it into the kind of the same name
+// already there: a row measured after a deployment joined the matrix maps a
 // kind onto one more deployment (failover gained pg-promote for postgres),
 // and that is the same kind wherever both rows map it. It refuses a kind
 // whose faults, duration or interval differ, or that maps one deployment two
 // ways (including n/a in one row and a fault in the other). The later row's
 // note wins: it names every deployment.
-func uniteFault(seen map[string]Fault, list []Fault, f Fault) error {
-	prev, ok := seen[f.Name]
-	if !ok {
+func uniteFault(list *[]Fault, f Fault) error {
+	i := slices.IndexFunc(*list, func(g Fault) bool { return g.Name == f.Name })
+	if i < 0 {
+		*list = append(*list, f)
 		return nil
 	}
+	prev := (*list)[i]
 	if !slices.Equal(prev.Faults, f.Faults) || prev.Duration != f.Duration || prev.Interval != f.Interval {
 		return errors.New("its faults, duration or interval differ")
 	}
@@ -267,12 +265,7 @@ func uniteFault(seen map[string]Fault, list []Fault, f Fault) error {
 	if f.Note != "" {
 		merged.Note = f.Note
 	}
-	seen[f.Name] = merged
-	for i := range list {
-		if list[i].Name == f.Name {
-			list[i] = merged
-		}
-	}
+	(*list)[i] = merged
 	return nil
 }
 
