@@ -74,20 +74,8 @@ var scenarios = map[string]scenario.Scenario{
 
 func init() {
 	scenario.Register(scenarios, map[string]scenario.Expectation{
-		"pg-terminated-holder": func(k scenario.Knobs) []scenario.Predicate {
-			if !k.Fenced {
-				// Measured with --fence none: 7 to 20 stale writes accepted
-				// per run, lost updates in 10 of 10.
-				return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Invalid)}
-			}
-			return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Valid), scenario.NoFenceRegression()}
-		},
-		"pg-dropped-connection": func(k scenario.Knobs) []scenario.Predicate {
-			if !k.Fenced {
-				return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Invalid)}
-			}
-			return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Valid), scenario.NoFenceRegression()}
-		},
+		"pg-terminated-holder":  sessionEndedHonestly,
+		"pg-dropped-connection": sessionEndedHonestly,
 		"pg-restart-pooler": func(k scenario.Knobs) []scenario.Predicate {
 			if !k.Fenced {
 				return []scenario.Predicate{scenario.LockIs(checker.Valid)}
@@ -107,4 +95,17 @@ func init() {
 			return []scenario.Predicate{scenario.ValidIs(checker.Valid)}
 		},
 	})
+}
+
+// sessionEndedHonestly is the expectation of a holder's session ended under
+// it (its backend terminated, its connection dropped): the server released
+// the lock honestly, so the lock is valid; the holder writes on until its
+// next statement fails, so the resource is valid only with the fence.
+// Measured with --fence none on pg-terminated-holder: 7 to 20 stale writes
+// accepted per run, lost updates in 10 of 10.
+func sessionEndedHonestly(k scenario.Knobs) []scenario.Predicate {
+	if !k.Fenced {
+		return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Invalid)}
+	}
+	return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Valid), scenario.NoFenceRegression()}
 }
