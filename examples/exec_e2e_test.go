@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/internal/runfacts"
 	"github.com/lockjepsen/lockjepsen/internal/testbin"
 	"github.com/lockjepsen/lockjepsen/internal/testslot"
 
@@ -27,6 +29,9 @@ func TestMain(m *testing.M) { testbin.Main(m.Run, "../cmd/lockjepsen", &exe) }
 var adapters = []string{"redis-py/adapter.py", "valkey-cli/adapter.sh"}
 
 const zkAdapter = "kazoo/adapter.py"
+
+// redlockAdapter is Redlock in Python over --topology redlock's N primaries.
+const redlockAdapter = "redlock-py/adapter.py"
 
 // nodeAdapter is Node's redis client, which speaks Valkey Cluster and one
 // server but not Sentinel (--topology cluster or standalone).
@@ -94,6 +99,15 @@ func TestClientTest(t *testing.T) {
 		{nodeAdapter, []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "11 passed, 0 failed"}},
 		// Given Sentinels only, it exits before init and says why.
 		{nodeAdapter, nil, exitcode.BadInput, []string{"node-redis 4 has no Sentinel client"}},
+		// One server, named directly (LOCKJEPSEN_ADDR).
+		{nodeAdapter, []string{"--topology", "standalone"}, 0, []string{"1 primary, no Sentinel", "11 passed, 0 failed"}},
+		// Redlock over 3 primaries, one of them stopped in one case.
+		{redlockAdapter, []string{"--topology", "redlock"}, 0, []string{"3 independent primaries",
+			"PASS  a minority of the nodes stopped: 1 of 3 nodes stopped", "12 passed, 0 failed; fences not returned"}},
+		// An adapter that expected Sentinels exits before init: refused,
+		// naming what this deployment sets instead.
+		{adapters[0], []string{"--topology", "redlock"}, exitcode.BadInput, []string{"this deployment hands it LOCKJEPSEN_REDLOCK_NODES"}},
+		{redlockAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_REDLOCK_NODES is not set: run with --topology redlock"}},
 		{zkAdapter, zk, 0, []string{"PASS  session expiry", "PASS  two processes: mutual exclusion", "11 passed, 0 failed; fences returned"}},
 		// On Valkey it has no ensemble to talk to, and its init names the fix.
 		{zkAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_ZK_SERVERS is not set: run with --topology zookeeper"}},
@@ -110,7 +124,7 @@ func TestClientTest(t *testing.T) {
 		{"testdata/kazoo-trusting.py", zk, 1, []string{"FAIL  session expiry: extend of the lost grant ended ok", "10 passed, 1 failed"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.program, func(t *testing.T) {
+		t.Run(tt.program+strings.Join(tt.flags, ""), func(t *testing.T) {
 			testslot.Parallel(t)
 			code, out := lockjepsen(t, append(append([]string{"client-test"}, tt.flags...), tt.program)...)
 			if code != tt.exit {
@@ -209,6 +223,80 @@ func TestClusterRun(t *testing.T) {
 			t.Run("cluster-failover-race", func(t *testing.T) { assertRace(t, a, "cluster-failover-race") })
 		})
 	}
+}
+
+// TestRedlockRun: Redlock in Python on --topology redlock's five primaries
+// (LOCKJEPSEN_REDLOCK_NODES) holds each Redlock scenario's own expectation,
+// as the built-in redlock recipe does: valid with no fault, and a second
+// client granted the lock after a node restarted without persistence forgot
+// it (lock invalid, blamed on the restart). Measured on seeds 1-10
+// (docs/protocol.md, "On Redlock").
+func TestRedlockRun(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"redlock-baseline", "redlock-restart"} {
+		t.Run(name, func(t *testing.T) {
+			runSlot(t, redlockAdapter)
+			sc, err := scenario.Get(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "run")
+			code, log := lockjepsen(t, "run", "--scenario", name, "--recipe", "exec:"+redlockAdapter, "--seed", "1", "--out", out)
+			r := results(t, out)
+			if held, why := scenario.Holds(sc.Expected(scenario.Knobs{Recipe: "exec:" + redlockAdapter}), r); !held {
+				t.Fatalf("%s with %s: exit %d, %s:\n%s", name, redlockAdapter, code, why, log)
+			}
+			assertNoneLeft(t, redlockAdapter)
+		})
+	}
+}
+
+// TestDialMap: on net-slow-replication (--net-proxy, the primary's
+// replication links 300 ms slow each way, the clients' path untouched) the
+// shell adapter, which said at init that it dials through
+// LOCKJEPSEN_DIAL_MAP, holds the scenario's expectation and its grants are
+// not slowed (it rewrites the primary Sentinel names to the client proxy);
+// redis-py's adapter, which said nothing of the map, is refused at its probe
+// with 254, before the workload.
+func TestDialMap(t *testing.T) {
+	t.Parallel()
+	t.Run("honoured", func(t *testing.T) {
+		runSlot(t, adapters[1])
+		sc, err := scenario.Get("net-slow-replication")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "run")
+		code, log := lockjepsen(t, "run", "--scenario", "net-slow-replication", "--recipe", "exec:"+adapters[1], "--fence", "none",
+			"--seed", "1", "--out", out)
+		r := results(t, out)
+		if held, why := scenario.Holds(sc.Expected(scenario.Knobs{Recipe: "exec:" + adapters[1]}), r); !held || code != 0 {
+			t.Fatalf("net-slow-replication with %s: exit %d, %s:\n%s", adapters[1], code, why, log)
+		}
+		inside, outside, err := runfacts.GrantedLatencies(out, "net-slow-replication")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Through the replication proxy a grant would cost the link's 300 ms
+		// each way on top of what it costs outside the windows (valkey-cli's
+		// own start, which a loaded machine stretches). Seeds 1-10: inside
+		// medians 74-156 ms, outside 71-133 ms.
+		mIn, mOut := runfacts.Median(inside), runfacts.Median(outside)
+		if len(inside) == 0 || len(outside) == 0 || mIn >= mOut+250*time.Millisecond {
+			t.Errorf("granted acquires while replication was slowed: %d, median %v; outside: %d, median %v; want some of each, inside under outside + 250ms",
+				len(inside), mIn, len(outside), mOut)
+		}
+		assertNoneLeft(t, adapters[1])
+	})
+	t.Run("not declared", func(t *testing.T) {
+		testslot.Parallel(t)
+		code, log := lockjepsen(t, "run", "--scenario", "net-slow-replication", "--recipe", "exec:"+adapters[0], "--fence", "none",
+			"--out", filepath.Join(t.TempDir(), "run"))
+		if code != exitcode.BadInput || !strings.Contains(log, "did not say at init that it dials through LOCKJEPSEN_DIAL_MAP") {
+			t.Fatalf("exit %d, want 254 naming the dial map:\n%s", code, log)
+		}
+		assertNoneLeft(t, adapters[0])
+	})
 }
 
 // assertRace runs scenario (a failover race) with adapter a on seed 1: lock

@@ -142,11 +142,11 @@ func Check(ctx context.Context, cfg Config) (Caps, error) {
 // answers READONLY until a failover promotes it, and says nothing of what the
 // node can run once it does). It honours ctx and its own 5 s.
 func CheckServer(ctx context.Context, cfg Config) (Caps, error) {
-	if cfg.execOnZooKeeper() {
+	if h, ok := cfg.execHost(); ok {
 		if err := cfg.Validate(); err != nil {
 			return Caps{}, err
 		}
-		return checkZooKeeper(ctx, cfg)
+		return h.Server(ctx, cfg)
 	}
 	r, err := Lookup(cfg.Recipe)
 	if err == nil && r.Server != nil {

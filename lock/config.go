@@ -71,10 +71,18 @@ type Config struct {
 
 	// ExecArgs are the arguments of an exec:PATH program; Client and the
 	// initial clock skew are put in its environment (docs/protocol.md).
-	ExecArgs      []string `json:"exec_args,omitempty"`
-	Client        int      `json:"-"`
-	ClockOffsetMs float64  `json:"-"`
-	ClockRate     float64  `json:"-"`
+	ExecArgs []string `json:"exec_args,omitempty"`
+	// NeedsDialMap: a fault of the run slows the replication path alone
+	// (--net-proxy), so an exec program's probe must say at init that it
+	// dials through LOCKJEPSEN_DIAL_MAP.
+	NeedsDialMap bool `json:"-"`
+	// NeedsPartition: a fault of the run cuts nodes off from clients in the
+	// clients (Redlock's partial partition), so an exec program's probe
+	// must say at init that it takes the "unreachable" request.
+	NeedsPartition bool    `json:"-"`
+	Client         int     `json:"-"`
+	ClockOffsetMs  float64 `json:"-"`
+	ClockRate      float64 `json:"-"`
 }
 
 // WaitOpt is WAIT numreplicas timeout; knob owns its syntax and check.
@@ -131,6 +139,10 @@ type Recipe struct {
 	// program need not implement fences, and etcd's revision and the
 	// znode's czxid are asked for only then.
 	FenceOnDemand bool
+	// Partitions: its clients can be told that some nodes are unreachable
+	// (Reachability), which Redlock's partial partition needs; an exec
+	// program must also say so at init (Config.NeedsPartition).
+	Partitions bool
 	// InResource: the lock lives in the resource's database (sql-lease),
 	// which a run starts after the server check: the Valkey the run still
 	// starts is what that check detects.
@@ -183,14 +195,13 @@ func needsLua(c Caps) []string {
 // What a recipe needs of its deployment, in cluster.Deployment's Offers
 // terms: one primary (a Sentinel's or a standalone one's), or the cluster
 // client (cluster.go: every recipe that opens its client with the recipe's
-// connection options, and sql-lease, which does not use Valkey; an exec
-// program is handed the cluster's nodes as seeds, LOCKJEPSEN_CLUSTER_NODES),
-// Redlock's independent primaries, etcd. An exec program is handed a
-// ZooKeeper ensemble's members too (LOCKJEPSEN_ZK_SERVERS): a ZooKeeper lock
-// library such as kazoo's runs there.
+// connection options, and sql-lease, which does not use Valkey),
+// Redlock's independent primaries, etcd. An exec program runs on every
+// deployment: it is handed the deployment's own endpoints (ExecEnv), and
+// speaks whatever protocol they serve.
 var (
-	primaryBusOrZooKeeper = []string{"primary", "cluster", "zookeeper"}
-	primaryOrBus          = []string{"primary", "cluster"}
+	primaryOrBus = []string{"primary", "cluster"}
+	everywhere   = []string{"any"}
 )
 
 var recipes = []Recipe{
@@ -202,8 +213,8 @@ var recipes = []Recipe{
 	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, On: primaryOrBus, Driven: true, SelfRenews: true},
 	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, On: primaryOrBus, Driven: true},
 	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, On: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
-	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, On: primaryBusOrZooKeeper, Driven: true, FenceOnDemand: true},
-	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, On: []string{"redlock"}},
+	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, On: everywhere, Driven: true, FenceOnDemand: true, Partitions: true},
+	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, On: []string{"redlock"}, Partitions: true},
 	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, On: primaryOrBus},
 	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, On: primaryOrBus},
 	{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, On: []string{"etcd"}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true},
@@ -300,8 +311,8 @@ func (c *Config) Validate() error {
 	if spec.Valid != nil {
 		return spec.Valid(c)
 	}
-	if c.execOnZooKeeper() {
-		return c.validateZooKeeper()
+	if h, ok := c.execHost(); ok {
+		return h.Valid(c)
 	}
 	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
 		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
@@ -327,11 +338,35 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// execOnZooKeeper: an exec program handed a ZooKeeper ensemble instead of
-// Valkey (--topology zookeeper); what is checked of the server, and where its
-// fences come from, is ZooKeeper's.
-func (c *Config) execOnZooKeeper() bool {
-	return ExecProgram(c.Recipe) != "" && len(c.ZooKeeper) > 0
+// execHost is, for an exec program handed a deployment that does not speak
+// Valkey, that deployment's built-in recipe, whose server check, validation
+// and fence source the program borrows: the program is checked against the
+// same server the built-in recipe is, and its fences are asked of the same
+// source (docs/protocol.md). ok is false for a program on Valkey.
+func (c *Config) execHost() (host Recipe, ok bool) {
+	if ExecProgram(c.Recipe) == "" {
+		return Recipe{}, false
+	}
+	for _, h := range execHosts {
+		if h.serves(c) {
+			for _, r := range recipes {
+				if r.Name == h.recipe {
+					return r, true
+				}
+			}
+		}
+	}
+	return Recipe{}, false
+}
+
+// execHosts: which endpoint of a non-Valkey deployment names its recipe.
+var execHosts = []struct {
+	recipe string
+	serves func(*Config) bool
+}{
+	{ZKLock, func(c *Config) bool { return len(c.ZooKeeper) > 0 }},
+	{EtcdMutex, func(c *Config) bool { return len(c.Etcd) > 0 }},
+	{PGAdvisory, func(c *Config) bool { return c.DSN != "" }},
 }
 
 // Open validates cfg and connects the recipe.

@@ -35,12 +35,17 @@ type ConformanceReport struct {
 // lease is the program's session (cfg.TTL), and two more cases run a second
 // copy of the program (mutual exclusion between two sessions) and stop the
 // program until its session expires (the lost grant must not be extended).
-func ClientTest(ctx context.Context, cfg Config, out io.Writer) (ConformanceReport, error) {
+//
+// On Redlock's N primaries (cfg.Addrs) a key is held when a majority of the
+// nodes hold it, and with opt.PauseNode one more case stops a minority of
+// the nodes (SIGSTOP) around a grant: the program must still take, hold and
+// give back the lock on the majority left.
+func ClientTest(ctx context.Context, cfg Config, out io.Writer, opt ClientTestOptions) (ConformanceReport, error) {
 	var rep ConformanceReport
 	if ExecProgram(cfg.Recipe) == "" {
 		return rep, fmt.Errorf("client-test: %q is not exec:PATH", cfg.Recipe)
 	}
-	t := &suite{ctx: ctx, cfg: cfg, out: out, opTimeout: cfg.OpTimeout, rep: &rep, silent: new(atomic.Bool)}
+	t := &suite{opt: opt, ctx: ctx, cfg: cfg, out: out, opTimeout: cfg.OpTimeout, rep: &rep, silent: new(atomic.Bool)}
 	if len(cfg.ZooKeeper) > 0 {
 		conn, _, err := zk.Connect(cfg.ZooKeeper, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
 		if err != nil {
@@ -49,12 +54,23 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (ConformanceRepo
 		defer conn.Close()
 		t.zk = conn
 	} else {
-		raw, err := Connect(cfg)
-		if err != nil {
-			return rep, err
+		// Redlock's N primaries are read one by one; elsewhere one client
+		// (Sentinel's primary, one server, or the cluster client) is enough.
+		one := []Config{cfg}
+		if len(cfg.Addrs) > 0 {
+			one = one[:0]
+			for _, a := range cfg.Addrs {
+				one = append(one, Config{Recipe: cfg.Recipe, Addr: a, DialMap: cfg.DialMap})
+			}
 		}
-		defer raw.Close()
-		t.raw = raw
+		for _, c := range one {
+			raw, err := Connect(c)
+			if err != nil {
+				return rep, err
+			}
+			defer raw.Close()
+			t.raws = append(t.raws, raw)
+		}
 	}
 	lk, err := openExec(cfg)
 	if err != nil {
@@ -70,12 +86,23 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (ConformanceRepo
 	return rep, nil
 }
 
+// ClientTestOptions are what client-test's deployment lets the suite do
+// behind the program's back.
+type ClientTestOptions struct {
+	// PauseNode stops node i of cfg.Addrs (SIGSTOP) until resume is called;
+	// nil: the minority case is not run.
+	PauseNode func(i int) (resume func() error, err error)
+}
+
 type suite struct {
-	ctx       context.Context
-	cfg       Config
-	l         *execLock
-	raw       valkey.Client // the Valkey behind the program, or nil
-	zk        *zk.Conn      // the ZooKeeper ensemble behind it, or nil
+	opt ClientTestOptions
+	ctx context.Context
+	cfg Config
+	l   *execLock
+	// raws: the Valkey behind the program (N nodes on Redlock, where what
+	// a majority holds is what is held), or nil.
+	raws      []valkey.Client
+	zk        *zk.Conn // the ZooKeeper ensemble behind it, or nil
 	out       io.Writer
 	opTimeout time.Duration
 	rep       *ConformanceReport
@@ -136,17 +163,36 @@ func (t *suite) holds(key, tok string) {
 		t.zkHolder(key, tok)
 		return
 	}
-	v, err := t.raw.Do(t.ctx, t.raw.B().Get().Key(key).Build()).ToString()
 	want := t.l.progToken(tok)
+	var seen []string
+	holders := 0
+	for _, raw := range t.raws {
+		v, err := raw.Do(t.ctx, raw.B().Get().Key(key).Build()).ToString()
+		switch {
+		case valkey.IsValkeyNil(err):
+			seen = append(seen, "none")
+		case err != nil:
+			panic(caseErr{fmt.Sprintf("GET %s: %v", key, err)})
+		case v != want:
+			seen = append(seen, fmt.Sprintf("%q", v))
+		default:
+			holders++
+		}
+	}
 	switch {
-	case valkey.IsValkeyNil(err):
+	case holders >= t.majority():
+	case len(t.raws) > 1:
+		panic(caseErr{fmt.Sprintf("%s holds the grant's token %q on %d of %d nodes, not a majority (the others: %s)",
+			key, want, holders, len(t.raws), strings.Join(seen, ", "))})
+	case seen[0] == "none":
 		panic(caseErr{fmt.Sprintf("the server has no %s: the lock is not held", key)})
-	case err != nil:
-		panic(caseErr{fmt.Sprintf("GET %s: %v", key, err)})
-	case v != want:
-		panic(caseErr{fmt.Sprintf("%s holds %q, not the grant's token %q (an ok acquire that stored another value must return it as \"token\")", key, v, want)})
+	default:
+		panic(caseErr{fmt.Sprintf("%s holds %s, not the grant's token %q (an ok acquire that stored another value must return it as \"token\")", key, seen[0], want)})
 	}
 }
+
+// majority is how many of the nodes must hold a key for the lock to be held.
+func (t *suite) majority() int { return len(t.raws)/2 + 1 }
 
 func (t *suite) absent(key, why string) {
 	if t.zk != nil {
@@ -159,26 +205,45 @@ func (t *suite) absent(key, why string) {
 		}
 		return
 	}
-	n, err := t.raw.Do(t.ctx, t.raw.B().Exists().Key(key).Build()).AsInt64()
-	if err != nil {
-		panic(caseErr{fmt.Sprintf("EXISTS %s: %v", key, err)})
-	}
-	if n != 0 {
-		panic(caseErr{fmt.Sprintf("%s still exists: %s", key, why)})
+	for i, raw := range t.raws {
+		n, err := raw.Do(t.ctx, raw.B().Exists().Key(key).Build()).AsInt64()
+		if err != nil {
+			panic(caseErr{fmt.Sprintf("EXISTS %s: %v", key, err)})
+		}
+		if n != 0 {
+			panic(caseErr{fmt.Sprintf("%s still exists%s: %s", key, t.onNode(i), why)})
+		}
 	}
 }
 
-func (t *suite) pttl(key string) time.Duration {
-	v, err := t.raw.Do(t.ctx, t.raw.B().Pttl().Key(key).Build()).AsInt64()
-	if err != nil {
-		panic(caseErr{fmt.Sprintf("PTTL %s: %v", key, err)})
+// onNode names node i where there are several.
+func (t *suite) onNode(i int) string {
+	if len(t.raws) == 1 {
+		return ""
 	}
-	return time.Duration(v) * time.Millisecond
+	return fmt.Sprintf(" on node %d of %d", i+1, len(t.raws))
+}
+
+// pttls is the key's PTTL on every node that has it.
+func (t *suite) pttls(key string) []time.Duration {
+	var out []time.Duration
+	for _, raw := range t.raws {
+		v, err := raw.Do(t.ctx, raw.B().Pttl().Key(key).Build()).AsInt64()
+		if err != nil {
+			panic(caseErr{fmt.Sprintf("PTTL %s: %v", key, err)})
+		}
+		if v != -2 || len(t.raws) == 1 {
+			out = append(out, time.Duration(v)*time.Millisecond)
+		}
+	}
+	return out
 }
 
 func (t *suite) pttlWithin(key string, lo, hi time.Duration, what string) {
-	if p := t.pttl(key); p < lo || p > hi {
-		panic(caseErr{fmt.Sprintf("%s: PTTL %v, want %v to %v", what, p, lo, hi)})
+	for _, p := range t.pttls(key) {
+		if p < lo || p > hi {
+			panic(caseErr{fmt.Sprintf("%s: PTTL %v, want %v to %v", what, p, lo, hi)})
+		}
 	}
 }
 
@@ -240,7 +305,9 @@ func (t *suite) drop(key string) {
 		_ = t.zkDo(func() error { return t.zk.Delete(dir, -1) })
 		return
 	}
-	_ = t.raw.Do(context.WithoutCancel(t.ctx), t.raw.B().Del().Key(key).Build()).Error()
+	for _, raw := range t.raws {
+		_ = raw.Do(context.WithoutCancel(t.ctx), raw.B().Del().Key(key).Build()).Error()
+	}
 }
 
 func (t *suite) run() {
@@ -341,6 +408,9 @@ func (t *suite) run() {
 	} else {
 		t.check("expiry", t.expiry)
 	}
+	if len(t.raws) > 1 && t.opt.PauseNode != nil {
+		t.check("a minority of the nodes stopped", t.minorityDown)
+	}
 	t.check("concurrent requests on 8 keys", func() string {
 		keys := make([]string, 8)
 		for i := range keys {
@@ -410,6 +480,51 @@ func (t *suite) expiry() string {
 	t.holds(k2, d)
 	t.release("release", k2, d, history.OK)
 	return ""
+}
+
+// minorityDown stops the first N - majority nodes and takes, checks and
+// gives back a grant on the nodes left: Redlock is meant to live through a
+// minority's loss. The stopped nodes answer nothing (the program's per-node
+// timeouts run out there), and are resumed before the case ends.
+func (t *suite) minorityDown() string {
+	down := len(t.raws) - t.majority()
+	var resumes []func() error
+	defer func() {
+		for _, r := range resumes {
+			_ = r()
+		}
+	}()
+	for i := range down {
+		r, err := t.opt.PauseNode(i)
+		if err != nil {
+			panic(caseErr{fmt.Sprintf("stop node %d: %v", i+1, err)})
+		}
+		resumes = append(resumes, r)
+	}
+	live := t.raws
+	t.raws = t.raws[down:] // only the live nodes can be read
+	defer func() { t.raws = live }()
+	k, a := t.key(), NewToken()
+	defer t.drop(k)
+	t.acquire("acquire with a minority stopped", k, a, t.ttl(5*time.Second), history.OK)
+	holders := t.countHolding(k, a)
+	if holders < len(live)/2+1 {
+		panic(caseErr{fmt.Sprintf("an ok acquire left the token on %d of the %d live nodes: %d of %d make a majority", holders, len(t.raws), len(live)/2+1, len(live))})
+	}
+	t.release("release with a minority stopped", k, a, history.OK)
+	t.absent(k, "the release must free the live nodes")
+	return fmt.Sprintf("%d of %d nodes stopped: granted and freed on the %d left", down, len(live), len(t.raws))
+}
+
+// countHolding is how many nodes hold key with the program's token for tok.
+func (t *suite) countHolding(key, tok string) int {
+	want, n := t.l.progToken(tok), 0
+	for _, raw := range t.raws {
+		if v, err := raw.Do(t.ctx, raw.B().Get().Key(key).Build()).ToString(); err == nil && v == want {
+			n++
+		}
+	}
+	return n
 }
 
 // ttl is the lease a case asks for: d on Valkey; on ZooKeeper the session's

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,9 @@ type execLock struct {
 	// validity: the lease left that the program reported (validity_ms) on
 	// the token's last ok acquire or extend; absent when it reports none.
 	validity map[string]time.Duration
+	// dialMap: the program said at init that it dials through
+	// LOCKJEPSEN_DIAL_MAP; partitions: that it takes "unreachable".
+	dialMap, partitions bool
 }
 
 // ExecEnv is the environment an exec program gets on top of lockjepsen's own.
@@ -101,10 +105,38 @@ func ExecEnv(cfg Config) []string {
 		// production (LOCKJEPSEN_SENTINELS is then empty).
 		env = append(env, "LOCKJEPSEN_CLUSTER_NODES="+strings.Join(cfg.ClusterAddrs, ","))
 	}
+	if len(cfg.Addrs) > 0 {
+		// Redlock: the N independent primaries, in the order the built-in
+		// redlock recipe tries them; the quorum is the program's to count.
+		env = append(env, "LOCKJEPSEN_REDLOCK_NODES="+strings.Join(cfg.Addrs, ","))
+	}
+	if len(cfg.Etcd) > 0 {
+		env = append(env, "LOCKJEPSEN_ETCD_ENDPOINTS="+strings.Join(cfg.Etcd, ","))
+	}
+	if cfg.DSN != "" {
+		// The connection string the built-in recipes dial: the pooler's
+		// when the deployment runs one, the primary's otherwise.
+		env = append(env, "LOCKJEPSEN_PG_DSN="+cfg.DSN)
+	}
+	if len(cfg.DialMap) > 0 {
+		env = append(env, "LOCKJEPSEN_DIAL_MAP="+dialMapEnv(cfg.DialMap))
+	}
 	if cli := valkeyCLI(); cli != "" {
 		env = append(env, "LOCKJEPSEN_VALKEY_CLI="+cli)
 	}
 	return env
+}
+
+// dialMapEnv is --net-proxy's dial map as LOCKJEPSEN_DIAL_MAP carries it:
+// announced=dial pairs, comma-separated, sorted so that the environment of
+// two runs of one seed is the same.
+func dialMapEnv(m map[string]string) string {
+	pairs := make([]string, 0, len(m))
+	for from, to := range m {
+		pairs = append(pairs, from+"="+to)
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
 }
 
 // valkeyCLI finds valkey-cli the way the cluster finds its binaries:
@@ -187,9 +219,48 @@ func openExec(cfg Config) (Lock, error) {
 	}
 	if err != nil {
 		l.Close()
-		return nil, fmt.Errorf("%s did not get ready: %w", prog, err)
+		// The user's program would not start here (it may have said why
+		// and exited, on a deployment it cannot serve): bad input, exit 254.
+		return nil, refuse("%s did not get ready: %v (this deployment hands it %s; docs/protocol.md lists what each sets)",
+			prog, err, strings.Join(endpointVars(cfg), ", "))
 	}
+	l.dialMap, l.partitions = rep.DialMap, rep.Unreachable
 	return l, nil
+}
+
+// endpointVars names the variables of ExecEnv that locate the deployment
+// and are set for cfg, for a program that expected another.
+func endpointVars(cfg Config) []string {
+	var out []string
+	for _, kv := range ExecEnv(cfg) {
+		name, val, _ := strings.Cut(kv, "=")
+		switch name {
+		case "LOCKJEPSEN_SENTINELS", "LOCKJEPSEN_ADDR", "LOCKJEPSEN_CLUSTER_NODES", "LOCKJEPSEN_REDLOCK_NODES",
+			"LOCKJEPSEN_ETCD_ENDPOINTS", "LOCKJEPSEN_ZK_SERVERS", "LOCKJEPSEN_PG_DSN", "LOCKJEPSEN_DIAL_MAP":
+			if val != "" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// SetUnreachable implements Reachability: the program is told which nodes
+// it must send nothing to (nil: every node again), and has up to a second to
+// take it; a program that did not say at init that it takes the request is
+// not sent it (the probe refused the run if a fault needed it).
+func (l *execLock) SetUnreachable(addrs []string) {
+	if !l.partitions {
+		return
+	}
+	if addrs == nil {
+		addrs = []string{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if rep, err := l.conn.call(ctx, execRequest{Op: "unreachable", Addrs: &addrs}); err != nil || rep.Type != "ok" {
+		fmt.Fprintf(os.Stderr, "%s: unreachable %v: %v %s\n", ExecProgram(l.cfg.Recipe), addrs, err, rep.Error)
+	}
 }
 
 // initTimeout bounds a program's start, up to its answer to init.
@@ -344,6 +415,16 @@ func probeExec(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer l.Close()
+	if cfg.NeedsPartition && !l.(*execLock).partitions {
+		return refuse("%s did not say at init that it takes the \"unreachable\" request, and this run's fault cuts some nodes off from "+
+			"some clients in the clients themselves (Redlock's partial partition): without it the fault would run with no partition; "+
+			"answer init with \"unreachable\":true once the program sends nothing to the nodes it names (docs/protocol.md)", ExecProgram(cfg.Recipe))
+	}
+	if cfg.NeedsDialMap && !l.(*execLock).dialMap {
+		return refuse("%s did not say at init that it dials through LOCKJEPSEN_DIAL_MAP, and this run's fault slows the replication path alone: "+
+			"its operations, sent to the addresses Sentinel hands out, would be slowed with replication; answer init with \"dial_map\":true once the program "+
+			"rewrites each address through the map (docs/protocol.md), or use net-latency to slow clients and replication together", ExecProgram(cfg.Recipe))
+	}
 	key, tok := KeyPrefix+"{lockjepsen-probe-"+NewToken()[:8]+"}", NewToken()
 	// Its own budget, not the capability check's few seconds: on a loaded
 	// machine an interpreter's first connection can take a while.

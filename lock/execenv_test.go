@@ -1,33 +1,47 @@
 package lock
 
 import (
+	"context"
+	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-// An exec program on ZooKeeper: it runs on --topology zookeeper, gets the
-// members in LOCKJEPSEN_ZK_SERVERS (and no Sentinels), is validated as
-// zk-lock is, and its fences are named zk-czxid; on Valkey nothing changes.
-func TestExecOnZooKeeper(t *testing.T) {
+// An exec program runs on every deployment and gets that deployment's own
+// endpoints, in one variable each (docs/protocol.md), and no other; on a
+// deployment that does not speak Valkey it is validated as that
+// deployment's built-in recipe is, and its fences are named as that
+// recipe's are. The built-in recipes' fence sources stand beside it.
+func TestExecOnEveryDeployment(t *testing.T) {
 	members := []string{"127.0.0.1:2181", "127.0.0.1:2182"}
-	onZK := Config{Recipe: "exec:/bin/true", ZooKeeper: members}
-	onValkey := Config{Recipe: "exec:/bin/true", Sentinels: []string{"127.0.0.1:26379"}}
+	const dsn = "postgres://lockjepsen@127.0.0.1:6432/lockjepsen?sslmode=disable"
+	const prog = "exec:/bin/true"
 	for _, tc := range []struct {
 		name   string
 		cfg    Config
-		zkEnv  string // LOCKJEPSEN_ZK_SERVERS, "" for none
+		env    map[string]string // the endpoint variables set, and their values
 		fences string
 	}{
-		{"exec on ZooKeeper", onZK, strings.Join(members, ","), history.FenceZxid},
-		{"exec on Valkey", onValkey, "", history.FenceValkey},
-		{"zk-lock", Config{Recipe: ZKLock, ZooKeeper: members}, strings.Join(members, ","), history.FenceZxid},
-		{"etcd-mutex", Config{Recipe: EtcdMutex, Etcd: members}, "", history.FenceEtcdRevision},
-		{"sql-lease", Config{Recipe: SQLLease, Resource: "127.0.0.1:1"}, "", history.FenceLeaseRow},
-		{"native", Config{Recipe: Native, Sentinels: []string{"127.0.0.1:26379"}}, "", history.FenceValkey},
+		{"sentinel", Config{Recipe: prog, Sentinels: members}, map[string]string{"LOCKJEPSEN_SENTINELS": strings.Join(members, ",")}, history.FenceValkey},
+		{"standalone", Config{Recipe: prog, Addr: members[0]}, map[string]string{"LOCKJEPSEN_ADDR": members[0]}, history.FenceValkey},
+		{"cluster", Config{Recipe: prog, ClusterAddrs: members}, map[string]string{"LOCKJEPSEN_CLUSTER_NODES": strings.Join(members, ",")}, history.FenceValkey},
+		{"redlock", Config{Recipe: prog, Addrs: members}, map[string]string{"LOCKJEPSEN_REDLOCK_NODES": strings.Join(members, ",")}, history.FenceValkey},
+		{"etcd", Config{Recipe: prog, Etcd: members}, map[string]string{"LOCKJEPSEN_ETCD_ENDPOINTS": strings.Join(members, ",")}, history.FenceEtcdRevision},
+		{"zookeeper", Config{Recipe: prog, ZooKeeper: members}, map[string]string{"LOCKJEPSEN_ZK_SERVERS": strings.Join(members, ",")}, history.FenceZxid},
+		{"postgres", Config{Recipe: prog, DSN: dsn}, map[string]string{"LOCKJEPSEN_PG_DSN": dsn}, FencePGSequence},
+		{"sentinel behind proxies", Config{Recipe: prog, Sentinels: members[:1],
+			DialMap: map[string]string{"127.0.0.1:7001": "127.0.0.1:9001", "127.0.0.1:7000": "127.0.0.1:9000"}},
+			map[string]string{"LOCKJEPSEN_SENTINELS": members[0], "LOCKJEPSEN_DIAL_MAP": "127.0.0.1:7000=127.0.0.1:9000,127.0.0.1:7001=127.0.0.1:9001"}, history.FenceValkey},
+		{"zk-lock", Config{Recipe: ZKLock, ZooKeeper: members}, map[string]string{"LOCKJEPSEN_ZK_SERVERS": strings.Join(members, ",")}, history.FenceZxid},
+		{"etcd-mutex", Config{Recipe: EtcdMutex, Etcd: members}, map[string]string{"LOCKJEPSEN_ETCD_ENDPOINTS": strings.Join(members, ",")}, history.FenceEtcdRevision},
+		{"sql-lease", Config{Recipe: SQLLease, Resource: "127.0.0.1:1"}, map[string]string{}, history.FenceLeaseRow},
+		{"native", Config{Recipe: Native, Sentinels: members[:1]}, map[string]string{"LOCKJEPSEN_SENTINELS": members[0]}, history.FenceValkey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.cfg.Validate(); err != nil {
@@ -37,25 +51,89 @@ func TestExecOnZooKeeper(t *testing.T) {
 				t.Errorf("FenceSource = %s, want %s", got, tc.fences)
 			}
 			env := ExecEnv(tc.cfg)
-			i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, "LOCKJEPSEN_ZK_SERVERS=") })
-			switch {
-			case tc.zkEnv == "" && i >= 0:
-				t.Errorf("ExecEnv sets %s without ZooKeeper endpoints", env[i])
-			case tc.zkEnv != "" && (i < 0 || env[i] != "LOCKJEPSEN_ZK_SERVERS="+tc.zkEnv):
-				t.Errorf("ExecEnv = %v, want LOCKJEPSEN_ZK_SERVERS=%s", env, tc.zkEnv)
+			for _, name := range endpointVars(tc.cfg) {
+				if _, ok := tc.env[name]; !ok {
+					t.Errorf("ExecEnv sets %s here", name)
+				}
+			}
+			for name, want := range tc.env {
+				if !slices.Contains(env, name+"="+want) {
+					t.Errorf("ExecEnv = %v, want %s=%s", env, name, want)
+				}
 			}
 		})
 	}
-	zkd, err := cluster.Lookup(cluster.TopologyZooKeeper)
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range cluster.Topologies {
+		d, err := cluster.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := RunsOn(prog, d, nil); err != nil {
+			t.Errorf("exec on --topology %s: %v", name, err)
+		}
 	}
-	if err := RunsOn("exec:/bin/true", zkd, nil); err != nil {
-		t.Errorf("exec on --topology zookeeper: %v", err)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"zookeeper", Config{Recipe: prog, ZooKeeper: members}},
+		{"etcd", Config{Recipe: prog, Etcd: members}},
+		{"postgres", Config{Recipe: prog, DSN: dsn}},
+	} {
+		tc.cfg.Wait = WaitOpt{Replicas: 1, TimeoutMs: 100}
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), "WAIT") {
+			t.Errorf("exec on %s with WAIT: %v, want the refusal", tc.name, err)
+		}
 	}
-	bad := onZK
-	bad.Wait = WaitOpt{Replicas: 1, TimeoutMs: 100}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "WAIT") {
-		t.Errorf("exec on ZooKeeper with WAIT: %v, want the refusal", err)
+}
+
+// TestExecInit: a program that will not get ready on this deployment is
+// refused as bad input, the refusal naming the variables the deployment set;
+// a run whose fault slows replication alone needs a program that said at
+// init it dials through LOCKJEPSEN_DIAL_MAP, and one whose fault partitions
+// the clients a program that takes "unreachable"; the probe refuses one that
+// did not say so before it touches the server. Real programs (sh), no server.
+func TestExecInit(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return "exec:" + p
+	}
+	refusesInit := script("refuses", `read line; echo '{"id":1,"type":"fail","error":"needs LOCKJEPSEN_CLUSTER_NODES"}'; read line`)
+	exitsAtOnce := script("exits", `echo "no Sentinel client here" >&2; exit 3`)
+	// Both answer ok to everything after init: the probe's acquire and
+	// release of a key no server holds.
+	okToAll := `while read -r line; do id=${line#*\"id\":}; echo "{\"id\":${id%%[,\}]*},\"type\":\"ok\"}"; done`
+	plain := script("plain", `read line; echo '{"id":1,"type":"ok"}'; `+okToAll)
+	dials := script("dials", `read line; echo '{"id":1,"type":"ok","dial_map":true}'; `+okToAll)
+	cuts := script("cuts", `read line; echo '{"id":1,"type":"ok","unreachable":true}'; `+okToAll)
+	sentinels := []string{"127.0.0.1:1"}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		refused string // in the *Refusal's text; "" for none
+	}{
+		{"init answered fail", Config{Recipe: refusesInit, Sentinels: sentinels}, "LOCKJEPSEN_SENTINELS"},
+		{"exit before init", Config{Recipe: exitsAtOnce, Etcd: sentinels}, "LOCKJEPSEN_ETCD_ENDPOINTS"},
+		{"no dial map, none needed", Config{Recipe: plain, Sentinels: sentinels}, ""},
+		{"no dial map, one needed", Config{Recipe: plain, Sentinels: sentinels, NeedsDialMap: true}, "dial_map"},
+		{"dial map honoured", Config{Recipe: dials, Sentinels: sentinels, NeedsDialMap: true}, ""},
+		{"no partition taken, one needed", Config{Recipe: dials, Addrs: sentinels, NeedsPartition: true}, `"unreachable"`},
+		{"partition taken", Config{Recipe: cuts, Addrs: sentinels, NeedsPartition: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.OpTimeout = 200 * time.Millisecond
+			err := probeExec(context.Background(), tc.cfg)
+			var refusal *Refusal
+			switch {
+			case tc.refused != "" && (!errors.As(err, &refusal) || !strings.Contains(err.Error(), tc.refused)):
+				t.Errorf("probe: %v, want a refusal naming %s", err, tc.refused)
+			case tc.refused == "" && err != nil:
+				t.Errorf("probe: %v", err)
+			}
+		})
 	}
 }

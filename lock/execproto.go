@@ -18,11 +18,15 @@ const ProtocolVersion = 1
 // execRequest is one line lockjepsen writes to the program's stdin.
 type execRequest struct {
 	ID       int64  `json:"id"`
-	Op       string `json:"op"` // init | acquire | extend | release
+	Op       string `json:"op"` // init | acquire | extend | release | unreachable
 	Key      string `json:"key,omitempty"`
 	Token    string `json:"token,omitempty"`
 	TTLMs    int64  `json:"ttl_ms,omitempty"`   // acquire, extend
 	Protocol int    `json:"protocol,omitempty"` // init
+	// Addrs: unreachable, the nodes this client must send nothing to from
+	// now on (empty: every node again); a pointer, so that the empty list
+	// is sent as [] and not left out.
+	Addrs *[]string `json:"addrs,omitempty"`
 }
 
 // execReply is one line the program writes to its stdout.
@@ -37,6 +41,13 @@ type execReply struct {
 	// library says is left (a Redlock's validity); 0 or less is a lock
 	// handed over already expired.
 	ValidityMs *int64 `json:"validity_ms,omitempty"`
+	// DialMap: init ok, optional: the program dials every Valkey address
+	// through LOCKJEPSEN_DIAL_MAP (--net-proxy), so a fault can slow the
+	// replication path without slowing the program's own operations.
+	DialMap bool `json:"dial_map,omitempty"`
+	// Unreachable: init ok, optional: the program takes the "unreachable"
+	// request (Redlock's partial partition, made in the clients).
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // ProtocolError is a line of the program's stdout that breaks the protocol:

@@ -109,8 +109,8 @@ func FenceSource(cfg Config) string {
 	if r, err := Lookup(cfg.Recipe); err == nil && r.Fence != "" {
 		return r.Fence
 	}
-	if cfg.execOnZooKeeper() {
-		return history.FenceZxid
+	if h, ok := cfg.execHost(); ok {
+		return h.Fence
 	}
 	return history.FenceValkey
 }

@@ -112,6 +112,11 @@ type Needs struct {
 	// hook (lock.Recipe.ReachesReplies: the recipes that speak Valkey
 	// through the project's clients).
 	ReachesReplies bool
+	// ClientPartition: the fault cuts some nodes off from some clients in
+	// the clients themselves (Redlock's partial partition on loopback): the
+	// recipe must take the cut (lock.Recipe.Partitions; an exec program
+	// says so at init), or the fault would run without it.
+	ClientPartition bool
 	// Config is what a deployment's own fault needs of its options (a
 	// proxy or pool to pause), nil for none: an error that reads after "the
 	// <fault> fault ", naming the fix.

@@ -247,7 +247,7 @@ func names(nodes []cluster.Node, addrs []string) string {
 
 var faultRedlockClockJump = &Fault{
 	Name:  "redlock-clock-jump",
-	Needs: Needs{Topology: TopologyRedlock, FakeTime: true},
+	Needs: Needs{Topology: TopologyRedlock, FakeTime: true, ClientPartition: true},
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 	Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
 		"C's clock jumps past the TTL and the other side takes C,D,E",
@@ -404,7 +404,7 @@ func farSideFree(ctx context.Context, env Env, h Holder, far []string) bool {
 
 var faultRedlockRestart = &Fault{
 	Name:  "redlock-restart",
-	Needs: Needs{Topology: TopologyRedlock},
+	Needs: Needs{Topology: TopologyRedlock, ClientPartition: true},
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) the distlock page's example: one side holds A,B,C; C is killed and restarted (after " +
 		"--delayed-restart); without persistence it forgot the lock and the other side takes C,D,E",

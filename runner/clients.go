@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/workload"
 )
@@ -29,6 +30,13 @@ func (r *run) lockConfig() lock.Config {
 	}
 	if len(ep.Addrs) > 0 {
 		lc.DriftFactor = r.cfg.DriftFactor // Redlock's N instances
+	}
+	for _, name := range r.cfg.Faults {
+		if f, err := nemesis.Lookup(name); err == nil {
+			// An exec program's probe must take what the fault needs of it.
+			lc.NeedsDialMap = lc.NeedsDialMap || f.Needs.DialMap
+			lc.NeedsPartition = lc.NeedsPartition || f.Needs.ClientPartition
+		}
 	}
 	return lc
 }

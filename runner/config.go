@@ -268,17 +268,19 @@ func (c *Config) Validate() error {
 					"or pause-client to stop the whole process", name, c.Recipe)
 			}
 		}
+		if f.Needs.ClientPartition {
+			if r, err := lock.Lookup(c.Recipe); err == nil && !r.Partitions {
+				return fmt.Errorf("%s cuts some nodes off from some clients inside the clients (a partial partition on loopback), and "+
+					"--recipe %s sends to every node through a library that cannot be told which: the fault would run with no partition; "+
+					"use --recipe redlock, or an exec program that takes the \"unreachable\" request (docs/protocol.md)", name, c.Recipe)
+			}
+		}
 		if f.Needs.ReachesReplies {
 			if r, err := lock.Lookup(c.Recipe); err == nil && !r.ReachesReplies() {
 				return fmt.Errorf("%s acts on the replies of the connections the project's Valkey clients open, and "+
 					"--recipe %s opens its own (an exec program, or a client of etcd, ZooKeeper or SQL): use a recipe "+
 					"that speaks Valkey (native, redsync, redislock, valkeylock)", name, c.Recipe)
 			}
-		}
-		if f.Needs.DialMap && lock.ExecProgram(c.Recipe) != "" {
-			return fmt.Errorf("%s slows the replication path alone, and an exec adapter dials what Sentinel hands out, "+
-				"which is that path: its operations would be slowed with replication (the protocol carries no dial map yet); "+
-				"use a built-in --recipe (native, redsync, valkeylock, redislock), or net-latency to slow clients and replication together", name)
 		}
 	}
 	if len(c.FaultsAt) > 0 {

@@ -6,13 +6,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/runfacts"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
@@ -136,73 +135,17 @@ func TestSlowReplicationCostsWAIT(t *testing.T) {
 	testslot.Parallel(t)
 	cfg := config(t, "net-slow-replication", func(c *Config) { c.Wait = knob.Wait{Replicas: 1, TimeoutMs: 1000} })
 	expectLesson(t, cfg, 0)
-	inside, outside := grantedLatencies(t, cfg.Out, "net-slow-replication")
+	inside, outside, err := runfacts.GrantedLatencies(cfg.Out, "net-slow-replication")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(inside) == 0 || len(outside) == 0 {
 		t.Fatalf("granted acquires: %d inside the slow windows, %d outside", len(inside), len(outside))
 	}
-	if m := median(inside); m < 300*time.Millisecond {
+	if m := runfacts.Median(inside); m < 300*time.Millisecond {
 		t.Errorf("granted acquires under the slow replication link took a median %v with WAIT 1, want at least 300ms (the link's delay each way)", m)
 	}
-	if m := median(outside); m > 100*time.Millisecond {
+	if m := runfacts.Median(outside); m > 100*time.Millisecond {
 		t.Errorf("granted acquires outside the slow windows took a median %v with WAIT 1, want under 100ms", m)
 	}
-}
-
-// grantedLatencies splits a run's granted acquires by whether they were
-// invoked while fault was in force.
-func grantedLatencies(t *testing.T, out, fault string) (inside, outside []time.Duration) {
-	t.Helper()
-	nem, err := history.ReadFile(filepath.Join(out, runfolder.Nemesis))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wins [][2]int64
-	var open int64 = -1
-	for _, e := range nem {
-		switch e.F {
-		case fault:
-			open = e.Time
-		case fault + "-healed":
-			if open >= 0 {
-				wins = append(wins, [2]int64{open, e.Time})
-				open = -1
-			}
-		}
-	}
-	h, err := history.ReadFile(filepath.Join(out, runfolder.History))
-	if err != nil {
-		t.Fatal(err)
-	}
-	invoked := map[string]int64{}
-	for _, e := range h {
-		if e.F != history.FAcquire {
-			continue
-		}
-		switch e.Type {
-		case history.Invoke:
-			invoked[e.Token] = e.Time
-		case history.OK:
-			at, ok := invoked[e.Token]
-			if !ok {
-				continue
-			}
-			d := time.Duration(e.Time - at)
-			in := false
-			for _, w := range wins {
-				in = in || (at >= w[0] && at <= w[1])
-			}
-			if in {
-				inside = append(inside, d)
-			} else {
-				outside = append(outside, d)
-			}
-		}
-	}
-	return inside, outside
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -53,21 +53,27 @@ func (f execArgsFlag) Set(v string) error { *f.args = append(*f.args, v); return
 // shows up in -h without editing this line.
 var recipeUsage = "lock recipe: " + strings.Join(lock.Names(), ", ") + " (exec:PATH is your own client speaking docs/protocol.md; docs/recipes.md says which runs on which --topology)"
 
-// runClientTest starts one Valkey primary watched by one Sentinel (or, with
-// --topology cluster, a Valkey Cluster of three primaries; with --topology
-// zookeeper, a ZooKeeper ensemble as that deployment runs it),
-// starts the program with the environment a run gives it, and drives it
-// through lock.ClientTest. Exit 0: every case passed; 1: some failed; 254: a
-// protocol error, or the program or the server could not be started.
+// clientTestTopologies are the deployments client-test starts, each as
+// small as its cases need: what the program is handed is what a run hands it
+// (the deployment's own endpoints).
+var clientTestTopologies = []string{cluster.TopologySentinel, cluster.TopologyStandalone, cluster.TopologyCluster, cluster.TopologyRedlock, cluster.TopologyZooKeeper}
+
+// runClientTest starts the deployment --topology names (one Valkey primary
+// watched by one Sentinel by default), starts the program with the
+// environment a run gives it, and drives it through lock.ClientTest. Exit 0:
+// every case passed; 1: some failed; 254: a protocol error, or the program or
+// the server could not be started.
 func runClientTest(args []string) int {
-	fs := newFlagSet("client-test", "client-test [--topology sentinel|cluster|zookeeper] [--exec-arg ARG]... PATH")
+	fs := newFlagSet("client-test", "client-test [--topology "+strings.Join(clientTestTopologies, "|")+"] [--exec-arg ARG]... PATH")
 	var execArgs []string
 	fs.Var(execArgsFlag{&execArgs}, "exec-arg", "an argument for the program (repeat for more)")
 	opTimeout := 2 * time.Second
 	fs.Var(knob.Duration{D: &opTimeout, Min: 100 * time.Millisecond}, "op-timeout", "an operation not answered by then is info (a failed case)")
 	topology := cluster.TopologySentinel
-	fs.Var(knob.Choice{S: &topology, Among: []string{cluster.TopologySentinel, cluster.TopologyCluster, cluster.TopologyZooKeeper}}, "topology",
-		"the server behind the program: sentinel (one Valkey primary, one Sentinel), cluster (a Valkey Cluster of 3 primaries: the program gets LOCKJEPSEN_CLUSTER_NODES) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
+	fs.Var(knob.Choice{S: &topology, Among: clientTestTopologies}, "topology",
+		"the server behind the program: sentinel (one Valkey primary, one Sentinel), standalone (one primary, LOCKJEPSEN_ADDR), "+
+			"cluster (a Valkey Cluster of 3 primaries: LOCKJEPSEN_CLUSTER_NODES), redlock (3 independent primaries: LOCKJEPSEN_REDLOCK_NODES, "+
+			"and a case with one of them stopped) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -100,8 +106,13 @@ func runClientTest(args []string) int {
 	switch topology {
 	case cluster.TopologySentinel:
 		ccfg.Replicas, ccfg.Sentinels, ccfg.Quorum = 0, 1, 1
-	case cluster.TopologyCluster:
-		ccfg.Replicas = 0 // no fault here: the shards' primaries are enough
+	case cluster.TopologyCluster, cluster.TopologyStandalone:
+		ccfg.Replicas = 0 // no fault here: the primaries are enough
+	case cluster.TopologyRedlock:
+		ccfg.Nodes = 3 // a majority of 2, so one node can be stopped
+	}
+	if err := ccfg.Validate(); err != nil {
+		return fail("client-test: %v", err)
 	}
 	cl, err := cluster.New(ccfg, bins)
 	if err != nil {
@@ -114,25 +125,35 @@ func runClientTest(args []string) int {
 	cancel()
 	defer cl.Down()
 	if err != nil {
-		return fail("client-test: %s up: %v", map[bool]string{true: "ZooKeeper", false: "Valkey"}[topology == cluster.TopologyZooKeeper], err)
+		return fail("client-test: %s up: %v", topology, err)
 	}
-	lc := lock.Config{Recipe: recipe, ExecArgs: execArgs, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName,
-		TTL: 5 * time.Second, OpTimeout: opTimeout}
+	ep := ccfg.Deployment().Endpoints(cl)
+	lc := lock.Config{Recipe: recipe, ExecArgs: execArgs, Sentinels: ep.Sentinels, MasterSet: ep.MasterSet, Addr: ep.Addr,
+		Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, ZooKeeper: ep.ZooKeeper, TTL: 5 * time.Second, OpTimeout: opTimeout}
+	var opt lock.ClientTestOptions
 	against := fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", bins.Version)
-	if topology == cluster.TopologyCluster {
-		ep := ccfg.Deployment().Endpoints(cl)
-		lc.Sentinels, lc.MasterSet, lc.ClusterAddrs = nil, "", ep.Cluster
+	switch topology {
+	case cluster.TopologyStandalone:
+		against = fmt.Sprintf("Valkey %s (1 primary, no Sentinel)", bins.Version)
+	case cluster.TopologyCluster:
 		against = fmt.Sprintf("Valkey %s Cluster (%d primaries)", bins.Version, len(ep.Cluster))
-	}
-	if topology == cluster.TopologyZooKeeper {
-		ep := ccfg.Deployment().Endpoints(cl)
+	case cluster.TopologyRedlock:
+		against = fmt.Sprintf("Valkey %s, %d independent primaries (Redlock)", bins.Version, len(ep.Addrs))
+		opt.PauseNode = func(i int) (func() error, error) {
+			name := nodeAt(cl, ep.Addrs[i])
+			if err := cl.Pause(name); err != nil {
+				return nil, err
+			}
+			return func() error { return cl.Resume(name) }, nil
+		}
+	case cluster.TopologyZooKeeper:
 		// The lease is the program's session: 3 s keeps the session-expiry
 		// case short and still outlasts a loaded machine's stalls.
-		lc.Sentinels, lc.MasterSet, lc.ZooKeeper, lc.TTL = nil, "", ep.ZooKeeper, 3*time.Second
+		lc.TTL = 3 * time.Second
 		against = fmt.Sprintf("%s (%d members, session timeout %v)", cl.Version(), len(ep.ZooKeeper), lc.TTL)
 	}
 	fmt.Printf("lockjepsen client-test: %s against %s, protocol %d\n", prog, against, lock.ProtocolVersion)
-	rep, err := lock.ClientTest(ctx, lc, os.Stdout)
+	rep, err := lock.ClientTest(ctx, lc, os.Stdout, opt)
 	if err != nil {
 		return fail("client-test: %v", err)
 	}
@@ -145,4 +166,14 @@ func runClientTest(args []string) int {
 		return exitInvalid
 	}
 	return exitValid
+}
+
+// nodeAt is the name of the node clients reach at addr.
+func nodeAt(cl cluster.Runtime, addr string) string {
+	for _, n := range cl.Nodes() {
+		if n.Reach() == addr {
+			return n.Name
+		}
+	}
+	return ""
 }

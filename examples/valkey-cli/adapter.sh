@@ -23,6 +23,13 @@ printf -v T '%d.%03d' $((MS / 1000)) $((MS % 1000)) # seconds, for timeout(1)
 
 answer() { printf '%s\n' "$1"; }
 
+# DIAL is --net-proxy's dial map (LOCKJEPSEN_DIAL_MAP, announced=dial pairs):
+# a primary Sentinel names is dialed through the proxy the map gives, so a
+# fault that slows replication alone leaves this program's commands alone.
+declare -A DIAL
+IFS=, read -ra PAIRS <<<"${LOCKJEPSEN_DIAL_MAP:-}"
+for p in "${PAIRS[@]}"; do DIAL[${p%%=*}]=${p#*=}; done
+
 # PRIMARY_FILE holds "host port" of the primary last named by a Sentinel. A
 # request's job writes it through a rename, so a concurrent reader sees the
 # old or the new pair, never half of one.
@@ -62,7 +69,8 @@ forget() {
 # cmd runs one command on the primary; sets REPLY and RC (124: timed out).
 cmd() {
   if ! primary; then REPLY="no Sentinel knows the primary" RC=1; return; fi
-  REPLY=$(timeout "$T" "$CLI" -h "$HOST" -p "$PORT" "$@" 2>&1)
+  local to=${DIAL[$HOST:$PORT]:-$HOST:$PORT}
+  REPLY=$(timeout "$T" "$CLI" -h "${to%:*}" -p "${to##*:}" "$@" 2>&1)
   RC=$?
   if ((RC != 0)) || [[ $REPLY == READONLY* ]]; then forget; fi
 }
@@ -96,7 +104,7 @@ handle() {
   [[ $line =~ \"token\":\"([^\"]*)\" ]] && tok=${BASH_REMATCH[1]}
   [[ $line =~ \"ttl_ms\":([0-9]+) ]] && ttl=${BASH_REMATCH[1]}
   case $op in
-  init) answer "{\"id\":$id,\"type\":\"ok\"}" ;;
+  init) answer "{\"id\":$id,\"type\":\"ok\",\"dial_map\":true}" ;;
   acquire) cmd SET "$key" "$tok" NX PX "$ttl"; outcome "$id" OK "" "SET NX PX" ;;
   extend) cmd SET "$key" "$tok" IFEQ "$tok" PX "$ttl"; outcome "$id" OK ',"not_held":true' "SET IFEQ PX" ;;
   release) cmd DELIFEQ "$key" "$tok"; outcome "$id" 1 ',"not_held":true' "DELIFEQ" ;;
