@@ -33,6 +33,9 @@ const zkAdapter = "kazoo/adapter.py"
 // redlockAdapter is Redlock in Python over --topology redlock's N primaries.
 const redlockAdapter = "redlock-py/adapter.py"
 
+// etcdAdapter is python-etcd3's Lock on --topology etcd.
+const etcdAdapter = "etcd-py/adapter.py"
+
 // nodeAdapter is Node's redis client, which speaks Valkey Cluster and one
 // server but not Sentinel (--topology cluster or standalone).
 const nodeAdapter = "node-redis/adapter.js"
@@ -94,9 +97,11 @@ func TestClientTest(t *testing.T) {
 		{adapters[0], nil, 0, []string{"11 passed, 0 failed"}},
 		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
 		// redis-py's RedisCluster, seeded with LOCKJEPSEN_CLUSTER_NODES.
-		{adapters[0], []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "11 passed, 0 failed"}},
+		// The slot case moves the key's slot mid-grant: the extend and a
+		// refused acquire must follow ASK, the release MOVED.
+		{adapters[0], []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "PASS  the key's slot moved mid-grant", "12 passed, 0 failed"}},
 		// node-redis's createCluster, seeded the same way.
-		{nodeAdapter, []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "11 passed, 0 failed"}},
+		{nodeAdapter, []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "PASS  the key's slot moved mid-grant", "12 passed, 0 failed"}},
 		// Given Sentinels only, it exits before init and says why.
 		{nodeAdapter, nil, exitcode.BadInput, []string{"node-redis 4 has no Sentinel client"}},
 		// One server, named directly (LOCKJEPSEN_ADDR).
@@ -108,6 +113,10 @@ func TestClientTest(t *testing.T) {
 		// naming what this deployment sets instead.
 		{adapters[0], []string{"--topology", "redlock"}, exitcode.BadInput, []string{"this deployment hands it LOCKJEPSEN_REDLOCK_NODES"}},
 		{redlockAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_REDLOCK_NODES is not set: run with --topology redlock"}},
+		// python-etcd3's Lock on three etcd members, the leader killed in
+		// one case; fences are the key's create revision.
+		{etcdAdapter, []string{"--topology", "etcd"}, 0, []string{"PASS  lease expiry", "PASS  the leader killed mid-grant",
+			"11 passed, 0 failed; fences returned"}},
 		{zkAdapter, zk, 0, []string{"PASS  session expiry", "PASS  two processes: mutual exclusion", "11 passed, 0 failed; fences returned"}},
 		// On Valkey it has no ensemble to talk to, and its init names the fix.
 		{zkAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_ZK_SERVERS is not set: run with --topology zookeeper"}},
@@ -249,6 +258,34 @@ func TestRedlockRun(t *testing.T) {
 			assertNoneLeft(t, redlockAdapter)
 		})
 	}
+}
+
+// TestEtcdRun: python-etcd3's Lock on --topology etcd, fenced by its key's
+// create revision, holds etcd-leader-failover's expectation (valid through
+// the leader's kills and pauses), as etcd-mutex does; the grants' fences are
+// named etcd-revision. Measured on seeds 1-10 (docs/protocol.md, "On etcd
+// and PostgreSQL").
+func TestEtcdRun(t *testing.T) {
+	testslot.Parallel(t)
+	const name = "etcd-leader-failover"
+	sc, err := scenario.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code, log := lockjepsen(t, "run", "--scenario", name, "--recipe", "exec:"+etcdAdapter, "--seed", "1", "--out", out)
+	r := results(t, out)
+	if held, why := scenario.Holds(sc.Expected(scenario.Knobs{Recipe: "exec:" + etcdAdapter}), r); !held || code != 0 {
+		t.Fatalf("%s with %s: exit %d, %s:\n%s", name, etcdAdapter, code, why, log)
+	}
+	h, err := os.ReadFile(filepath.Join(out, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(h, []byte(`"fence_source":"etcd-revision"`)) {
+		t.Errorf("no grant's fence is named etcd-revision in %s", out)
+	}
+	assertNoneLeft(t, etcdAdapter)
 }
 
 // TestDialMap: on net-slow-replication (--net-proxy, the primary's

@@ -14,6 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/valkey-io/valkey-go"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // ConformanceReport is what ClientTest found.
@@ -53,6 +55,13 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer, opt ClientTestOp
 		}
 		defer conn.Close()
 		t.zk = conn
+	} else if len(cfg.Etcd) > 0 {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return rep, fmt.Errorf("connect to etcd: %w", err)
+		}
+		defer cli.Close()
+		t.etcd = cli
 	} else {
 		// Redlock's N primaries are read one by one; elsewhere one client
 		// (Sentinel's primary, one server, or the cluster client) is enough.
@@ -92,6 +101,14 @@ type ClientTestOptions struct {
 	// PauseNode stops node i of cfg.Addrs (SIGSTOP) until resume is called;
 	// nil: the minority case is not run.
 	PauseNode func(i int) (resume func() error, err error)
+	// MoveSlot opens a move of key's slot to another primary of a Valkey
+	// Cluster and migrates its keys, so that the source answers ASK for
+	// them; done closes the move (MOVED from then on). nil: the slot case
+	// is not run.
+	MoveSlot func(key string) (done func() error, err error)
+	// ChangeLeader kills the leader of the etcd members (restore restarts
+	// it); nil: the leader-change case is not run.
+	ChangeLeader func() (restore func() error, leader string, err error)
 }
 
 type suite struct {
@@ -102,7 +119,8 @@ type suite struct {
 	// raws: the Valkey behind the program (N nodes on Redlock, where what
 	// a majority holds is what is held), or nil.
 	raws      []valkey.Client
-	zk        *zk.Conn // the ZooKeeper ensemble behind it, or nil
+	etcd      *clientv3.Client // the etcd members behind it, or nil
+	zk        *zk.Conn         // the ZooKeeper ensemble behind it, or nil
 	out       io.Writer
 	opTimeout time.Duration
 	rep       *ConformanceReport
@@ -163,6 +181,10 @@ func (t *suite) holds(key, tok string) {
 		t.zkHolder(key, tok)
 		return
 	}
+	if t.etcd != nil {
+		t.etcdHolds(key, t.l.progToken(tok))
+		return
+	}
 	want := t.l.progToken(tok)
 	var seen []string
 	holders := 0
@@ -205,6 +227,10 @@ func (t *suite) absent(key, why string) {
 		}
 		return
 	}
+	if t.etcd != nil {
+		t.etcdAbsent(key, why)
+		return
+	}
 	for i, raw := range t.raws {
 		n, err := raw.Do(t.ctx, raw.B().Exists().Key(key).Build()).AsInt64()
 		if err != nil {
@@ -226,6 +252,9 @@ func (t *suite) onNode(i int) string {
 
 // pttls is the key's PTTL on every node that has it.
 func (t *suite) pttls(key string) []time.Duration {
+	if t.etcd != nil {
+		return t.etcdTTL(key)
+	}
 	var out []time.Duration
 	for _, raw := range t.raws {
 		v, err := raw.Do(t.ctx, raw.B().Pttl().Key(key).Build()).AsInt64()
@@ -305,6 +334,10 @@ func (t *suite) drop(key string) {
 		_ = t.zkDo(func() error { return t.zk.Delete(dir, -1) })
 		return
 	}
+	if t.etcd != nil {
+		t.etcdDrop(key)
+		return
+	}
 	for _, raw := range t.raws {
 		_ = raw.Do(context.WithoutCancel(t.ctx), raw.B().Del().Key(key).Build()).Error()
 	}
@@ -320,6 +353,7 @@ func (t *suite) run() {
 			t.zkFence(k, a, fenceA)
 			return "an ephemeral znode of the program's session holds " + ZKLockPath(k) + " with the grant's token"
 		}
+		t.etcdFence(k, a, fenceA)
 		t.holds(k, a)
 		t.pttlWithin(k, 4*time.Second, 5*time.Second, "TTL 5 s")
 		return "the key holds the grant's token with its TTL"
@@ -331,14 +365,19 @@ func (t *suite) run() {
 		t.holds(k, a)
 		return ""
 	})
-	if t.zk != nil {
-		// The lease is the session, whose timeout was fixed at connect:
-		// there is no TTL to read, only the znode that must stay.
+	if t.zk != nil || t.etcd != nil {
+		// The lease is the session, whose timeout was fixed at connect, or
+		// an etcd lease, whose TTL was fixed at its grant: an extend keeps
+		// it alive for that long, and the key must stay.
 		t.check("extend with its own token", func() string {
 			k, a := t.fresh(5 * time.Second)
 			defer t.drop(k)
 			t.extend("extend", k, a, t.ttl(5*time.Second), history.OK)
 			t.holds(k, a)
+			if t.etcd != nil {
+				t.pttlWithin(k, 3*time.Second, 5*time.Second, "extend renews the lease to its TTL")
+				return "the lease renewed and the key stays"
+			}
 			return "the session is alive and the znode stays"
 		})
 	} else {
@@ -402,14 +441,23 @@ func (t *suite) run() {
 		t.absent(k, "an extend must not bring a released lock back")
 		return ""
 	})
-	if t.zk != nil {
+	switch {
+	case t.zk != nil:
 		t.check("session expiry", t.sessionExpiry)
 		t.check("two processes: mutual exclusion", t.twoProcesses)
-	} else {
+	case t.etcd != nil:
+		t.check("lease expiry", t.leaseExpiry)
+	default:
 		t.check("expiry", t.expiry)
+	}
+	if t.etcd != nil && t.opt.ChangeLeader != nil {
+		t.check("the leader killed mid-grant", t.leaderChange)
 	}
 	if len(t.raws) > 1 && t.opt.PauseNode != nil {
 		t.check("a minority of the nodes stopped", t.minorityDown)
+	}
+	if t.opt.MoveSlot != nil {
+		t.check("the key's slot moved mid-grant (ASK, then MOVED)", t.slotMoved)
 	}
 	t.check("concurrent requests on 8 keys", func() string {
 		keys := make([]string, 8)
@@ -450,9 +498,11 @@ func (t *suite) run() {
 		defer t.drop(k3)
 		f1 := t.acquire("acquire", k3, e, t.ttl(5*time.Second), history.OK)
 		t.zkFence(k3, e, f1)
+		t.etcdFence(k3, e, f1)
 		t.release("release", k3, e, history.OK)
 		f2 := t.acquire("acquire again", k3, f, t.ttl(5*time.Second), history.OK)
 		t.zkFence(k3, f, f2)
+		t.etcdFence(k3, f, f2)
 		t.release("release", k3, f, history.OK)
 		if f1 <= 0 || f2 <= f1 {
 			panic(caseErr{fmt.Sprintf("fences %d then %d on one key: want positive and increasing", f1, f2)})
@@ -514,6 +564,39 @@ func (t *suite) minorityDown() string {
 	t.release("release with a minority stopped", k, a, history.OK)
 	t.absent(k, "the release must free the live nodes")
 	return fmt.Sprintf("%d of %d nodes stopped: granted and freed on the %d left", down, len(live), len(t.raws))
+}
+
+// slotMoved moves a held key's slot to another primary in the legacy way:
+// while the move is open the key is already on the target and the source
+// answers ASK, so the holder's extend and another token's acquire must
+// follow ASK (ASKING on the target); once it closes the source answers
+// MOVED, which the release must follow. A client that does not follow the
+// redirects fails its operations; one that follows ASK as if it were MOVED
+// still works here, at the cost of a slot-map reload.
+func (t *suite) slotMoved() string {
+	k, a := t.fresh(5 * time.Second)
+	defer t.drop(k)
+	done, err := t.opt.MoveSlot(k)
+	if err != nil {
+		panic(caseErr{fmt.Sprintf("move the slot of %s: %v", k, err)})
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = done()
+		}
+	}()
+	t.extend("extend while the slot migrates (ASK)", k, a, t.ttl(5*time.Second), history.OK)
+	t.acquire("acquire with another token while the slot migrates (ASK)", k, NewToken(), t.ttl(5*time.Second), history.Fail)
+	t.holds(k, a)
+	t.pttlWithin(k, 4*time.Second, 5*time.Second, "the extend on the target")
+	closed = true
+	if err := done(); err != nil {
+		panic(caseErr{fmt.Sprintf("close the move of %s: %v", k, err)})
+	}
+	t.release("release after the move (MOVED)", k, a, history.OK)
+	t.absent(k, "the release must free the key on its new primary")
+	return "extend and a refused acquire followed ASK, the release MOVED"
 }
 
 // countHolding is how many nodes hold key with the program's token for tok.

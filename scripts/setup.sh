@@ -159,10 +159,11 @@ apt_install libfaketime
 if ((CI_EXTRAS)); then
   # Tests: (PostgreSQL, for the resource backend too, is installed below for every setup) bookworm's redis-server 7.0 as the
   # "older server" a recipe must refuse, Chromium for the report's browser check,
-  # python3-redis for the redis-py exec adapter (examples/redis-py), node-redis
-  # for the Node one (examples/node-redis; the machine's Node.js runs it, and
-  # apt leaves that Node.js as it is: the package needs only its own modules).
-  apt_install redis-server chromium python3-redis node-redis
+  # python3-redis for the redis-py exec adapters (examples/redis-py,
+  # examples/redlock-py), node-redis for the Node one (examples/node-redis; the
+  # machine's Node.js runs it, and apt leaves that Node.js as it is: the package
+  # needs only its own modules), python3-etcd3 for examples/etcd-py.
+  apt_install redis-server chromium python3-redis node-redis python3-etcd3
 fi
 
 # install_quiet installs packages without leaving their services running:

@@ -56,7 +56,8 @@ var recipeUsage = "lock recipe: " + strings.Join(lock.Names(), ", ") + " (exec:P
 // clientTestTopologies are the deployments client-test starts, each as
 // small as its cases need: what the program is handed is what a run hands it
 // (the deployment's own endpoints).
-var clientTestTopologies = []string{cluster.TopologySentinel, cluster.TopologyStandalone, cluster.TopologyCluster, cluster.TopologyRedlock, cluster.TopologyZooKeeper}
+var clientTestTopologies = []string{cluster.TopologySentinel, cluster.TopologyStandalone, cluster.TopologyCluster, cluster.TopologyRedlock,
+	cluster.TopologyEtcd, cluster.TopologyZooKeeper}
 
 // runClientTest starts the deployment --topology names (one Valkey primary
 // watched by one Sentinel by default), starts the program with the
@@ -73,7 +74,7 @@ func runClientTest(args []string) int {
 	fs.Var(knob.Choice{S: &topology, Among: clientTestTopologies}, "topology",
 		"the server behind the program: sentinel (one Valkey primary, one Sentinel), standalone (one primary, LOCKJEPSEN_ADDR), "+
 			"cluster (a Valkey Cluster of 3 primaries: LOCKJEPSEN_CLUSTER_NODES), redlock (3 independent primaries: LOCKJEPSEN_REDLOCK_NODES, "+
-			"and a case with one of them stopped) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
+			"and a case with one of them stopped), etcd (3 members: LOCKJEPSEN_ETCD_ENDPOINTS, and a case with the leader killed) or zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -129,7 +130,7 @@ func runClientTest(args []string) int {
 	}
 	ep := ccfg.Deployment().Endpoints(cl)
 	lc := lock.Config{Recipe: recipe, ExecArgs: execArgs, Sentinels: ep.Sentinels, MasterSet: ep.MasterSet, Addr: ep.Addr,
-		Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, ZooKeeper: ep.ZooKeeper, TTL: 5 * time.Second, OpTimeout: opTimeout}
+		Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd, ZooKeeper: ep.ZooKeeper, TTL: 5 * time.Second, OpTimeout: opTimeout}
 	var opt lock.ClientTestOptions
 	against := fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", bins.Version)
 	switch topology {
@@ -137,6 +138,20 @@ func runClientTest(args []string) int {
 		against = fmt.Sprintf("Valkey %s (1 primary, no Sentinel)", bins.Version)
 	case cluster.TopologyCluster:
 		against = fmt.Sprintf("Valkey %s Cluster (%d primaries)", bins.Version, len(ep.Cluster))
+		opt.MoveSlot = func(key string) (func() error, error) {
+			m, err := cluster.PlanSlotMove(ctx, cl, key)
+			if err != nil {
+				return nil, err
+			}
+			if err := m.Open(ctx, cl); err != nil {
+				return nil, err
+			}
+			if _, err := m.MigrateKeys(ctx, cl, nil); err != nil {
+				_, _ = m.Close(context.WithoutCancel(ctx), cl, nil)
+				return nil, err
+			}
+			return func() error { _, err := m.Close(context.WithoutCancel(ctx), cl, nil); return err }, nil
+		}
 	case cluster.TopologyRedlock:
 		against = fmt.Sprintf("Valkey %s, %d independent primaries (Redlock)", bins.Version, len(ep.Addrs))
 		opt.PauseNode = func(i int) (func() error, error) {
@@ -145,6 +160,22 @@ func runClientTest(args []string) int {
 				return nil, err
 			}
 			return func() error { return cl.Resume(name) }, nil
+		}
+	case cluster.TopologyEtcd:
+		against = fmt.Sprintf("%s (%d members)", cl.Version(), len(ep.Etcd))
+		opt.ChangeLeader = func() (func() error, string, error) {
+			l, err := cl.Primary(ctx)
+			if err != nil {
+				return nil, "", fmt.Errorf("the leader: %w", err)
+			}
+			if err := cl.Kill(l.Name); err != nil {
+				return nil, "", err
+			}
+			return func() error {
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				return cl.Restart(rctx, l.Name, cluster.AsReplica)
+			}, l.Name, nil
 		}
 	case cluster.TopologyZooKeeper:
 		// The lease is the program's session: 3 s keeps the session-expiry
