@@ -13,8 +13,9 @@ change it); release() deletes the key if it still holds the lock's value. Its
 value is set to the token lockjepsen sends, so that the key holds it. The
 fence is the key's create revision, read back after the grant.
 
-The client talks to one member; a request that cannot reach it moves the next
-request to the next member. A small thread pool serves the requests.
+The client (python-etcd3 0.12 has no multi-endpoint client) talks to one member;
+a request that cannot reach it moves the next request to the next member, and a
+grant's Lock and lease are moved there with it. A small thread pool serves the requests.
 """
 import json
 import math
@@ -64,10 +65,22 @@ def acquire(key, token, ttl_ms):
     return {"type": "ok", "fence": meta.create_revision}
 
 
+def bind(lk):
+    """A Lock and its lease keep the client they were made with: after that
+    member went away (the leader killed), they are moved to the member the
+    adapter talks to now. Without this every later extend of the grant failed
+    to connect (seen in CI when the killed leader was that member)."""
+    c = client()
+    lk.etcd_client = c
+    if lk.lease is not None:
+        lk.lease.etcd_client = c
+
+
 def extend(key, token, ttl_ms):
     lk = locks.get(token)
     if lk is None:
         return {"type": "fail", "error": "no grant of this token here", "not_held": True}
+    bind(lk)
     replies = lk.refresh()
     ttl = replies[0].TTL if replies else 0
     if ttl <= 0:
@@ -81,6 +94,8 @@ def extend(key, token, ttl_ms):
 
 def release(key, token):
     lk = locks.get(token)
+    if lk is not None:
+        bind(lk)
     if lk is None or not lk.release():
         return {"type": "fail", "error": "txn value(/locks/key) == token failed: not this token's lock", "not_held": True}
     locks.pop(token, None)
