@@ -349,11 +349,8 @@ func (c *Config) execHost() (host Recipe, ok bool) {
 	}
 	for _, h := range execHosts {
 		if h.serves(c) {
-			for _, r := range recipes {
-				if r.Name == h.recipe {
-					return r, true
-				}
-			}
+			r, err := Lookup(h.recipe)
+			return r, err == nil
 		}
 	}
 	return Recipe{}, false
