@@ -64,6 +64,35 @@ type FlagOwner interface {
 	Flags(fs *flag.FlagSet, c *Config)
 }
 
+// ClientTester is a deployment with a layout or cases of its own for
+// client-test: the smallest layout its cases need, and what the conformance
+// suite may do behind the program's back there. A deployment without it runs
+// client-test's common cases on its run layout, named by its Banner.
+type ClientTester interface {
+	// ClientTestLayout shrinks c to what the cases need.
+	ClientTestLayout(c *Config)
+	// ClientTestHooks is what the suite gets on the started deployment.
+	ClientTestHooks(ctx context.Context, rt Runtime, ep Endpoints) ClientTestHooks
+}
+
+// ClientTestHooks mirror the conformance suite's options (lock's
+// ClientTestOptions, which this package does not import): each nil one
+// leaves its case out.
+type ClientTestHooks struct {
+	// Against names what the program runs against, e.g. "Valkey 9.1.2 (1
+	// primary, 1 Sentinel)".
+	Against string
+	// TTL is the lease the cases ask for; 0: client-test's 5 s.
+	TTL time.Duration
+	// PauseNode stops node i of ep.Addrs until resume is called.
+	PauseNode func(i int) (resume func() error, err error)
+	// MoveSlot opens a move of key's slot and migrates its keys (ASK);
+	// done closes it (MOVED).
+	MoveSlot func(key string) (done func() error, err error)
+	// ChangeLeader kills the leader; restore restarts it.
+	ChangeLeader func() (restore func() error, leader string, err error)
+}
+
 // Comparison is one row a deployment offers the comparison of lock services
 // (the sweep's deployment axis): the recipe and fence it runs, its options as
 // its flags would set them, and a note for the report.

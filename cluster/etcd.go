@@ -417,3 +417,29 @@ func (e *EtcdLocal) Down() error {
 
 // CollectLogs copies every member's log into dst as <name>.log.
 func (e *EtcdLocal) CollectLogs(dst string) error { return collectMemberLogs(e.Nodes(), dst) }
+
+// ClientTestLayout: the run's three members, whose leader the leader case
+// kills.
+func (etcdDeployment) ClientTestLayout(*Config) {}
+
+// ClientTestHooks add the leader case: the leader killed mid-grant, and
+// restarted when the case ends.
+func (etcdDeployment) ClientTestHooks(ctx context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
+	return ClientTestHooks{
+		Against: fmt.Sprintf("%s (%d members)", rt.Version(), len(ep.Etcd)),
+		ChangeLeader: func() (func() error, string, error) {
+			l, err := rt.Primary(ctx)
+			if err != nil {
+				return nil, "", fmt.Errorf("the leader: %w", err)
+			}
+			if err := rt.Kill(l.Name); err != nil {
+				return nil, "", err
+			}
+			return func() error {
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				return rt.Restart(rctx, l.Name, AsReplica)
+			}, l.Name, nil
+		},
+	}
+}

@@ -152,3 +152,21 @@ func Addrs(rt Runtime) []string {
 	}
 	return out
 }
+
+// ClientTestLayout: three primaries, a majority of 2, so that one can be
+// stopped.
+func (redlockDeployment) ClientTestLayout(c *Config) { c.Nodes = 3 }
+
+// ClientTestHooks add the minority case: node i SIGSTOPped around a grant.
+func (redlockDeployment) ClientTestHooks(_ context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
+	return ClientTestHooks{
+		Against: fmt.Sprintf("Valkey %s, %d independent primaries (Redlock)", rt.Version(), len(ep.Addrs)),
+		PauseNode: func(i int) (func() error, error) {
+			name := nodeReaching(rt, ep.Addrs[i])
+			if err := rt.Pause(name); err != nil {
+				return nil, err
+			}
+			return func() error { return rt.Resume(name) }, nil
+		},
+	}
+}

@@ -120,3 +120,13 @@ var newDocker = func(Config, Binaries) (Runtime, error) {
 type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
+
+// nodeReaching is the name of the node clients reach at addr, "" if none.
+func nodeReaching(rt Runtime, addr string) string {
+	for _, n := range rt.Nodes() {
+		if n.Reach() == addr {
+			return n.Name
+		}
+	}
+	return ""
+}

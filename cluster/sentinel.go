@@ -265,3 +265,11 @@ func (l *Local) Status(ctx context.Context) []Status {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind != RoleSentinel && out[j].Kind == RoleSentinel })
 	return out
 }
+
+// ClientTestLayout: one primary watched by one Sentinel is all the cases
+// need (no fault here).
+func (sentinelDeployment) ClientTestLayout(c *Config) { c.Replicas, c.Sentinels, c.Quorum = 0, 1, 1 }
+
+func (sentinelDeployment) ClientTestHooks(_ context.Context, rt Runtime, _ Endpoints) ClientTestHooks {
+	return ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", rt.Version())}
+}

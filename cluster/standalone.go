@@ -296,3 +296,10 @@ func (f *frontDoor) close() {
 	f.mu.Unlock()
 	f.repoint("")
 }
+
+// ClientTestLayout: the primary alone.
+func (standaloneDeployment) ClientTestLayout(c *Config) { c.Replicas = 0 }
+
+func (standaloneDeployment) ClientTestHooks(_ context.Context, rt Runtime, _ Endpoints) ClientTestHooks {
+	return ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, no Sentinel)", rt.Version())}
+}

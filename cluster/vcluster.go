@@ -499,3 +499,28 @@ func (l *Local) clusterReadyOnce(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ClientTestLayout: the primaries are enough (no fault here).
+func (clusterDeployment) ClientTestLayout(c *Config) { c.Replicas = 0 }
+
+// ClientTestHooks add the slot case: the key's slot moved mid-grant, the
+// legacy way (ASK while the move is open, MOVED once it closes).
+func (clusterDeployment) ClientTestHooks(ctx context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
+	return ClientTestHooks{
+		Against: fmt.Sprintf("Valkey %s Cluster (%d primaries)", rt.Version(), len(ep.Cluster)),
+		MoveSlot: func(key string) (func() error, error) {
+			m, err := PlanSlotMove(ctx, rt, key)
+			if err != nil {
+				return nil, err
+			}
+			if err := m.Open(ctx, rt); err != nil {
+				return nil, err
+			}
+			if _, err := m.MigrateKeys(ctx, rt, nil); err != nil {
+				_, _ = m.Close(context.WithoutCancel(ctx), rt, nil)
+				return nil, err
+			}
+			return func() error { _, err := m.Close(context.WithoutCancel(ctx), rt, nil); return err }, nil
+		},
+	}
+}

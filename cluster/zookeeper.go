@@ -454,3 +454,14 @@ func (z *ZKLocal) Down() error { return downAll(z) }
 
 // CollectLogs copies every member's log into dst as <name>.log.
 func (z *ZKLocal) CollectLogs(dst string) error { return collectMemberLogs(z.Nodes(), dst) }
+
+// ClientTestLayout: the run's ensemble of three.
+func (zkDeployment) ClientTestLayout(*Config) {}
+
+// ClientTestHooks: the lease is the program's session, whose timeout is the
+// TTL: 3 s keeps the session-expiry case short and still outlasts a loaded
+// machine's stalls.
+func (zkDeployment) ClientTestHooks(_ context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
+	const ttl = 3 * time.Second
+	return ClientTestHooks{TTL: ttl, Against: fmt.Sprintf("%s (%d members, session timeout %v)", rt.Version(), len(ep.ZooKeeper), ttl)}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/history"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // What client-test reads behind an exec program's back on etcd, by the
@@ -15,12 +16,41 @@ import (
 // name ends with K (python-etcd3's Lock names it /locks/K), holding the
 // grant's token as its value, on a lease whose TTL is the grant's; a fence,
 // if returned, is that key's create revision.
+type etcdServer struct{ cli *clientv3.Client }
 
-// etcdKey is the etcd key of the lock of key, or nil when there is none.
-func (t *suite) etcdKey(key string) (*etcdEntry, error) {
+func newEtcdServer(cfg Config) (*etcdServer, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd: %w", err)
+	}
+	return &etcdServer{cli: cli}, nil
+}
+
+func (e *etcdServer) close() { _ = e.cli.Close() }
+
+// lease: what a case asks; etcd fixes a lease's TTL at its grant, so an
+// extend renews it to that TTL (extendSetsTTL is false).
+func (e *etcdServer) lease(_ *suite, d time.Duration) time.Duration { return d }
+
+func (e *etcdServer) extendSetsTTL() bool { return false }
+
+func (e *etcdServer) says(string) (string, string) {
+	return "the key holds the grant's token on a lease of its TTL", "the lease renewed and the key stays"
+}
+
+func (e *etcdServer) cases(t *suite) []tcase {
+	cs := []tcase{{"lease expiry", func() string { return e.leaseExpiry(t) }}}
+	if t.opt.ChangeLeader != nil {
+		cs = append(cs, tcase{"the leader killed mid-grant", func() string { return leaderChange(t) }})
+	}
+	return cs
+}
+
+// entry is the etcd key of the lock of key, or nil when there is none.
+func (e *etcdServer) entry(t *suite, key string) (*etcdEntry, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 	defer cancel()
-	resp, err := t.etcd.Get(ctx, "", clientv3.WithPrefix())
+	resp, err := e.cli.Get(ctx, "", clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
@@ -49,67 +79,68 @@ type etcdEntry struct {
 	created     int64
 }
 
-func (t *suite) etcdHolds(key, want string) *etcdEntry {
-	e, err := t.etcdKey(key)
+func (e *etcdServer) holds(t *suite, key, tok string) { e.holder(t, key, tok) }
+
+// holder checks that key's lock holds the program's token for tok and returns it.
+func (e *etcdServer) holder(t *suite, key, tok string) *etcdEntry {
+	want := t.l.progToken(tok)
+	k, err := e.entry(t, key)
 	switch {
 	case err != nil:
 		panic(caseErr{fmt.Sprintf("read %s's lock from etcd: %v", key, err)})
-	case e == nil:
+	case k == nil:
 		panic(caseErr{fmt.Sprintf("no etcd key ends with %s: the lock is not held", key)})
-	case e.value != want:
-		panic(caseErr{fmt.Sprintf("%s holds %q, not the grant's token %q (an ok acquire that stored another value must return it as \"token\")", e.name, e.value, want)})
+	case k.value != want:
+		panic(caseErr{fmt.Sprintf("%s holds %q, not the grant's token %q (an ok acquire that stored another value must return it as \"token\")", k.name, k.value, want)})
 	}
-	return e
+	return k
 }
 
-func (t *suite) etcdAbsent(key, why string) {
-	e, err := t.etcdKey(key)
+func (e *etcdServer) absent(t *suite, key, why string) {
+	k, err := e.entry(t, key)
 	if err != nil {
 		panic(caseErr{fmt.Sprintf("read %s's lock from etcd: %v", key, err)})
 	}
-	if e != nil {
-		panic(caseErr{fmt.Sprintf("%s still exists: %s", e.name, why)})
+	if k != nil {
+		panic(caseErr{fmt.Sprintf("%s still exists: %s", k.name, why)})
 	}
 }
 
-// etcdTTL is what is left of the lease of key's lock (etcd counts whole
+// ttls is what is left of the lease of key's lock (etcd counts whole
 // seconds), nil when the key is gone.
-func (t *suite) etcdTTL(key string) []time.Duration {
-	e, err := t.etcdKey(key)
+func (e *etcdServer) ttls(t *suite, key string) []time.Duration {
+	k, err := e.entry(t, key)
 	if err != nil {
 		panic(caseErr{fmt.Sprintf("read %s's lock from etcd: %v", key, err)})
 	}
-	if e == nil {
+	if k == nil {
 		return nil
 	}
-	if e.lease == clientv3.NoLease {
-		panic(caseErr{fmt.Sprintf("%s has no lease: it would outlive its holder", e.name)})
+	if k.lease == clientv3.NoLease {
+		panic(caseErr{fmt.Sprintf("%s has no lease: it would outlive its holder", k.name)})
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 	defer cancel()
-	ttl, err := t.etcd.TimeToLive(ctx, e.lease)
+	ttl, err := e.cli.TimeToLive(ctx, k.lease)
 	if err != nil {
-		panic(caseErr{fmt.Sprintf("the lease of %s: %v", e.name, err)})
+		panic(caseErr{fmt.Sprintf("the lease of %s: %v", k.name, err)})
 	}
 	return []time.Duration{time.Duration(ttl.TTL) * time.Second}
 }
 
-func (t *suite) etcdDrop(key string) {
-	if e, err := t.etcdKey(key); err == nil && e != nil {
+func (e *etcdServer) drop(t *suite, key string) {
+	if k, err := e.entry(t, key); err == nil && k != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 		defer cancel()
-		_, _ = t.etcd.Delete(ctx, e.name)
+		_, _ = e.cli.Delete(ctx, k.name)
 	}
 }
 
-// etcdFence checks that a returned fence is the lock key's create revision.
-func (t *suite) etcdFence(key, tok string, fence int64) {
-	if t.etcd == nil {
-		return
-	}
-	e := t.etcdHolds(key, t.l.progToken(tok))
-	if fence > 0 && fence != e.created {
-		panic(caseErr{fmt.Sprintf("fence %d is not %s's create revision %d: on etcd the fence is the lock key's create revision (docs/protocol.md)", fence, e.name, e.created)})
+// fence checks that a returned fence is the lock key's create revision.
+func (e *etcdServer) fence(t *suite, key, tok string, fence int64) {
+	k := e.holder(t, key, tok)
+	if fence > 0 && fence != k.created {
+		panic(caseErr{fmt.Sprintf("fence %d is not %s's create revision %d: on etcd the fence is the lock key's create revision (docs/protocol.md)", fence, k.name, k.created)})
 	}
 }
 
@@ -117,13 +148,13 @@ func (t *suite) etcdFence(key, tok string, fence int64) {
 // with its lease), cannot be extended back, and its release does not free
 // the next holder's lock. The lease is asked for 1 s; etcd may round it up
 // to its minimum, so the case waits up to 8 s for the key to go.
-func (t *suite) leaseExpiry() string {
+func (e *etcdServer) leaseExpiry(t *suite) string {
 	k, c, d := t.key(), NewToken(), NewToken()
 	defer t.drop(k)
 	t.acquire("acquire with TTL 1 s", k, c, time.Second, history.OK)
 	start := time.Now()
 	for {
-		if e, err := t.etcdKey(k); err == nil && e == nil {
+		if got, err := e.entry(t, k); err == nil && got == nil {
 			break
 		}
 		if time.Since(start) > 8*time.Second {
@@ -146,7 +177,7 @@ func (t *suite) leaseExpiry() string {
 // unknown, or fail without not_held, while the members elect are retried)
 // and none may say not_held, since the lease lives on the new leader; the
 // key still holds the token, and the release frees it.
-func (t *suite) leaderChange() string {
+func leaderChange(t *suite) string {
 	k, a := t.fresh(10 * time.Second)
 	defer t.drop(k)
 	restore, leader, err := t.opt.ChangeLeader()

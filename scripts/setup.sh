@@ -162,8 +162,9 @@ if ((CI_EXTRAS)); then
   # python3-redis for the redis-py exec adapters (examples/redis-py,
   # examples/redlock-py), node-redis for the Node one (examples/node-redis; the
   # machine's Node.js runs it, and apt leaves that Node.js as it is: the package
-  # needs only its own modules), python3-etcd3 for examples/etcd-py.
-  apt_install redis-server chromium python3-redis node-redis python3-etcd3
+  # needs only its own modules), python3-etcd3 for examples/etcd-py,
+  # python3-psycopg2 for examples/pg-py.
+  apt_install redis-server chromium python3-redis node-redis python3-etcd3 python3-psycopg2
 fi
 
 # install_quiet installs packages without leaving their services running:
