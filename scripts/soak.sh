@@ -5,7 +5,7 @@
 # failover, a coordinated switch, a slot move, a dedicated cache, the network
 # faults through --net-proxy on every deployment that has proxies, the
 # partitions on docker), each with 32 clients on 4 keys for 60 s, over several
-# seeds. Long (45 cases x 5 seeds = 225 runs of 70-120 s, about 6 h): run it
+# seeds. Long (53 cases x 5 seeds = 265 runs of 70-120 s, about 7 h): run it
 # outside CI, in pieces; a run whose folder already holds results.json is not
 # run again, so a second call resumes.
 #
@@ -51,6 +51,14 @@ CASES=(
   "exec redis-py|baseline|--scenario baseline --recipe exec:examples/redis-py/adapter.py --fence none"
   "exec valkey-cli|baseline|--scenario baseline --recipe exec:examples/valkey-cli/adapter.sh --fence none"
   "exec kazoo|baseline|--scenario baseline --topology zookeeper --recipe exec:examples/kazoo/adapter.py"
+  "exec node-redis|baseline|--scenario baseline --topology cluster --recipe exec:examples/node-redis/adapter.js --fence none"
+  "exec redlock-py|baseline|--scenario redlock-baseline --recipe exec:examples/redlock-py/adapter.py"
+  "exec etcd-py|baseline|--scenario baseline --topology etcd --recipe exec:examples/etcd-py/adapter.py"
+  "exec pg-py|baseline|--scenario baseline --topology postgres --recipe exec:examples/pg-py/adapter.py"
+  "postgres|baseline|--scenario baseline --topology postgres --recipe pg-advisory"
+  "postgres|pg-pooler-session|--scenario pg-pooler-session"
+  "postgres|pg-xact-pooler-transaction|--scenario pg-xact-pooler-transaction"
+  "postgres|pg-terminated-holder|--scenario pg-terminated-holder"
   "sentinel|coordinated-failover|--scenario coordinated-failover"
   "standalone|standalone-coordinated|--scenario standalone-coordinated"
   "standalone|standalone-coordinated-force|--scenario standalone-coordinated-force"
