@@ -267,35 +267,7 @@ func (t *suite) run() {
 		t.holds(k, a)
 		return ""
 	})
-	if !t.srv.extendSetsTTL() {
-		// The lease is a session, whose timeout was fixed at connect, or
-		// an etcd lease, whose TTL was fixed at its grant: an extend keeps
-		// it alive for that long, and the key must stay.
-		t.check("extend with its own token", func() string {
-			k, a := t.fresh(5 * time.Second)
-			defer t.drop(k)
-			t.extend("extend", k, a, t.ttl(5*time.Second), history.OK)
-			t.holds(k, a)
-			t.pttlWithin(k, 3*time.Second, 5*time.Second, "extend renews the lease to its TTL")
-			_, kept := t.srv.says(k)
-			return kept
-		})
-	} else {
-		t.check("extend with its own token, longer TTL", func() string {
-			k, a := t.fresh(5 * time.Second)
-			defer t.drop(k)
-			t.extend("extend to 9 s", k, a, 9*time.Second, history.OK)
-			t.pttlWithin(k, 8*time.Second, 9*time.Second, "extend sets the TTL to ttl_ms from now")
-			return ""
-		})
-		t.check("extend with its own token, shorter TTL", func() string {
-			k, a := t.fresh(5 * time.Second)
-			defer t.drop(k)
-			t.extend("extend to 3 s", k, a, 3*time.Second, history.OK)
-			t.pttlWithin(k, 2*time.Second, 3*time.Second, "extend sets the TTL to ttl_ms from now, also when shorter (not added to what is left)")
-			return ""
-		})
-	}
+	t.extendCases()
 	// Of the foreign-token extends and releases that failed as they must,
 	// how many said "not_held": the summary speaks of those only, not of
 	// one that wrongly succeeded (its own case fails and says so).
@@ -344,55 +316,8 @@ func (t *suite) run() {
 	for _, c := range t.srv.cases(t) {
 		t.check(c.name, c.body)
 	}
-	t.check("concurrent requests on 8 keys", func() string {
-		keys := make([]string, 8)
-		for i := range keys {
-			keys[i] = t.key()
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(keys))
-		for i, key := range keys {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if v := recover(); v != nil {
-						if ce, isCase := v.(caseErr); isCase {
-							errs[i] = errors.New(ce.msg)
-							return
-						}
-						panic(v)
-					}
-				}()
-				tok := NewToken()
-				t.acquire("acquire "+key, key, tok, t.ttl(5*time.Second), history.OK)
-				t.release("release "+key, key, tok, history.OK)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			panic(caseErr{err.Error()})
-		}
-		return "answers matched by id"
-	})
-	t.check("fences", func() string {
-		if fenceA <= 0 {
-			return "none returned: runs need --fence none with this program"
-		}
-		k3, e, f := t.key(), NewToken(), NewToken()
-		defer t.drop(k3)
-		f1 := t.acquire("acquire", k3, e, t.ttl(5*time.Second), history.OK)
-		t.srv.fence(t, k3, e, f1)
-		t.release("release", k3, e, history.OK)
-		f2 := t.acquire("acquire again", k3, f, t.ttl(5*time.Second), history.OK)
-		t.srv.fence(t, k3, f, f2)
-		t.release("release", k3, f, history.OK)
-		if f1 <= 0 || f2 <= f1 {
-			panic(caseErr{fmt.Sprintf("fences %d then %d on one key: want positive and increasing", f1, f2)})
-		}
-		t.rep.Fences = true
-		return fmt.Sprintf("returned and increasing (%d, %d): --fence write and read-write can be used", f1, f2)
-	})
+	t.check("concurrent requests on 8 keys", t.concurrent)
+	t.check("fences", func() string { return t.fences(fenceA) })
 	if !t.silent.Load() && t.l.Err() == nil && notHeld < foreignFails {
 		fmt.Fprintf(t.out, "  note  %d of the %d foreign-token extend/release fails carry no \"not_held\": true, so in a run a client whose lease the server denies works on to its own deadline (docs/protocol.md)\n",
 			foreignFails-notHeld, foreignFails)
@@ -439,4 +364,93 @@ func twoProcesses(t *suite) string {
 		panic(caseErr{fmt.Sprintf("the second copy: %v", err)})
 	}
 	return "each refused the key while the other's session held it"
+}
+
+// extendCases: an extend with the grant's own token, as the server keeps a
+// lease.
+func (t *suite) extendCases() {
+	if !t.srv.extendSetsTTL() {
+		// The lease is a session, whose timeout was fixed at connect, or
+		// an etcd lease, whose TTL was fixed at its grant: an extend keeps
+		// it alive for that long, and the key must stay.
+		t.check("extend with its own token", func() string {
+			k, a := t.fresh(5 * time.Second)
+			defer t.drop(k)
+			t.extend("extend", k, a, t.ttl(5*time.Second), history.OK)
+			t.holds(k, a)
+			t.pttlWithin(k, 3*time.Second, 5*time.Second, "extend renews the lease to its TTL")
+			_, kept := t.srv.says(k)
+			return kept
+		})
+	} else {
+		t.check("extend with its own token, longer TTL", func() string {
+			k, a := t.fresh(5 * time.Second)
+			defer t.drop(k)
+			t.extend("extend to 9 s", k, a, 9*time.Second, history.OK)
+			t.pttlWithin(k, 8*time.Second, 9*time.Second, "extend sets the TTL to ttl_ms from now")
+			return ""
+		})
+		t.check("extend with its own token, shorter TTL", func() string {
+			k, a := t.fresh(5 * time.Second)
+			defer t.drop(k)
+			t.extend("extend to 3 s", k, a, 3*time.Second, history.OK)
+			t.pttlWithin(k, 2*time.Second, 3*time.Second, "extend sets the TTL to ttl_ms from now, also when shorter (not added to what is left)")
+			return ""
+		})
+	}
+}
+
+// concurrent sends the acquires and releases of 8 keys at once: the
+// program must answer each by its id.
+func (t *suite) concurrent() string {
+	keys := make([]string, 8)
+	for i := range keys {
+		keys[i] = t.key()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(keys))
+	for i, key := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					if ce, isCase := v.(caseErr); isCase {
+						errs[i] = errors.New(ce.msg)
+						return
+					}
+					panic(v)
+				}
+			}()
+			tok := NewToken()
+			t.acquire("acquire "+key, key, tok, t.ttl(5*time.Second), history.OK)
+			t.release("release "+key, key, tok, history.OK)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		panic(caseErr{err.Error()})
+	}
+	return "answers matched by id"
+}
+
+// fences: two grants of one key in a row return positive, increasing fences,
+// each checked against its source; fenceA is the first case's (0: none).
+func (t *suite) fences(fenceA int64) string {
+	if fenceA <= 0 {
+		return "none returned: runs need --fence none with this program"
+	}
+	k3, e, f := t.key(), NewToken(), NewToken()
+	defer t.drop(k3)
+	f1 := t.acquire("acquire", k3, e, t.ttl(5*time.Second), history.OK)
+	t.srv.fence(t, k3, e, f1)
+	t.release("release", k3, e, history.OK)
+	f2 := t.acquire("acquire again", k3, f, t.ttl(5*time.Second), history.OK)
+	t.srv.fence(t, k3, f, f2)
+	t.release("release", k3, f, history.OK)
+	if f1 <= 0 || f2 <= f1 {
+		panic(caseErr{fmt.Sprintf("fences %d then %d on one key: want positive and increasing", f1, f2)})
+	}
+	t.rep.Fences = true
+	return fmt.Sprintf("returned and increasing (%d, %d): --fence write and read-write can be used", f1, f2)
 }
