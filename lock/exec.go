@@ -181,7 +181,7 @@ func openExec(cfg Config) (Lock, error) {
 	// No Setpgid: the program stays in the client's process group, so the
 	// nemesis's SIGSTOP of the group stops it too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(os.Environ(), ExecEnv(cfg)...)
+	cmd.Env = append(inheritedEnv(os.Environ()), ExecEnv(cfg)...)
 	cmd.Stderr = os.Stderr // the client's diagnostics log
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -228,18 +228,36 @@ func openExec(cfg Config) (Lock, error) {
 	return l, nil
 }
 
+// endpointNames are the variables of ExecEnv that locate the deployment.
+var endpointNames = map[string]bool{
+	"LOCKJEPSEN_SENTINELS": true, "LOCKJEPSEN_MASTER_SET": true, "LOCKJEPSEN_ADDR": true, "LOCKJEPSEN_CLUSTER_NODES": true,
+	"LOCKJEPSEN_REDLOCK_NODES": true, "LOCKJEPSEN_ETCD_ENDPOINTS": true, "LOCKJEPSEN_ZK_SERVERS": true,
+	"LOCKJEPSEN_PG_DSN": true, "LOCKJEPSEN_DIAL_MAP": true,
+}
+
 // endpointVars names the variables of ExecEnv that locate the deployment
 // and are set for cfg, for a program that expected another.
 func endpointVars(cfg Config) []string {
 	var out []string
 	for _, kv := range ExecEnv(cfg) {
 		name, val, _ := strings.Cut(kv, "=")
-		switch name {
-		case "LOCKJEPSEN_SENTINELS", "LOCKJEPSEN_ADDR", "LOCKJEPSEN_CLUSTER_NODES", "LOCKJEPSEN_REDLOCK_NODES",
-			"LOCKJEPSEN_ETCD_ENDPOINTS", "LOCKJEPSEN_ZK_SERVERS", "LOCKJEPSEN_PG_DSN", "LOCKJEPSEN_DIAL_MAP":
-			if val != "" {
-				out = append(out, name)
-			}
+		if endpointNames[name] && name != "LOCKJEPSEN_MASTER_SET" && val != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// inheritedEnv is lockjepsen's own environment without the variables that
+// locate a deployment: a program must see only the deployment of this run.
+// One inherited from the shell would point it elsewhere; seen in the test
+// suite, whose LOCKJEPSEN_PG_DSN (the resource's test database) reached the
+// PostgreSQL adapter on a Valkey run, which then answered init ok.
+func inheritedEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); !endpointNames[name] {
+			out = append(out, kv)
 		}
 	}
 	return out

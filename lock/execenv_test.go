@@ -137,3 +137,26 @@ func TestExecInit(t *testing.T) {
 		})
 	}
 }
+
+// TestInheritedEnv: of lockjepsen's own environment a program keeps all but
+// the variables that locate a deployment, which only ExecEnv may set.
+func TestInheritedEnv(t *testing.T) {
+	tests := []struct {
+		in   string
+		kept bool
+	}{
+		{"PATH=/usr/bin", true},
+		{"LOCKJEPSEN_TEST_OWNER=TestX", true},
+		{"LOCKJEPSEN_PG_DSN=postgres://elsewhere/db", false},
+		{"LOCKJEPSEN_SENTINELS=10.0.0.1:26379", false},
+		{"LOCKJEPSEN_MASTER_SET=other", false},
+		{"LOCKJEPSEN_DIAL_MAP=a=b", false},
+		{"LOCKJEPSEN_ZK_SERVERS=", false},
+	}
+	for _, tt := range tests {
+		got := inheritedEnv([]string{tt.in})
+		if kept := len(got) == 1; kept != tt.kept {
+			t.Errorf("inheritedEnv(%q) kept %v, want %v", tt.in, kept, tt.kept)
+		}
+	}
+}
