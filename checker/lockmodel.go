@@ -64,7 +64,21 @@ func (s lockState) apply(o *Op, eps int64) (lockState, bool) {
 			return s, false
 		}
 		return lockState{holder: o.Token, lo: t + o.Lease() - eps, hi: leaseHi(o, eps), now: t}, true
-	case history.FExtend, history.FRelease:
+	case history.FRelease:
+		if o.revocation() {
+			// The server ended a session: it releases what the session
+			// holds then, if anything, and cannot fail.
+			if t > o.Return {
+				return s, false
+			}
+			if s.holder == anyone || slices.Contains(o.notes.session.tokens, s.holder) {
+				return lockState{holder: free, now: t}, true
+			}
+			s.now = t
+			return s, true
+		}
+		fallthrough
+	case history.FExtend:
 		if s.holder != o.Token && s.holder != anyone {
 			return s, false
 		}

@@ -49,6 +49,9 @@ type opNotes struct {
 	// noExpiry: the acquire's or extend's server never expires the lock
 	// (the history's expiry none).
 	noExpiry bool
+	// session: the op is the server ending a session (revoke.go); a
+	// pointer, so that opNotes stays comparable (the builder's map key).
+	session *sessionEnd
 }
 
 // FenceSource is where an acquire's or a fence op's number came from

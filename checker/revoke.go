@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -46,28 +47,48 @@ func revocations(nem []history.Event) []*Op {
 	return out
 }
 
-// revoke adds the revocation r to ops (one key's lock ops, in call order)
-// as a release of the token of the client's latest acquire called before
-// it: a session holds its key once, so that is the lock the session's end
-// took away, whichever token the nemesis saw (the client may have released
-// and taken the key again while the fault looked for its session). An
-// event that names a token keeps it.
+// revoke adds the revocation r to ops (one key's lock ops, in call order):
+// the end of the client's session, which releases whatever grant of the key
+// that session holds when it ends, and nothing when it holds none. Its Token
+// is the client's latest acquire called before it (an event that names a
+// token keeps it): the grant the fault found, which the double-holder count
+// reads. The model releases any grant of the client's that may be alive
+// when the session ends (sessionTokens, every acquire of the client's called
+// before the heal): the fault reads pg_locks, then terminates, and between
+// the two the holder may release (the session then ends holding nothing: a
+// soak of pg-terminated-holder saw the holder's release answered ok 22 ms
+// after the event, and a model that released the token a second time called
+// that ok impossible) or release and take the key again (the new grant goes).
 func revoke(ops []*Op, r *Op) []*Op {
-	if r.Token == "" {
-		for _, o := range ops {
-			if o.Call > r.Call {
-				break
-			}
-			if o.F == history.FAcquire && o.Client == r.Client && o.Outcome != history.Fail {
+	var tokens []string
+	named := r.Token != ""
+	for _, o := range ops {
+		if o.Call > r.Return {
+			break
+		}
+		if o.F == history.FAcquire && o.Client == r.Client && o.Outcome != history.Fail {
+			if o.Call <= r.Call && !named {
 				r.Token = o.Token
 			}
+			tokens = append(tokens, o.Token)
 		}
 	}
-	if r.Token == "" {
+	if r.Token != "" && !slices.Contains(tokens, r.Token) {
+		tokens = append(tokens, r.Token)
+	}
+	if len(tokens) == 0 {
 		return ops
 	}
+	r.notes = &opNotes{session: &sessionEnd{tokens: tokens}}
 	return insertByCall(ops, r)
 }
+
+// sessionEnd is what a revocation releases: the grants the session may
+// hold when it ends.
+type sessionEnd struct{ tokens []string }
+
+// revocation says whether o is a server's end of a session (revoke).
+func (o *Op) revocation() bool { return o.notes != nil && o.notes.session != nil }
 
 // insertByCall adds o to ops, which are in call order, keeping the order.
 func insertByCall(ops []*Op, o *Op) []*Op {

@@ -53,6 +53,14 @@ func TestRevocationEndsTheLease(t *testing.T) {
 		{"ended after the second grant", revoke(base().acq(1, "B", 1000, 200, 201, ok, 2), 0, "lock:{job}", 300), Invalid},
 		// A stale holder's writes are still the resource's business: the
 		// revocation changes the lock's verdict only.
+		// The fault reads pg_locks, then terminates: the holder may
+		// release between the two, and its session ends holding nothing.
+		{"the holder released between the event and its heal", revoke(base(), 0, "lock:{job}", 100).rel(0, "A", 105, 106, ok).acq(1, "B", 1000, 200, 201, ok, 2), Valid},
+		{"the holder released after the heal", revoke(base(), 0, "lock:{job}", 100).rel(0, "A", 130, 131, ok).acq(1, "B", 1000, 200, 201, ok, 2), Invalid},
+		{"released and granted again between the event and its heal: the new grant goes",
+			revoke(base(), 0, "lock:{job}", 100).rel(0, "A", 102, 103, ok).acq(0, "A2", 1000, 104, 105, ok, 3).acq(1, "B", 1000, 200, 201, ok, 4), Valid},
+		{"granted again after the heal: the new grant stays",
+			revoke(base(), 0, "lock:{job}", 100).acq(0, "A2", 1000, 150, 151, ok, 3).acq(1, "B", 1000, 200, 201, ok, 4), Invalid},
 		{"A released, then granted again, then ended: the latest grant goes",
 			revoke(base().rel(0, "A", 50, 51, ok).acq(0, "A2", 1000, 60, 61, ok, 3), 0, "lock:{job}", 100).acq(1, "B", 1000, 200, 201, ok, 4), Valid},
 	}

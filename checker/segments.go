@@ -42,7 +42,9 @@ func lockCuts(ops []*Op) []int {
 		}
 	}
 	for i, o := range ops {
-		if o.F == history.FRelease && o.Outcome == history.OK &&
+		// A session's end may release nothing (revoke): the key is not
+		// known free after it.
+		if o.F == history.FRelease && o.Outcome == history.OK && !o.revocation() &&
 			maxRet < o.Call && nextCall[i+1] > o.Return {
 			cuts = append(cuts, i)
 		}

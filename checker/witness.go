@@ -98,6 +98,20 @@ func tenures(ops []*Op, eps int64) []*tenure {
 			t.releases = append(t.releases, o)
 		}
 	}
+	// A session's end may release any grant the session held when it ended
+	// (revoke): it cuts the tenure of each of them, not only the one the
+	// fault named.
+	for _, o := range ops {
+		if !o.revocation() {
+			continue
+		}
+		for _, tok := range o.notes.session.tokens {
+			if t := by[tok]; t != nil && tok != o.Token {
+				t.releases = append(t.releases, o)
+				sort.SliceStable(t.releases, func(i, j int) bool { return t.releases[i].Call < t.releases[j].Call })
+			}
+		}
+	}
 	var out []*tenure
 	for _, tok := range order {
 		t := by[tok]
@@ -263,7 +277,9 @@ func witnessesAndTenures(ops []*Op, eps int64) ([]witness, []*tenure) {
 	var qs []*Op
 	unknownBefore := make(map[string]int64) // token → call of its first unknown acquire
 	for _, o := range ops {
-		if o.Outcome == history.OK && o.Return != never {
+		// A session's end releases what the session holds, if anything: it
+		// is never a release by a non-holder.
+		if o.Outcome == history.OK && o.Return != never && !o.revocation() {
 			qs = append(qs, o)
 		}
 		if o.F == history.FAcquire && o.Outcome == history.Info {
