@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -203,97 +204,218 @@ func valuePlot(r *Report, l layout, title, ylabel string, val func(CellStats) (f
 	return p, nil
 }
 
-// WritePlots writes probability, exposure and cost (safety above latency
-// above refusals, aligned on the same configuration axis) as PNG and SVG.
-func WritePlots(dir string, r *Report) error {
+// Plots renders a sweep's pictures from its report alone, by file name:
+// probability, exposure, data (what reached the resource), tradeoff (cost
+// against safety, one point a cell) and cost (safety above latency above
+// refusals, aligned on the same configuration axis). They are a function of
+// sweep.json, byte for byte, so the docs generator can keep the committed
+// ones current.
+func Plots(r *Report) (map[string][]byte, error) {
 	l := newLayout(r)
 	w := vg.Length(math.Max(9, 1.4*float64(len(l.configs))+3)) * vg.Inch
+	files := map[string][]byte{}
 	prob, err := probabilityPlot(r, l)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := save(prob, w, 5*vg.Inch, filepath.Join(dir, "probability")); err != nil {
-		return err
+	if err := render(files, prob, w, 5*vg.Inch, "probability"); err != nil {
+		return nil, err
 	}
 	exp, err := exposurePlot(r, l)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := save(exp, w, 5*vg.Inch, filepath.Join(dir, "exposure")); err != nil {
-		return err
+	if err := render(files, exp, w, 5*vg.Inch, "exposure"); err != nil {
+		return nil, err
+	}
+	data, err := dataPlot(r, l)
+	if err != nil {
+		return nil, err
+	}
+	if err := render(files, data, w, 5*vg.Inch, "data"); err != nil {
+		return nil, err
+	}
+	lat, avail, err := tradeoffPlots(r, l)
+	if err != nil {
+		return nil, err
+	}
+	if err := renderRow(files, []*plot.Plot{lat, avail}, 14*vg.Inch, 6*vg.Inch, "tradeoff"); err != nil {
+		return nil, err
 	}
 	safety, err := probabilityPlot(r, l)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	safety.Title.Text = "safety: P(double grant per failover)"
-	lat, err := valuePlot(r, l, "cost: granted acquire latency, p50 (dot) to p99 (bar top)", "ms",
+	latency, err := valuePlot(r, l, "cost: granted acquire latency, p50 (dot) to p99 (bar top)", "ms",
 		func(c CellStats) (float64, float64, bool) {
 			return c.AcquireOKMs.P50, c.AcquireOKMs.P99, c.AcquireOKMs.Count > 0
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	av, err := valuePlot(r, l, "cost: acquires refused by errors (dot) and refused or timed out (bar top), %", "% of acquires",
 		func(c CellStats) (float64, float64, bool) {
 			return 100 * c.RefusedShare, 100 * (c.RefusedShare + c.UnknownShare), c.Acquires.Total > 0
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	stack := []*plot.Plot{safety, lat, av}
+	stack := []*plot.Plot{safety, latency, av}
 	if r.Plan.HasDeployments() {
 		// A comparison of deployments: what reached the data, beside what
 		// the lock service did.
 		safety.Title.Text = "safety: P(double grant per opportunity: failover or fault)"
-		st, err := valuePlot(r, l, "data: P(stale write accepted per opportunity) % (dot), 95% upper bound (bar top)", "%",
-			func(c CellStats) (float64, float64, bool) {
-				if c.PStale == nil {
-					return 0, 0, false
-				}
-				return 100 * *c.PStale, 100 * c.PStaleHigh, true
-			})
+		st, err := dataPlot(r, l)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		stack = []*plot.Plot{safety, st, lat, av}
+		stack = []*plot.Plot{safety, st, latency, av}
 	}
-	return saveStack(stack, w, vg.Length(4*len(stack))*vg.Inch, filepath.Join(dir, "cost"))
+	if err := renderTiles(files, stack, 1, w, vg.Length(4*len(stack))*vg.Inch, "cost"); err != nil {
+		return nil, err
+	}
+	return files, nil
 }
 
-func save(p *plot.Plot, w, h vg.Length, base string) error {
-	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(w, h, base+ext); err != nil {
-			return fmt.Errorf("save %s%s: %w", base, ext, err)
+// WritePlots writes Plots into dir.
+func WritePlots(dir string, r *Report) error {
+	files, err := Plots(r)
+	if err != nil {
+		return err
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("save %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// saveStack draws plots one above the other with aligned axes (PNG only:
-// gonum's Align draws onto one canvas, and the PNG is what index.html shows).
-func saveStack(ps []*plot.Plot, w, h vg.Length, base string) error {
+// dataPlot: P(stale write accepted per opportunity) with its upper bound,
+// what the fence (or its absence) let reach the resource: a double grant
+// that no stale write followed corrupted nothing.
+func dataPlot(r *Report, l layout) (*plot.Plot, error) {
+	return valuePlot(r, l, "data: P(stale write accepted per opportunity) % (dot), 95% upper bound (bar top)", "%",
+		func(c CellStats) (float64, float64, bool) {
+			if c.PStale == nil {
+				return 0, 0, false
+			}
+			return 100 * *c.PStale, 100 * c.PStaleHigh, true
+		})
+}
+
+// tradeoffPlots: the operator's trade-off in one look, one point a cell:
+// P(double grant) along x against what a grant costs (p99 of granted
+// acquires) and how often the lock answered at all (availability). A
+// setting worth its cost sits left; one that buys nothing sits right and up.
+func tradeoffPlots(r *Report, l layout) (*plot.Plot, *plot.Plot, error) {
+	lat, err := tradeoffPlot(r, l, "cost against safety: granted acquire p99", "granted acquire p99, ms",
+		func(c CellStats) (float64, bool) { return c.AcquireOKMs.P99, c.AcquireOKMs.Count > 0 })
+	if err != nil {
+		return nil, nil, err
+	}
+	avail, err := tradeoffPlot(r, l, "cost against safety: availability", "acquires answered by a working lock, %",
+		func(c CellStats) (float64, bool) { return 100 * c.Availability, c.Acquires.Total > 0 })
+	if err != nil {
+		return nil, nil, err
+	}
+	avail.Y.Max = 100
+	// One legend, where the points are not: the colours are the same in
+	// both panels, and a lock that answers less than half its acquires
+	// is rare.
+	lat.Legend = plot.NewLegend()
+	avail.Legend.Top = false
+	return lat, avail, nil
+}
+
+func tradeoffPlot(r *Report, l layout, title, ylabel string, y func(CellStats) (float64, bool)) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "P(double grant per opportunity), %"
+	p.Y.Label.Text = ylabel
+	p.X.Min, p.X.Max, p.Y.Min = 0, 112, 0 // room for the labels of the cells at 100%
+	p.Add(plotter.NewGrid())
+	for fi, f := range l.faults {
+		var xy plotter.XYs
+		var labels []string
+		for _, c := range r.Cells {
+			v, ok := y(c)
+			if c.Fault != f || c.P == nil || !ok {
+				continue
+			}
+			xy = append(xy, plotter.XY{X: 100 * *c.P, Y: v})
+			labels = append(labels, c.Config)
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(xy)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", title, err)
+		}
+		s.GlyphStyle.Color = palette[fi%len(palette)]
+		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		s.GlyphStyle.Radius = vg.Points(4)
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: labels})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", title, err)
+		}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].Color = palette[fi%len(palette)]
+			lb.TextStyle[i].Font.Size = vg.Points(7)
+		}
+		lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-3)}
+		p.Add(s, lb)
+		p.Legend.Add(f, s)
+	}
+	return p, nil
+}
+
+// render draws p as PNG and SVG into files.
+func render(files map[string][]byte, p *plot.Plot, w, h vg.Length, base string) error {
+	for _, ext := range []string{"png", "svg"} {
+		wt, err := p.WriterTo(w, h, ext)
+		if err != nil {
+			return fmt.Errorf("draw %s.%s: %w", base, ext, err)
+		}
+		var b bytes.Buffer
+		if _, err := wt.WriteTo(&b); err != nil {
+			return fmt.Errorf("draw %s.%s: %w", base, ext, err)
+		}
+		files[base+"."+ext] = b.Bytes()
+	}
+	return nil
+}
+
+// renderRow draws plots side by side (PNG only).
+func renderRow(files map[string][]byte, ps []*plot.Plot, w, h vg.Length, base string) error {
+	return renderTiles(files, ps, len(ps), w, h, base)
+}
+
+// renderTiles draws plots on one canvas, cols a row, with aligned axes (PNG
+// only: gonum's Align draws onto one canvas, and the PNG is what index.html
+// shows).
+func renderTiles(files map[string][]byte, ps []*plot.Plot, cols int, w, h vg.Length, base string) error {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	grid := make([][]*plot.Plot, len(ps))
-	for i, p := range ps {
-		grid[i] = []*plot.Plot{p}
+	rows := (len(ps) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
 	}
-	tiles := draw.Tiles{Rows: len(ps), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6), PadY: vg.Points(12)}
+	for i, p := range ps {
+		grid[i/cols][i%cols] = p
+	}
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6), PadX: vg.Points(18), PadY: vg.Points(12)}
 	canvases := plot.Align(grid, tiles, dc)
 	for i, p := range ps {
-		p.Draw(canvases[i][0])
+		p.Draw(canvases[i/cols][i%cols])
 	}
-	f, err := os.Create(base + ".png")
-	if err != nil {
-		return fmt.Errorf("save %s.png: %w", base, err)
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
+		return fmt.Errorf("draw %s.png: %w", base, err)
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("save %s.png: %w", base, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("save %s.png: %w", base, err)
-	}
+	files[base+".png"] = b.Bytes()
 	return nil
 }

@@ -153,14 +153,15 @@ img{max-width:100%;border:1px solid #eee}code{background:#f4f4f4;padding:0 .2em}
 table.grid td{text-align:left;vertical-align:top;min-width:11em}table.grid td.ok{background:#dff3df}
 table.grid td.open{background:#fdf1d6}table.grid td.hit{background:#f8d7d4}table.grid td.na,table.grid td.none{background:#f2f2f2;color:#777}
 table.grid small{display:block;color:#444}table.grid th{text-align:left}
+table.grid details{font-size:.85em;color:#444}table.grid summary{cursor:pointer}
 </style></head><body>
 <h1>{{.Title}}</h1>
 <table class="grid"><tr><th>{{.Kind}}</th>{{range .R.Plan.Faults}}<th>{{.Name}}</th>{{end}}</tr>
-{{range .Grid}}<tr><th style="text-align:left">{{.Config}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}"{{if .Cell}} id="{{.Cell}}"{{end}}>{{.Lock}}{{if .Stale}}<small>stale write accepted: {{.Stale}}</small>{{end}}{{if .Trial}}<small><a href="{{.Trial}}/index.html">a trial</a></small>{{end}}{{if .Command}}<small><code>{{.Command}}</code></small>{{end}}</td>{{end}}</tr>
+{{range .Grid}}<tr><th style="text-align:left">{{.Config}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}"{{if .Cell}} id="{{.Cell}}"{{end}}>{{.Lock}}{{if .Stale}}<small>stale write accepted: {{.Stale}}</small>{{end}}{{if .Trial}}<small><a href="{{.Trial}}/index.html">a trial</a></small>{{end}}{{if .Command}}<details><summary>rerun</summary><code>{{.Command}}</code></details>{{end}}</td>{{end}}</tr>
 {{end}}</table>
 <p class="muted">Each cell: P(double grant) per opportunity, then P(stale write accepted), with 95% Wilson intervals.
 Green: no hit and both upper bounds under {{printf "%.0f" (pct .Bound)}}%; amber: no hit yet, the bound still wider; red: hits.
-Hover a cell for its opportunities, availability, latency and liveness.</p>
+Hover a cell for its opportunities, availability, latency and liveness; open its “rerun” for the command that measures it again.</p>
 <p>Scenario <code>{{.R.Plan.Scenario}}</code>, run {{.R.Trials}} time(s) across {{len .R.Plan.Configs}} {{.Kind}}(s)
 × {{len .R.Plan.Faults}} fault kind(s); seeds {{.R.Plan.Seed}}, {{.R.Plan.Seed}}+1, … (trial <i>n</i> of every
 cell shares a seed). {{.Wall}}
@@ -174,11 +175,19 @@ client that overslept its lease. P is counted per failover (per injected fault f
 that produced two double grants counts once. An interval that reaches far above 0 with 0 hits means “not seen”, not
 “closed”: run more trials (<code>--min-failovers</code>).</p>
 
-<h2>Safety</h2>
+<h2>Safety: the lock, then the data</h2>
+<p class="muted">Above, how often the lock service granted a lock twice; below, how often a stale write reached the
+resource: a double grant that the fence caught corrupted nothing, a stale write that got through did.</p>
 <img src="probability.png" alt="double grant probability per configuration">
+<img src="data.png" alt="stale write accepted probability per configuration">
+<h2>Cost against safety</h2>
+<p class="muted">One point a cell: P(double grant) along x, against the p99 of granted acquires and the share of
+acquires a working lock answered. A setting worth its cost sits to the left; one that pays latency or availability
+for nothing sits to the right.</p>
+<img src="tradeoff.png" alt="p99 latency and availability against double grant probability, one point a cell">
 <h2>The window</h2>
 <img src="exposure.png" alt="exposure window distribution">
-<h2>Cost beside safety</h2>
+<h2>Cost beside safety, per configuration</h2>
 <img src="cost.png" alt="probability, latency and refusals per configuration">
 
 <h2>Table</h2>

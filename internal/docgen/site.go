@@ -20,7 +20,8 @@ import (
 // that is not committed), and results/index.html, one page that links every
 // row of results/README.md's table with the headline of its grid.
 
-// sweepPages renders index.html of every sweep folder under results/.
+// sweepPages renders index.html and the plots of every sweep folder under
+// results/.
 func sweepPages(root string) (map[string][]byte, map[string]*sweep.Report, error) {
 	pages, reports := map[string][]byte{}, map[string]*sweep.Report{}
 	linked := committedTrials(root)
@@ -39,6 +40,18 @@ func sweepPages(root string) (map[string][]byte, map[string]*sweep.Report, error
 		}
 		rel, _ := filepath.Rel(root, filepath.Join(dir, runfolder.Index))
 		pages[rel], reports[filepath.Dir(rel)] = b, r
+		// The pictures the page shows are sweep.json's too: drawn here,
+		// they cannot lag a rejoined row or a new kind of plot. PNG only:
+		// an SVG of every exposure point runs to megabytes.
+		plots, err := sweep.Plots(r)
+		if err != nil {
+			return fmt.Errorf("plots of %s: %w", dir, err)
+		}
+		for name, b := range plots {
+			if filepath.Ext(name) == ".png" {
+				pages[filepath.Join(filepath.Dir(rel), name)] = b
+			}
+		}
 		return nil
 	})
 	return pages, reports, err
