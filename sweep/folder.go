@@ -20,7 +20,15 @@ const (
 	TrialLog    = runfolder.RunLog // the runner's phase log of one trial, written by the runner
 	ReportJSON  = "sweep.json"     // every aggregate (Report)
 	ReportCSV   = "sweep.csv"      // one row per cell (docs/sweep.md)
+	// Evidence holds, per red cell, a trial that showed the violation,
+	// shrunk (evidence/<cell>/: lockjepsen sweep evidence writes it): a few
+	// kilobytes a cell, so a committed row keeps it where it cannot keep
+	// its trials.
+	Evidence = "evidence"
 )
+
+// EvidenceDir is the folder of a cell's evidence in the sweep folder dir.
+func EvidenceDir(dir, cell string) string { return filepath.Join(dir, Evidence, cell) }
 
 // writePlan writes a sweep's plan.json, atomically.
 func writePlan(path string, p Plan) error { return runfolder.WriteJSON(path, p) }

@@ -23,6 +23,7 @@ type GridCell struct {
 	Stale   string // P(stale write accepted)
 	Title   string // what a hover shows: opportunities, availability, liveness
 	Trial   string // the cell's first trial folder (relative to the sweep), "" when the trials are not at hand
+	Shrunk  string // the cell's evidence folder (relative): a violating trial shrunk, "" when there is none
 	Cell    string // the cell's id
 	Command string // the command that reruns the cell
 }
@@ -35,13 +36,18 @@ type GridRow struct {
 }
 
 // Grid lays the report out as the scoreboard; trials maps a cell id to its
-// trial folders (relative), nil when the trials are not at hand.
-func Grid(r *Report, trials map[string][]string) []GridRow {
+// trial folders (relative), nil when the trials are not at hand, and shrunk
+// a cell id to its evidence folder (relative; sweep evidence writes them).
+func Grid(r *Report, trials map[string][]string, shrunk map[string]string) []GridRow {
 	var rows []GridRow
 	for _, c := range r.Plan.Configs {
 		row := GridRow{Config: c.Name, Note: c.Note}
 		for _, f := range r.Plan.Faults {
-			row.Cells = append(row.Cells, gridCell(r, c, f, trials))
+			g := gridCell(r, c, f, trials)
+			if g.Cell != "" {
+				g.Shrunk = shrunk[g.Cell]
+			}
+			row.Cells = append(row.Cells, g)
 		}
 		rows = append(rows, row)
 	}
@@ -101,14 +107,32 @@ func gridCell(r *Report, c Config, f Fault, trials map[string][]string) GridCell
 
 // rerunCommand is the sweep that measures one cell again on its own.
 func rerunCommand(p Plan, c Config, f Fault) string {
-	cfg := "--configs " + c.Name
-	if _, err := LookupConfig(c.Name); err != nil {
-		cfg = "--config '" + c.Spec() + "'"
+	args := RerunArgs(p, c, f, max(p.Trials, 1))
+	if args == nil {
+		return ""
 	}
+	// Quoted for a shell. A --config alone once read as "the default
+	// settings and this one": --configs '' says "this one only".
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " ;'") {
+			args[i] = "'" + a + "'"
+		}
+	}
+	return "lockjepsen " + strings.Join(args, " ")
+}
+
+// RerunArgs are the arguments of the sweep that runs one cell again on its
+// own, trials times; nil for a fault point with parameters (its plan.json
+// holds it).
+func RerunArgs(p Plan, c Config, f Fault, trials int) []string {
 	if _, err := LookupFault(f.Name); err != nil {
-		return "" // a fault point with parameters: its plan.json holds it
+		return nil
 	}
-	return fmt.Sprintf("lockjepsen sweep --scenario %s %s --faults %s --trials %d", p.Scenario, cfg, f.Name, max(p.Trials, 1))
+	args := []string{"sweep", "--scenario", p.Scenario, "--configs", c.Name}
+	if _, err := LookupConfig(c.Name); err != nil {
+		args = []string{"sweep", "--scenario", p.Scenario, "--configs", "", "--config", c.Spec()}
+	}
+	return append(args, "--faults", f.Name, "--trials", fmt.Sprint(trials))
 }
 
 // Spec is c as --config takes it, NAME=KNOB;KNOB... (ParseConfig's inverse).

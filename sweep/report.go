@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -157,7 +158,7 @@ table.grid details{font-size:.85em;color:#444}table.grid summary{cursor:pointer}
 </style></head><body>
 <h1>{{.Title}}</h1>
 <table class="grid"><tr><th>{{.Kind}}</th>{{range .R.Plan.Faults}}<th>{{.Name}}</th>{{end}}</tr>
-{{range .Grid}}<tr><th style="text-align:left">{{.Config}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}"{{if .Cell}} id="{{.Cell}}"{{end}}>{{.Lock}}{{if .Stale}}<small>stale write accepted: {{.Stale}}</small>{{end}}{{if .Trial}}<small><a href="{{.Trial}}/index.html">a trial</a></small>{{end}}{{if .Command}}<details><summary>rerun</summary><code>{{.Command}}</code></details>{{end}}</td>{{end}}</tr>
+{{range .Grid}}<tr><th style="text-align:left">{{.Config}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}"{{if .Cell}} id="{{.Cell}}"{{end}}>{{.Lock}}{{if .Stale}}<small>stale write accepted: {{.Stale}}</small>{{end}}{{if .Trial}}<small><a href="{{.Trial}}/index.html">a trial</a></small>{{end}}{{if .Shrunk}}<small><a href="{{.Shrunk}}/index.html">the violation, shrunk</a></small>{{end}}{{if .Command}}<details><summary>rerun</summary><code>{{.Command}}</code></details>{{end}}</td>{{end}}</tr>
 {{end}}</table>
 <p class="muted">Each cell: P(double grant) per opportunity, then P(stale write accepted), with 95% Wilson intervals.
 Green: no hit and both upper bounds under {{printf "%.0f" (pct .Bound)}}%; amber: no hit yet, the bound still wider; red: hits.
@@ -299,10 +300,79 @@ func RenderIndexLinking(dir string, r *Report, linked func(trialDir string) bool
 		pg.Cells = append(pg.Cells, row)
 		trials[c.Cell] = row.Trials
 	}
-	pg.Grid = Grid(r, trials)
+	pg.Grid = Grid(r, trials, evidenceLinks(dir, r, linked))
 	var b bytes.Buffer
 	if err := indexTmpl.Execute(&b, pg); err != nil {
 		return nil, fmt.Errorf("render %s's index.html: %w", dir, err)
 	}
 	return b.Bytes(), nil
+}
+
+// evidenceLinks maps each cell to its evidence folder, relative to dir: in
+// dir's own evidence/, or, for a joined report, in the evidence/ of the row
+// folder the cell was taken from (a row's evidence serves every report that
+// joins it). A joined part's Dir is as the join was given it, from the
+// repository's root.
+func evidenceLinks(dir string, r *Report, linked func(string) bool) map[string]string {
+	from := map[string]string{}
+	if root := moduleRoot(dir); root != "" {
+		for _, j := range r.Joined {
+			part := j.Dir
+			if !filepath.IsAbs(part) {
+				part = filepath.Join(root, part)
+			}
+			for _, c := range j.Cells {
+				from[c] = part
+			}
+		}
+	}
+	out := map[string]string{}
+	for _, c := range r.Cells {
+		for _, base := range []string{dir, from[c.Cell]} {
+			if base == "" {
+				continue
+			}
+			ev := EvidenceDir(base, c.Cell)
+			if _, err := os.Stat(filepath.Join(ev, runfolder.Index)); err != nil || (linked != nil && !linked(ev)) {
+				continue
+			}
+			if rel, err := relative(dir, ev); err == nil {
+				out[c.Cell] = filepath.ToSlash(rel)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// moduleRoot is the nearest folder above dir that holds go.mod, "" when none.
+func moduleRoot(dir string) string {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return ""
+		}
+		d = up
+	}
+}
+
+// relative is target's path from dir, either of them absolute or relative
+// to the working directory.
+func relative(dir, target string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	t, err := filepath.Abs(target)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(d, t)
 }

@@ -201,6 +201,7 @@ var flagAccepts = map[string]string{
 	"sweep --file ":                     "empty --file: the flags make the plan",
 	"sweep --shard ":                    "empty --shard runs every trial",
 	"sweep merge --out ":                "empty --out is the default, results/<timestamp>-sweep",
+	"sweep evidence --cells ":           "empty --cells is every red cell",
 	"sweep --metrics-addr ":             "empty --metrics-addr serves no metrics",
 	"run --metrics-addr ":               "empty --metrics-addr serves no metrics",
 	"check --epsilon -Inf":              "check takes any epsilon and warns of what it cannot see (an old run is re-checked, not refused)",
@@ -276,6 +277,7 @@ func TestEveryFlagRefusesBadValues(t *testing.T) {
 		"lab":             {nil, {"1"}},
 		"sweep merge":     {nil, {shard}},
 		"sweep join":      {{"--out", filepath.Join(fixtures, "joined")}, {sweepDir}},
+		"sweep evidence":  {nil, {sweepDir}},
 		"resource export": {{"--db", db}, nil},
 	}
 

@@ -25,7 +25,7 @@ import (
 
 func init() {
 	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep,
-		subcommands: []string{"merge", "join"}})
+		subcommands: []string{"merge", "join", "evidence"}})
 }
 
 // multiFlag collects a repeatable flag.
@@ -40,7 +40,8 @@ func sweepUsage() string {
 		"       lockjepsen sweep --resume DIR [--aggregate]\n" +
 		"       lockjepsen sweep --shard I/N [flags]   one shard of a sweep (I defaults to $JOB_COMPLETION_INDEX)\n" +
 		"       lockjepsen sweep merge [--out DIR] SHARD-DIR...   one sweep from shard folders\n" +
-		"       lockjepsen sweep join --out DIR SWEEP-DIR...   one report from sweeps of disjoint cells (a row at a time)\n\nconfigurations (--configs; join with '+' to combine):\n")
+		"       lockjepsen sweep join --out DIR SWEEP-DIR...   one report from sweeps of disjoint cells (a row at a time)\n" +
+		"       lockjepsen sweep evidence [--attempts N] DIR   a shrunk violating trial for each red cell, linked from its grid\n\nconfigurations (--configs; join with '+' to combine):\n")
 	for _, c := range sweep.Catalog {
 		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
 	}
@@ -75,6 +76,9 @@ func runSweep(args []string) int {
 	}
 	if len(args) > 0 && args[0] == "join" {
 		return runSweepJoin(args[1:])
+	}
+	if len(args) > 0 && args[0] == "evidence" {
+		return runSweepEvidence(args[1:])
 	}
 	f, code, ok := parseSweepFlags(args)
 	if !ok {

@@ -74,8 +74,16 @@ func committedTrials(root string) func(string) bool {
 			tracked[filepath.FromSlash(f)] = true
 		}
 	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil
+	}
 	return func(dir string) bool {
-		rel, err := filepath.Rel(root, filepath.Join(dir, runfolder.Index))
+		abs, err := filepath.Abs(filepath.Join(dir, runfolder.Index))
+		if err != nil {
+			return false
+		}
+		rel, err := filepath.Rel(absRoot, abs)
 		return err == nil && tracked[rel]
 	}
 }
@@ -91,7 +99,7 @@ type siteRow struct {
 // headline counts a sweep's grid by colour and names its worst cell.
 func headline(r *sweep.Report) (s string, red, amber, green int) {
 	worst, worstP := "", -1.0
-	for _, row := range sweep.Grid(r, nil) {
+	for _, row := range sweep.Grid(r, nil, nil) {
 		for _, c := range row.Cells {
 			switch c.Class {
 			case "hit":
