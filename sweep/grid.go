@@ -111,14 +111,21 @@ func rerunCommand(p Plan, c Config, f Fault) string {
 	if args == nil {
 		return ""
 	}
-	// Quoted for a shell. A --config alone once read as "the default
-	// settings and this one": --configs '' says "this one only".
+	return "lockjepsen " + ShellJoin(args)
+}
+
+// ShellJoin is args as a shell reads them back: an empty one or one with a
+// space, ';' or quote in single quotes (a --config alone once read as "the
+// default settings and this one": --configs '' says "this one only").
+func ShellJoin(args []string) string {
+	out := make([]string, len(args))
 	for i, a := range args {
+		out[i] = a
 		if a == "" || strings.ContainsAny(a, " ;'") {
-			args[i] = "'" + a + "'"
+			out[i] = "'" + a + "'"
 		}
 	}
-	return "lockjepsen " + strings.Join(args, " ")
+	return strings.Join(out, " ")
 }
 
 // RerunArgs are the arguments of the sweep that runs one cell again on its

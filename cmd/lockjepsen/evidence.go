@@ -118,7 +118,7 @@ func evidenceFor(exe string, args []string, cell, ev string, attempts int) (bool
 			return false, err
 		}
 		out := filepath.Join(tmp, "sweep")
-		fmt.Printf("%s: attempt %d of %d: lockjepsen %s\n", cell, i, attempts, strings.Join(args, " "))
+		fmt.Printf("%s: attempt %d of %d: lockjepsen %s --seed %d\n", cell, i, attempts, sweep.ShellJoin(args), i)
 		cmd := exec.Command(exe, append(append([]string{}, args...), "--seed", fmt.Sprint(i), "--out", out)...)
 		cmd.Stdout, cmd.Stderr = nil, os.Stderr
 		if err := cmd.Run(); err != nil {
