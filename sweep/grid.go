@@ -116,7 +116,7 @@ func rerunCommand(p Plan, c Config, f Fault) string {
 
 // ShellJoin is args as a shell reads them back: an empty one or one with a
 // space, ';' or quote in single quotes (a --config alone once read as "the
-// default settings and this one": --configs ” says "this one only").
+// default settings and this one": an empty --configs says "this one only").
 func ShellJoin(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
