@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,34 @@ func TestParseFaultsAt(t *testing.T) {
 			t.Errorf("ParseFaultsAt(%q): error %v, want %q", tt.in, err, tt.err)
 		case tt.err == "" && (err != nil || !reflect.DeepEqual(got, tt.want)):
 			t.Errorf("ParseFaultsAt(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// A time limit too short for one fault names the limit that holds it: the
+// one asked for, given, plans a step (it once left out the fault's own
+// duration and asked a user who gave 8s for 7s).
+func TestTooShortNamesALimitThatWorks(t *testing.T) {
+	for _, fault := range []string{"net-latency", "net-timeout", "cut-replication", "pause-client"} {
+		for seed := int64(1); seed <= 5; seed++ {
+			p := params(seed, fault)
+			p.TimeLimit = 4 * time.Second
+			_, err := Plan(p)
+			if err == nil {
+				t.Fatalf("%s: 4s planned a step", fault)
+			}
+			m := regexp.MustCompile(`use at least (\S+)$`).FindStringSubmatch(err.Error())
+			if m == nil {
+				t.Fatalf("%s: %v names no limit", fault, err)
+			}
+			d, perr := time.ParseDuration(m[1])
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			p.TimeLimit = d
+			if steps, err := Plan(p); err != nil || len(steps) == 0 {
+				t.Errorf("%s seed %d: the limit the message named, %v, planned %d steps (%v)", fault, seed, d, len(steps), err)
+			}
 		}
 	}
 }
