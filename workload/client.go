@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -88,11 +90,42 @@ type client struct {
 	replyArmed ReplyControl // a reply fault waiting for its operation
 }
 
+// openPatience is how long a client tries to open its recipe while the
+// network answers with a reset, a refusal or silence.
+const openPatience = 10 * time.Second
+
+// openRetrying opens the recipe, again after a transient network error,
+// until patience runs out: a client starts while the runner's proxies and
+// the machine are busy, and the runner has already checked the server. A
+// soak run on a machine loaded to 15 lost a client to one "connection reset
+// by peer" at its first connection; the client exited, and the run stopped
+// with exit 254 as if a program had broken the protocol. Other errors are
+// returned at once.
+func openRetrying(cfg lock.Config, logw io.Writer, patience time.Duration) (lock.Lock, error) {
+	deadline := time.Now().Add(patience)
+	wait := 50 * time.Millisecond
+	for {
+		lk, err := lock.Open(cfg)
+		if err == nil || !transientNetErr(err) || time.Now().Add(wait).After(deadline) {
+			return lk, err
+		}
+		fmt.Fprintf(logw, "client: %v; trying again in %v\n", err, wait)
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// transientNetErr: the network, not the configuration, refused this time.
+func transientNetErr(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || os.IsTimeout(err)
+}
+
 func newClient(cfg ClientConfig, out, logw io.Writer) (*client, error) {
 	if logw == nil {
 		logw = os.Stderr
 	}
-	lk, err := lock.Open(cfg.Lock)
+	lk, err := openRetrying(cfg.Lock, logw, openPatience)
 	if err != nil {
 		return nil, fmt.Errorf("client %d: %w", cfg.Slot, err)
 	}
