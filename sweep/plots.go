@@ -209,37 +209,45 @@ func valuePlot(r *Report, l layout, title, ylabel string, val func(CellStats) (f
 // against safety, one point a cell) and cost (safety above latency above
 // refusals, aligned on the same configuration axis). They are a function of
 // sweep.json, byte for byte, so the docs generator can keep the committed
-// ones current.
-func Plots(r *Report) (map[string][]byte, error) {
+// ones current. With svg false only the PNGs, which the page shows, are
+// drawn: an SVG embeds its font, and a row's exposure SVG runs to 6 MB.
+func Plots(r *Report, svg bool) (map[string][]byte, error) {
 	l := newLayout(r)
 	w := vg.Length(math.Max(9, 1.4*float64(len(l.configs))+3)) * vg.Inch
 	files := map[string][]byte{}
+	render := func(p *plot.Plot, w, h vg.Length, base string) error {
+		formats := []string{"png"}
+		if svg {
+			formats = append(formats, "svg")
+		}
+		return renderFormats(files, p, w, h, base, formats)
+	}
 	prob, err := probabilityPlot(r, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := render(files, prob, w, 5*vg.Inch, "probability"); err != nil {
+	if err := render(prob, w, 5*vg.Inch, "probability"); err != nil {
 		return nil, err
 	}
 	exp, err := exposurePlot(r, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := render(files, exp, w, 5*vg.Inch, "exposure"); err != nil {
+	if err := render(exp, w, 5*vg.Inch, "exposure"); err != nil {
 		return nil, err
 	}
 	data, err := dataPlot(r, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := render(files, data, w, 5*vg.Inch, "data"); err != nil {
+	if err := render(data, w, 5*vg.Inch, "data"); err != nil {
 		return nil, err
 	}
 	lat, avail, err := tradeoffPlots(r, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := renderRow(files, []*plot.Plot{lat, avail}, 14*vg.Inch, 6*vg.Inch, "tradeoff"); err != nil {
+	if err := renderTiles(files, []*plot.Plot{lat, avail}, 2, 14*vg.Inch, 6*vg.Inch, "tradeoff"); err != nil {
 		return nil, err
 	}
 	safety, err := probabilityPlot(r, l)
@@ -278,9 +286,9 @@ func Plots(r *Report) (map[string][]byte, error) {
 	return files, nil
 }
 
-// WritePlots writes Plots into dir.
+// WritePlots writes Plots into dir, SVGs too.
 func WritePlots(dir string, r *Report) error {
-	files, err := Plots(r)
+	files, err := Plots(r, true)
 	if err != nil {
 		return err
 	}
@@ -372,9 +380,9 @@ func tradeoffPlot(r *Report, l layout, title, ylabel string, y func(CellStats) (
 	return p, nil
 }
 
-// render draws p as PNG and SVG into files.
-func render(files map[string][]byte, p *plot.Plot, w, h vg.Length, base string) error {
-	for _, ext := range []string{"png", "svg"} {
+// renderFormats draws p into files in each format.
+func renderFormats(files map[string][]byte, p *plot.Plot, w, h vg.Length, base string, formats []string) error {
+	for _, ext := range formats {
 		wt, err := p.WriterTo(w, h, ext)
 		if err != nil {
 			return fmt.Errorf("draw %s.%s: %w", base, ext, err)
@@ -386,11 +394,6 @@ func render(files map[string][]byte, p *plot.Plot, w, h vg.Length, base string) 
 		files[base+"."+ext] = b.Bytes()
 	}
 	return nil
-}
-
-// renderRow draws plots side by side (PNG only).
-func renderRow(files map[string][]byte, ps []*plot.Plot, w, h vg.Length, base string) error {
-	return renderTiles(files, ps, len(ps), w, h, base)
 }
 
 // renderTiles draws plots on one canvas, cols a row, with aligned axes (PNG

@@ -41,16 +41,13 @@ func sweepPages(root string) (map[string][]byte, map[string]*sweep.Report, error
 		rel, _ := filepath.Rel(root, filepath.Join(dir, runfolder.Index))
 		pages[rel], reports[filepath.Dir(rel)] = b, r
 		// The pictures the page shows are sweep.json's too: drawn here,
-		// they cannot lag a rejoined row or a new kind of plot. PNG only:
-		// an SVG of every exposure point runs to megabytes.
-		plots, err := sweep.Plots(r)
+		// they cannot lag a rejoined row or a new kind of plot.
+		plots, err := sweep.Plots(r, false)
 		if err != nil {
 			return fmt.Errorf("plots of %s: %w", dir, err)
 		}
 		for name, b := range plots {
-			if filepath.Ext(name) == ".png" {
-				pages[filepath.Join(filepath.Dir(rel), name)] = b
-			}
+			pages[filepath.Join(filepath.Dir(rel), name)] = b
 		}
 		return nil
 	})
