@@ -316,6 +316,16 @@ func (p Plan) Cells() []Cell {
 	return out
 }
 
+// Cell is the matrix's cell whose ID is id, false when there is none.
+func (p Plan) Cell(id string) (Cell, bool) {
+	for _, c := range p.Cells() {
+		if c.ID() == id {
+			return c, true
+		}
+	}
+	return Cell{}, false
+}
+
 // NACell is a (configuration, fault) pair with no meaning on that
 // deployment: the report shows it as n/a with the reason.
 type NACell struct {

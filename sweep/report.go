@@ -278,12 +278,7 @@ func RenderIndexLinking(dir string, r *Report, linked func(trialDir string) bool
 				row.Refused += " (" + strings.Join(parts, ", ") + ")"
 			}
 		}
-		cell := Cell{}
-		for _, x := range r.Plan.Cells() {
-			if x.ID() == c.Cell {
-				cell = x
-			}
-		}
+		cell, _ := r.Plan.Cell(c.Cell)
 		dirs, err := TrialDirs(dir, cell)
 		if err != nil {
 			return nil, err

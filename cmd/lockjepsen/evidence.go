@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/sweep"
@@ -101,12 +101,11 @@ func runSweepEvidence(args []string) int {
 
 // rerunArgsOf is the sweep that runs cell again, one trial.
 func rerunArgsOf(r *sweep.Report, cell string) []string {
-	for _, c := range r.Plan.Cells() {
-		if c.ID() == cell {
-			return sweep.RerunArgs(r.Plan, c.Config, c.Fault, 1)
-		}
+	c, ok := r.Plan.Cell(cell)
+	if !ok {
+		return nil
 	}
-	return nil
+	return sweep.RerunArgs(r.Plan, c.Config, c.Fault, 1)
 }
 
 // evidenceFor runs the cell's one-trial sweep up to attempts times; the
@@ -143,14 +142,8 @@ func evidenceFor(exe string, args []string, cell, ev string, attempts int) (bool
 
 // invalid says whether the run folder's check found violations.
 func invalid(run string) bool {
-	b, err := os.ReadFile(filepath.Join(run, "results.json"))
-	if err != nil {
-		return false
-	}
-	var res struct {
-		Valid any `json:"valid"`
-	}
-	return json.Unmarshal(b, &res) == nil && res.Valid == false
+	var res checker.Result
+	return runfolder.ReadJSON(filepath.Join(run, runfolder.Results), &res) == nil && res.Valid == checker.Invalid
 }
 
 // shrinkInto shrinks the trial into ev (lockjepsen shrink exits 1 when it

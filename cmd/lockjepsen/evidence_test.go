@@ -39,3 +39,32 @@ func TestDropSVG(t *testing.T) {
 		t.Errorf("timeline.svg is still there (%v)", err)
 	}
 }
+
+// A trial is evidence only when its check found violations: valid, unknown
+// and a folder without results.json are not.
+func TestInvalidReadsTheVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		results string
+		want    bool
+	}{
+		{`{"valid":false}`, true},
+		{`{"valid":true}`, false},
+		{`{"valid":"unknown"}`, false},
+		{"", false},
+	} {
+		dir := t.TempDir()
+		if tt.results != "" {
+			if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(tt.results), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := invalid(dir); got != tt.want {
+			t.Errorf("results.json %q: invalid %v, want %v", tt.results, got, tt.want)
+		}
+	}
+	for _, dir := range []string{"../../results/network/evidence/native.net-reset"} {
+		if !invalid(dir) {
+			t.Errorf("%s, a shrunk violation, does not read invalid", dir)
+		}
+	}
+}
