@@ -101,6 +101,7 @@ func tenures(ops []*Op, eps int64) []*tenure {
 	// A session's end may release any grant the session held when it ended
 	// (revoke): it cuts the tenure of each of them, not only the one the
 	// fault named.
+	touched := map[*tokenOps]bool{}
 	for _, o := range ops {
 		if !o.revocation() {
 			continue
@@ -108,9 +109,12 @@ func tenures(ops []*Op, eps int64) []*tenure {
 		for _, tok := range o.notes.session.tokens {
 			if t := by[tok]; t != nil && tok != o.Token {
 				t.releases = append(t.releases, o)
-				sort.SliceStable(t.releases, func(i, j int) bool { return t.releases[i].Call < t.releases[j].Call })
+				touched[t] = true
 			}
 		}
+	}
+	for t := range touched { // back in call order, as prepare expects
+		sort.SliceStable(t.releases, func(i, j int) bool { return t.releases[i].Call < t.releases[j].Call })
 	}
 	var out []*tenure
 	for _, tok := range order {
