@@ -1,14 +1,13 @@
 package runner
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/lockjepsen/lockjepsen/internal/testbrowser"
 )
 
 // checkInBrowser opens a run's index.html in headless Chromium (Debian's
@@ -17,10 +16,6 @@ import (
 // console must stay silent.
 func checkInBrowser(t *testing.T, dir string) {
 	t.Helper()
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not installed (make setup-ci installs it): %v", err)
-	}
 	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -49,25 +44,9 @@ func checkInBrowser(t *testing.T, dir string) {
 	}
 	defer os.Remove(probePath)
 	for _, target := range []string{"index.html", filepath.Base(probePath)} {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		cmd := exec.CommandContext(ctx, chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-			"--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000", "--dump-dom",
-			"file://"+filepath.Join(dir, target))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		dom, err := cmd.Output()
-		cancel()
-		if err != nil {
-			t.Fatalf("chromium on %s: %v\n%s", target, err, stderr.String())
-		}
-		var console []string
-		for _, line := range strings.Split(stderr.String(), "\n") {
-			if strings.Contains(line, ":CONSOLE") {
-				console = append(console, line)
-			}
-		}
+		dom, console := testbrowser.Open(t, filepath.Join(dir, target))
 		if target == "index.html" {
-			if !strings.Contains(string(dom), "overall:") || !strings.Contains(string(dom), "Timeline") {
+			if !strings.Contains(dom, "overall:") || !strings.Contains(dom, "Timeline") {
 				t.Errorf("index.html did not render its verdicts")
 			}
 			if len(console) > 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,8 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/lockjepsen/lockjepsen/internal/testbrowser"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/sweep"
 )
@@ -22,10 +21,6 @@ import (
 // only on the machine that ran the sweep), and each row's grid must have one
 // cell per planned cell, as the browser parsed it.
 func TestSiteInBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not installed (make setup-ci installs it): %v", err)
-	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +77,8 @@ window.addEventListener('load', () => {
 	}
 	frames := map[string]string{}
 	frameRE := regexp.MustCompile(`"frame file://(\S+) (cells -?\d+ rows \d+ images \d+ of \d+)"`)
-	for _, line := range openInChromium(t, chromium, probePath) {
+	_, console := testbrowser.Open(t, probePath, "--allow-file-access-from-files") // the frames read each other: they are files
+	for _, line := range console {
 		if m := frameRE.FindStringSubmatch(line); m != nil {
 			frames[m[1]] = m[2]
 			continue
@@ -150,26 +146,4 @@ func trackedFiles(t *testing.T, root string) map[string]bool {
 		}
 	}
 	return tracked
-}
-
-// openInChromium loads path, its frames allowed to read each other (they are
-// files), and returns the console lines it logged.
-func openInChromium(t *testing.T, chromium, path string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-		"--enable-logging=stderr", "--v=0", "--virtual-time-budget=3000", "--dump-dom", "file://"+path)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if _, err := cmd.Output(); err != nil {
-		t.Fatalf("chromium on %s: %v\n%s", path, err, stderr.String())
-	}
-	var console []string
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		if strings.Contains(line, ":CONSOLE") {
-			console = append(console, line)
-		}
-	}
-	return console
 }
