@@ -112,32 +112,38 @@ func rerunArgsOf(r *sweep.Report, cell string) []string {
 // first invalid trial is shrunk into ev and checked there.
 func evidenceFor(exe string, args []string, cell, ev string, attempts int) (bool, error) {
 	for i := 1; i <= attempts; i++ {
-		tmp, err := os.MkdirTemp("", "lockjepsen-evidence-")
+		fmt.Printf("%s: attempt %d of %d: lockjepsen %s --seed %d\n", cell, i, attempts, sweep.ShellJoin(args), i)
+		found, err := evidenceAttempt(exe, args, cell, ev, i)
 		if err != nil {
 			return false, err
 		}
-		out := filepath.Join(tmp, "sweep")
-		fmt.Printf("%s: attempt %d of %d: lockjepsen %s --seed %d\n", cell, i, attempts, sweep.ShellJoin(args), i)
-		cmd := exec.Command(exe, append(append([]string{}, args...), "--seed", fmt.Sprint(i), "--out", out)...)
-		cmd.Stdout, cmd.Stderr = nil, os.Stderr
-		if err := cmd.Run(); err != nil {
-			os.RemoveAll(tmp)
-			return false, fmt.Errorf("the cell's sweep: %w", err)
-		}
-		trials, _ := filepath.Glob(filepath.Join(out, sweep.Trials, cell, "*")) // one trial: its number is the sweep's
-		if len(trials) == 1 && invalid(trials[0]) {
-			trial := trials[0]
-			err := shrinkInto(exe, trial, ev)
-			os.RemoveAll(tmp)
-			if err != nil {
-				return false, err
-			}
+		if found {
 			fmt.Printf("%s: trial %d was invalid; shrunk into %s\n", cell, i, ev)
 			return true, nil
 		}
-		os.RemoveAll(tmp)
 	}
 	return false, nil
+}
+
+// evidenceAttempt runs the cell's one-trial sweep with seed in a folder of
+// its own, removed after: an invalid trial is shrunk into ev first.
+func evidenceAttempt(exe string, args []string, cell, ev string, seed int) (bool, error) {
+	tmp, err := os.MkdirTemp("", "lockjepsen-evidence-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "sweep")
+	cmd := exec.Command(exe, append(append([]string{}, args...), "--seed", fmt.Sprint(seed), "--out", out)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return false, fmt.Errorf("the cell's sweep: %w", err)
+	}
+	trials, _ := filepath.Glob(filepath.Join(out, sweep.Trials, cell, "*")) // one trial: its number is the sweep's
+	if len(trials) != 1 || !invalid(trials[0]) {
+		return false, nil
+	}
+	return true, shrinkInto(exe, trials[0], ev)
 }
 
 // invalid says whether the run folder's check found violations.
