@@ -159,21 +159,17 @@ func carriesOperation(b []byte) bool {
 // not whole requests of that form.
 func commandNames(b []byte) (names []string, ok bool) {
 	for len(b) > 0 {
-		n, rest, ok := respLength(b, '*')
-		if !ok || n < 1 {
+		end := respEnd(b)
+		if b[0] != '*' || end < 0 {
 			return nil, false
 		}
-		b = rest
-		for i := 0; i < n; i++ {
-			l, rest, ok := respLength(b, '$')
-			if !ok || l < 0 || len(rest) < l+2 {
-				return nil, false
-			}
-			if i == 0 {
-				names = append(names, string(rest[:l]))
-			}
-			b = rest[l+2:]
+		_, args, _ := respLength(b, '*')
+		l, name, ok := respLength(args, '$')
+		if !ok || l < 0 || len(name) < l {
+			return nil, false
 		}
+		names = append(names, string(name[:l]))
+		b = b[end:]
 	}
 	return names, len(names) > 0
 }
@@ -252,31 +248,28 @@ func respEnd(b []byte) int {
 	if len(b) == 0 {
 		return -1
 	}
-	line, _, ok := bytes.Cut(b[1:], []byte("\r\n"))
+	switch b[0] {
+	case '+', '-', ':', '_', '#', ',', '(':
+		if i := bytes.Index(b, []byte("\r\n")); i >= 0 {
+			return i + 2
+		}
+		return -1
+	}
+	l, rest, ok := respLength(b, b[0])
 	if !ok {
 		return -1
 	}
-	head := 1 + len(line) + 2
+	head := len(b) - len(rest)
 	switch b[0] {
-	case '+', '-', ':', '_', '#', ',', '(':
-		return head
 	case '$', '!', '=':
-		l, err := strconv.Atoi(string(line))
-		if err != nil {
-			return -1
-		}
 		if l < 0 {
 			return head
 		}
-		if len(b) < head+l+2 {
+		if len(rest) < l+2 {
 			return -1
 		}
 		return head + l + 2
 	case '*', '~', '>', '%', '|':
-		l, err := strconv.Atoi(string(line))
-		if err != nil {
-			return -1
-		}
 		if b[0] == '%' || b[0] == '|' {
 			l *= 2
 		}
