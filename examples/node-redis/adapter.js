@@ -21,6 +21,14 @@ const readline = require('readline');
 
 const opTimeout = Number(process.env.LOCKJEPSEN_OP_TIMEOUT_MS || '1000');
 const url = (addr) => 'redis://' + addr;
+const seeds = (process.env.LOCKJEPSEN_CLUSTER_NODES || '').split(',').filter(Boolean);
+const cluster = seeds.length > 0;
+if (!cluster && !process.env.LOCKJEPSEN_ADDR) {
+  process.stderr.write('node-redis adapter: node-redis 4 has no Sentinel client; it runs where lockjepsen sets ' +
+    'LOCKJEPSEN_CLUSTER_NODES (--topology cluster) or LOCKJEPSEN_ADDR (--topology standalone)\n');
+  process.exit(2);
+}
+
 // disableOfflineQueue: a command for a node whose connection is down fails at
 // once (nothing sent) instead of waiting to be sent later, after lockjepsen
 // has recorded it as unknown.
@@ -28,20 +36,34 @@ const url = (addr) => 'redis://' + addr;
 // A socket that cannot connect is retried for ever by default, and
 // createCluster asks its seeds in order: with the first seed's primary killed
 // at the moment a client starts, connect() waited on the dead seed past the
-// op timeout, init answered info, and the run stopped. Until init is done a seed gets two tries, then
-// connect() fails and the next attempt starts from the next seed; after init
-// the default backoff (50 ms a retry, at most 500 ms) applies, as shipped.
+// op timeout, init answered info, and the run stopped. So a seed (the
+// connection that reads the slot map) gets two tries, then connect() fails
+// and the next attempt starts from the next seed.
+//
+// Every node's own connection keeps the shipped backoff (50 ms a retry, at
+// most 500 ms), which never gives up. It once gave up too, until init was
+// done: a primary killed while a client was still connecting to it left that
+// node's client closed, and createCluster keeps a closed client in its slot
+// map (a rediscovery reuses the clients it has), so every command for the
+// lock's slot failed "The client is closed" for the rest of the run, no
+// MOVED ever came to refresh the map, and the one client that had started
+// before the kill held the lock alone (cluster-failover-race, lease lost
+// instead of granted twice: 2 of 4 runs started side by side). The one
+// server of --topology standalone has no map to poison: its client gives up
+// after two tries until init is done, and connect() opens a new one.
 let ready = false;
+const seedSocket = {
+  connectTimeout: opTimeout,
+  reconnectStrategy: (retries) => (retries >= 2 ? new Error('seed unreachable') : 50),
+};
 const socket = {
   connectTimeout: opTimeout,
-  reconnectStrategy: (retries) => (!ready && retries >= 2 ? new Error('seed unreachable') : Math.min(retries * 50, 500)),
+  reconnectStrategy: (retries) => (!ready && !cluster && retries >= 2 ? new Error('server unreachable') : Math.min(retries * 50, 500)),
 };
-const seeds = (process.env.LOCKJEPSEN_CLUSTER_NODES || '').split(',').filter(Boolean);
-const cluster = seeds.length > 0;
-if (!cluster && !process.env.LOCKJEPSEN_ADDR) {
-  process.stderr.write('node-redis adapter: node-redis 4 has no Sentinel client; it runs where lockjepsen sets ' +
-    'LOCKJEPSEN_CLUSTER_NODES (--topology cluster) or LOCKJEPSEN_ADDR (--topology standalone)\n');
-  process.exit(2);
+
+function hostPort(addr) {
+  const i = addr.lastIndexOf(':');
+  return { host: addr.slice(0, i), port: Number(addr.slice(i + 1)) };
 }
 
 // open makes the client of one connect attempt; attempt n seeds the cluster
@@ -51,7 +73,7 @@ function open(n) {
   if (cluster) {
     const from = n % seeds.length;
     c = redis.createCluster({
-      rootNodes: seeds.slice(from).concat(seeds.slice(0, from)).map((a) => ({ url: url(a) })),
+      rootNodes: seeds.slice(from).concat(seeds.slice(0, from)).map((a) => ({ socket: { ...seedSocket, ...hostPort(a) } })),
       defaults: { socket, disableOfflineQueue: true },
     });
   } else {
@@ -77,8 +99,17 @@ async function connect() {
   const deadline = Date.now() + 25000;
   for (let n = 0; ; n++) {
     valkey = open(n);
+    // A primary down at init is retried for ever too, by its node's own
+    // connection: an attempt that has not connected in 5 s is dropped and
+    // the next seed asked.
+    const attempt = valkey.connect();
+    attempt.catch(() => {});
+    let timer;
+    const late = new Promise((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('connect took over 5 s')), 5000);
+    });
     try {
-      await valkey.connect();
+      await Promise.race([attempt, late]);
       ready = true;
       return;
     } catch (e) {
@@ -87,6 +118,8 @@ async function connect() {
         throw e;
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
