@@ -63,12 +63,12 @@ func ParseRedlockTally(msg string) (RedlockTally, bool) {
 	return t, err == nil && t.Nodes > 0
 }
 
-// RefusedByMajority reports whether an acquire the recipe left unknown
-// (info) was in fact refused by a majority: the Redlock recipe reports info
-// when the cleanup release of the one or two nodes it got could not be
-// confirmed, though the nodes that refused already made a majority
-// impossible. The client got an answer (someone else holds the lock); only
-// its cleanup is unconfirmed. Availability counts it as contention.
+// RefusedByMajority reports whether an acquire recorded unknown (info) was
+// in fact refused by a majority: the Redlock recipe reported info when the
+// cleanup release of the one or two nodes it got could not be confirmed,
+// though the nodes that refused already made a majority impossible. It now
+// reports such an acquire failed; the histories recorded before that still
+// carry these, and availability counts them as contention.
 func RefusedByMajority(msg string) bool {
 	t, ok := ParseRedlockTally(msg)
 	return ok && t.Refused > t.Nodes-t.Quorum

@@ -52,8 +52,9 @@ type Acquires struct {
 	Refused    int `json:"refused"`    // refused by an error (NOREPLICAS, WAIT shortfall, READONLY, unreachable)
 	Unknown    int `json:"unknown"`    // info: timed out or connection lost
 	// UnknownRefused are the Unknown acquires a majority had in fact
-	// refused (metrics.RefusedByMajority: Redlock's cleanup of the node it
-	// got was unconfirmed): an answer for availability, unknown to the checker.
+	// refused (metrics.RefusedByMajority: in histories recorded before the
+	// Redlock recipe failed such an acquire, its cleanup of the node it got
+	// was unconfirmed): an answer for availability, unknown to the checker.
 	UnknownRefused int `json:"unknown_refused,omitempty"`
 	// RefusedBy splits Refused by reason: noreplicas, wait, waitaof,
 	// readonly, unreachable, other.
