@@ -229,7 +229,11 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 	}
 	slices.SortFunc(stuck, func(a, b stuckOutcome) int { return strings.Compare(a.lock.Key, b.lock.Key) })
-	res.Liveness = LivenessResult{Valid: Valid, K: StuckAfterTTLs, Audited: audited, StuckLocks: []StuckLock{}}
+	reaches := make([]map[int]*reach, len(parts))
+	for i, p := range parts {
+		reaches[i] = p.reach
+	}
+	res.Liveness = LivenessResult{Valid: Valid, K: StuckAfterTTLs, Audited: audited, StuckLocks: []StuckLock{}, CutOff: cutOff(reaches)}
 	for _, s := range stuck {
 		res.Liveness.StuckLocks = append(res.Liveness.StuckLocks, s.lock)
 		res.Liveness.Valid = Invalid
@@ -283,6 +287,7 @@ type groupResult struct {
 	acquires  []int64 // latencies of completed acquires
 	held      []heldSpan
 	grants    []keyGrants
+	reach     map[int]*reach // liveness.go
 }
 
 // keyOutcome is one partition's verdict and violations; kc is kept only
@@ -303,7 +308,7 @@ type stuckOutcome struct {
 
 // checkGroup runs every rule on the Ops of one group of keys.
 func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evictions, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
-	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire)}
+	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire), reach: clientReach(ops)}
 	g.expired, g.regranted = ownership(ops, t0)
 	draw := opts.Pictures
 	lockOps, lockKeys := byKey(ops, isLockOp)

@@ -24,6 +24,9 @@ type LivenessResult struct {
 	// (audit-pttl events); a stuck key must then show -1 (no expiry) there.
 	Audited    bool        `json:"audited"`
 	StuckLocks []StuckLock `json:"stuck_locks"`
+	// CutOff are the clients that never reached the lock service; they do
+	// not change the verdict.
+	CutOff []CutOffClient `json:"cut_off,omitempty"`
 }
 
 // StuckLock is one key that stayed taken with nobody renewing it.
@@ -198,4 +201,85 @@ func explainStuck(s StuckLock, left *Op, audited bool) string {
 		b.WriteString(".")
 	}
 	return b.String()
+}
+
+// CutOffAfter is how many acquires a client makes, none granted and none
+// refused for another holder, before the summary calls it cut off.
+const CutOffAfter = 10
+
+// CutOffClient is a client that asked for locks and never reached the lock
+// service: every acquire it made failed with an error or ended unknown,
+// none was granted, none refused because another client held the lock. It
+// does not change a verdict; it says the run exercised fewer clients than
+// it started. (A node-redis cluster client that kept a closed connection for
+// the lock's slot failed 2,879 acquires with "The client is closed" in one
+// run, and the race that run was for never had a second client to grant.)
+type CutOffClient struct {
+	Client   int    `json:"client"`
+	Acquires int    `json:"acquires"`
+	Error    string `json:"error"` // its first acquire's error
+}
+
+// reach is one client's acquires, counted in one group of keys.
+type reach struct {
+	acquires, answered int // answered: granted, or refused for another holder
+	first              string
+	firstAt            int64
+}
+
+// clientReach counts each client's acquires in ops.
+func clientReach(ops []Op) map[int]*reach {
+	m := map[int]*reach{}
+	for i := range ops {
+		o := &ops[i]
+		if o.F != history.FAcquire {
+			continue
+		}
+		r := m[o.Client]
+		if r == nil {
+			r = &reach{}
+			m[o.Client] = r
+		}
+		r.acquires++
+		switch {
+		case o.Outcome == history.OK, o.Outcome == history.Fail && history.RefusalReason(o.Err) == "contention":
+			r.answered++
+		case r.firstAt == 0 || o.Call < r.firstAt:
+			// The builder keeps a failure's words only; an unknown
+			// outcome's are lost, and it is named "no answer".
+			r.first, r.firstAt = "", o.Call
+			if o.Outcome == history.Fail {
+				r.first = o.Err
+			}
+		}
+	}
+	return m
+}
+
+// cutOff merges the groups' counts: the clients that made CutOffAfter
+// acquires or more with none answered, in client order.
+func cutOff(groups []map[int]*reach) []CutOffClient {
+	all := map[int]*reach{}
+	for _, g := range groups {
+		for c, r := range g {
+			a := all[c]
+			if a == nil {
+				a = &reach{}
+				all[c] = a
+			}
+			a.acquires += r.acquires
+			a.answered += r.answered
+			if r.firstAt != 0 && (a.firstAt == 0 || r.firstAt < a.firstAt) {
+				a.first, a.firstAt = r.first, r.firstAt
+			}
+		}
+	}
+	var out []CutOffClient
+	for c, r := range all {
+		if r.answered == 0 && r.acquires >= CutOffAfter {
+			out = append(out, CutOffClient{Client: c, Acquires: r.acquires, Error: r.first})
+		}
+	}
+	slices.SortFunc(out, func(a, b CutOffClient) int { return a.Client - b.Client })
+	return out
 }

@@ -1,9 +1,12 @@
 package checker
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // A stuck lock names every earlier operation whose outcome is unknown, not
@@ -50,4 +53,71 @@ func TestStuckLockNamesEveryUnknownOutcome(t *testing.T) {
 	if v == nil || !slices.Contains(v.Clients, 2) || !slices.Contains(v.Clients, 3) {
 		t.Errorf("the stuck-lock violation's clients %+v, want 2 and 3", v)
 	}
+}
+
+// A client whose every acquire failed with an error, or went unanswered, is
+// cut off; one refused for another holder, granted once, or that asked
+// fewer than CutOffAfter times is not. Cut off changes no verdict.
+func TestCutOffClients(t *testing.T) {
+	tests := []struct {
+		name    string
+		errs    []string // client 1's acquires, each failed with this error ("" ends it unknown)
+		granted bool     // one more acquire of client 1, granted after the rest
+		want    []int
+		first   string
+	}{
+		{name: "every acquire an error", errs: repeat("The client is closed", 12), want: []int{1}, first: "The client is closed"},
+		{name: "every acquire unanswered", errs: repeat("", 12), want: []int{1}},
+		{name: "refused for another holder", errs: repeat("SET NX PX: held by another client", 12)},
+		{name: "refused by a Redlock majority", errs: repeat("redlock acquire: 1 OK, 4 refused, 0 unknown, 0 unreachable of 5 nodes, quorum 3, validity 5.9s; released: info (refused before sending)", 12)},
+		{name: "one answer among the errors", errs: append(repeat("The client is closed", 11), "held by another session")},
+		{name: "granted at last", errs: repeat("The client is closed", 12), granted: true},
+		{name: "too few to say", errs: repeat("The client is closed", CutOffAfter-1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Client 0 holds the lock for the whole run.
+			h := newHB().acq(0, "holder", 60000, 0, 1, ok, 0)
+			for i, e := range tt.errs {
+				at := 10 + float64(i)*100
+				typ := fail
+				if e == "" {
+					typ = info
+				}
+				h.op(1, history.Event{F: history.FAcquire, Token: fmt.Sprintf("t%d", i), TTLMs: 60000}, at, at+1, typ, history.Event{Error: e})
+			}
+			if tt.granted {
+				h.rel(0, "holder", 5000, 5001, ok).acq(1, "late", 1000, 5010, 5011, ok, 0)
+			}
+			r, err := Check(h.build(), nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, c := range r.Liveness.CutOff {
+				got = append(got, c.Client)
+				if c.Error != tt.first {
+					t.Errorf("client %d's first error %q, want %q", c.Client, c.Error, tt.first)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("cut off %v, want %v", got, tt.want)
+			}
+			if r.Liveness.Valid != Valid {
+				t.Errorf("liveness %s: cut off must not change the verdict", r.Liveness.Valid)
+			}
+			line := strings.Contains(r.Summary(), "cut off: client 1 never reached the lock service")
+			if line != (len(tt.want) > 0) {
+				t.Errorf("summary line present %v, want %v:\n%s", line, len(tt.want) > 0, r.Summary())
+			}
+		})
+	}
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }

@@ -35,6 +35,9 @@ func (r *Result) Summary() string {
 	for _, s := range r.Liveness.StuckLocks {
 		fmt.Fprintf(&b, "    stuck lock %s since %.3f s, left by client %d's %s (%s), PTTL audit %v\n", s.Key, s.SinceS, s.LeftBy.Client, s.LeftBy.F, s.LeftBy.Outcome, s.Audit)
 	}
+	if c := cutOffLine(r.Liveness.CutOff); c != "" {
+		b.WriteString("    " + c + "\n")
+	}
 	for _, part := range []struct {
 		name string
 		keys map[string]*KeyResult
@@ -376,4 +379,24 @@ func closedWords(n int) string {
 		return ""
 	}
 	return fmt.Sprintf("; the replication setting refused the grant a fault waited for %s (closed by the setting)", Count(n, "time"))
+}
+
+// cutOffLine is one sentence on the clients that never reached the lock
+// service, or nothing.
+func cutOffLine(cs []CutOffClient) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	ids := make([]int, len(cs))
+	n := 0
+	for i, c := range cs {
+		ids[i] = c.Client
+		n += c.Acquires
+	}
+	first := cs[0].Error
+	if first == "" {
+		first = "no answer"
+	}
+	return fmt.Sprintf("cut off: %s never reached the lock service: %s, none granted, none refused for another holder (the first said %q); the run exercised the others only",
+		ClientList(ids), Count(n, "acquire")+" failed or went unanswered", first)
 }

@@ -38,7 +38,7 @@ func fail(err error) Result { return Result{Outcome: history.Fail, Err: err} }
 // in a library's own words (redsync's ErrTaken, redislock's ErrNotObtained,
 // valkeylock's ErrNotLocked, a ZooKeeper waiter's timeout): the recipe adds
 // the phrase the availability figures count as contention
-// (metrics.RefusalReason), so that a library's refusals read as the lock
+// (history.RefusalReason), so that a library's refusals read as the lock
 // working rather than as errors, as the native recipe's do.
 func contended(err error) Result {
 	return fail(fmt.Errorf("%w: another client holds the lock", err))

@@ -103,7 +103,7 @@ func New() *Collector {
 			c.acquires.WithLabelValues(o, "")
 		}
 	}
-	for _, r := range Reasons {
+	for _, r := range history.RefusalReasons {
 		c.acquires.WithLabelValues(string(history.Fail), r)
 	}
 	c.renewFailures.WithLabelValues(string(history.Fail))
@@ -205,7 +205,7 @@ func (r *Run) Observe(e history.Event) {
 			r.holds[inv.Token] = e.Time
 			r.sum.Acquires.OK++
 		case history.Fail:
-			reason = RefusalReason(e.Error)
+			reason = history.RefusalReason(e.Error)
 			r.sum.Acquires.Fail++
 			r.sum.Acquires.FailBy[reason]++
 		default:

@@ -24,7 +24,7 @@ type Holder struct {
 }
 
 // The reasons by which the replication guard refuses an acquire, as
-// metrics.RefusalReason names them: min-replicas-to-write's NOREPLICAS, and a
+// history.RefusalReason names them: min-replicas-to-write's NOREPLICAS, and a
 // WAIT or WAITAOF that got fewer acknowledgements than it asked for (the
 // recipe gives the lock back and the acquire fails).
 const (

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/truetime"
 )
@@ -81,7 +80,7 @@ func (t *tracker) observe(e history.Event) {
 		t.lastOK = e.Time
 		t.signal()
 	case inv.F == history.FAcquire && e.Type == history.Fail:
-		if r := metrics.RefusalReason(e.Error); guardReasons[r] {
+		if r := history.RefusalReason(e.Error); guardReasons[r] {
 			t.refusals = append(t.refusals, nemesis.Refusal{Client: e.Client, Key: inv.Key, Reason: r, Error: e.Error, Invoked: inv.Time, Time: e.Time})
 			if len(t.refusals) >= 2*keepRefusals {
 				t.refusals = append(t.refusals[:0], t.refusals[len(t.refusals)-keepRefusals:]...)

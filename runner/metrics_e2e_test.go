@@ -180,7 +180,7 @@ func TestMetricsEndpointMatchesHistory(t *testing.T) {
 	for _, k := range []string{okKey, `lockjepsen_acquires_total{outcome="info",reason=""}`} {
 		want[k] = 0
 	}
-	for _, r := range metrics.Reasons {
+	for _, r := range history.RefusalReasons {
 		want[fmt.Sprintf(`lockjepsen_acquires_total{outcome="fail",reason=%q}`, r)] = 0
 	}
 	inv := map[history.Process]history.Event{}
@@ -205,7 +205,7 @@ func TestMetricsEndpointMatchesHistory(t *testing.T) {
 			acquires++
 			reason := ""
 			if e.Type == history.Fail {
-				reason = metrics.RefusalReason(e.Error)
+				reason = history.RefusalReason(e.Error)
 			}
 			if e.Type == history.OK {
 				granted[i.Token] = true

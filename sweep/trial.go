@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/metrics"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
@@ -52,7 +51,7 @@ type Acquires struct {
 	Refused    int `json:"refused"`    // refused by an error (NOREPLICAS, WAIT shortfall, READONLY, unreachable)
 	Unknown    int `json:"unknown"`    // info: timed out or connection lost
 	// UnknownRefused are the Unknown acquires a majority had in fact
-	// refused (metrics.RefusedByMajority: in histories recorded before the
+	// refused (history.RefusedByMajority: in histories recorded before the
 	// Redlock recipe failed such an acquire, its cleanup of the node it got
 	// was unconfirmed): an answer for availability, unknown to the checker.
 	UnknownRefused int `json:"unknown_refused,omitempty"`
@@ -193,7 +192,7 @@ func (t *Trial) fromHistory(events []history.Event, fault Fault) {
 			t.AcquireAllMs = append(t.AcquireAllMs, ms)
 		case history.Fail:
 			t.AcquireAllMs = append(t.AcquireAllMs, ms)
-			if r := metrics.RefusalReason(e.Error); r == "contention" {
+			if r := history.RefusalReason(e.Error); r == "contention" {
 				t.Acquires.Contention++
 			} else {
 				t.Acquires.Refused++
@@ -201,7 +200,7 @@ func (t *Trial) fromHistory(events []history.Event, fault Fault) {
 			}
 		default:
 			t.Acquires.Unknown++
-			if metrics.RefusedByMajority(e.Error) {
+			if history.RefusedByMajority(e.Error) {
 				t.Acquires.UnknownRefused++
 			}
 		}

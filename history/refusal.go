@@ -1,12 +1,13 @@
-package metrics
+package history
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Refusal reasons of a failed acquire, the values of the reason label.
-var Reasons = []string{"contention", "noreplicas", "wait", "waitaof", "readonly", "unreachable", "other"}
+// RefusalReasons are what a failed acquire's error says turned it away: the
+// values of the metrics' reason label and of the sweep's refusal columns.
+var RefusalReasons = []string{"contention", "noreplicas", "wait", "waitaof", "readonly", "unreachable", "other"}
 
 // RefusalReason sorts a failed acquire's error text. Contention is the only
 // failure that is the lock doing its job; every other fail is the cost of a
