@@ -44,7 +44,8 @@ if (!cluster && !process.env.LOCKJEPSEN_ADDR) {
 // most 500 ms), which never gives up. It once gave up too, until init was
 // done: a primary killed while a client was still connecting to it left that
 // node's client closed, and createCluster keeps a closed client in its slot
-// map (a rediscovery reuses the clients it has), so every command for the
+// map (a rediscovery reuses the clients it has: redis/node-redis#3396, fixed
+// by PR #3403 in a release Debian does not carry), so every command for the
 // lock's slot failed "The client is closed" for the rest of the run, no
 // MOVED ever came to refresh the map, and the one client that had started
 // before the kill held the lock alone (cluster-failover-race, lease lost
