@@ -3,6 +3,7 @@ package shrink
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,17 @@ type Run struct {
 	Nemesis []history.Event
 	Config  []byte        // config.json as it was; nil when absent
 	read    time.Duration // how long Load took, for the report
+	// part is set when LoadPart kept one key's events: the check of the
+	// whole run it streamed, and what a shrink needs of the whole run.
+	part *partOf
+}
+
+// partOf is what a Run of one key's events keeps of the whole run.
+type partOf struct {
+	dir    string
+	whole  *checker.Result
+	counts Counts // the whole run's
+	origin int64  // its first event
 }
 
 // Load reads a run folder. A folder without history.jsonl, an empty one and
@@ -120,4 +132,115 @@ func (res *Result) WriteDir(from, out string) error {
 		return fmt.Errorf("write %s: %w", runfolder.Shrink, err)
 	}
 	return nil
+}
+
+// LoadPart reads a run folder for a shrink of the violation o picks, in two
+// passes over history.jsonl, so that what is held grows with one key, not
+// with the run: the first streams every event into the checker (which holds
+// operations, not events) and judges the whole run; the second keeps that
+// violation's key's events and every fault event, and the resource's
+// attempts of the tokens they name. Load holds every event: 930 MiB at 1M
+// events, so about 9 GiB at 10M. A shrink that finds the key's operations
+// alone do not show the violation (a token shared with another key) reads
+// the whole folder with Load.
+func LoadPart(dir string, o Options) (*Run, error) {
+	began := time.Now()
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
+	}
+	if err := o.validKind(); err != nil {
+		return nil, err
+	}
+	r := &Run{}
+	var err error
+	if r.Config, err = os.ReadFile(filepath.Join(dir, runfolder.Config)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	}
+	if o.Check, err = r.CheckOptions(); err != nil {
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	}
+	hpath := filepath.Join(dir, runfolder.History)
+	b := checker.NewBuilder()
+	var all Counts
+	origin := int64(0)
+	keys := map[string]bool{}
+	err = scanFile(hpath, func(e *history.Event) error {
+		if all.Events == 0 || e.Time < origin {
+			origin = e.Time
+		}
+		countEvent(&all, e)
+		if e.IsClient() {
+			keys[e.Key] = true
+		}
+		return b.Add(e)
+	})
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%s has no %s: not a lockjepsen run directory", dir, runfolder.History)
+	case err != nil:
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	case all.Events == 0:
+		return nil, fmt.Errorf("%s is empty: the run stopped before any operation; nothing to shrink", hpath)
+	}
+	if o.Key != "" && !keys[o.Key] {
+		return nil, &UnknownKeyError{Key: o.Key, History: hpath, Keys: slices.Sorted(maps.Keys(keys))}
+	}
+	var idx *checker.AttemptIndex
+	err = checker.ScanAttemptsFile(filepath.Join(dir, runfolder.Resource), func(a *history.Attempt) {
+		if idx == nil {
+			idx = checker.NewAttemptIndex()
+		}
+		idx.Add(a)
+		all.Attempts++
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	}
+	opts := o.Check.Defaults()
+	opts.Pictures = false
+	whole := checker.CheckHistory(b.History(), idx, opts)
+	b, idx = nil, nil
+	v, err := pick(whole, o.Kind, o.Key)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[string]bool{}
+	err = scanFile(hpath, func(e *history.Event) error {
+		if !e.IsClient() || e.Key == v.Key {
+			r.Events = append(r.Events, *e)
+			if e.Token != "" {
+				tokens[e.Token] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	}
+	history.Sort(r.Events)
+	err = checker.ScanAttemptsFile(filepath.Join(dir, runfolder.Resource), func(a *history.Attempt) {
+		if tokens[a.Token] {
+			r.Attempts = append(r.Attempts, *a)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	}
+	if r.Nemesis, err = history.ReadFile(filepath.Join(dir, runfolder.Nemesis)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
+	}
+	r.part = &partOf{dir: dir, whole: whole, counts: all, origin: origin}
+	r.read = time.Since(began)
+	return r, nil
+}
+
+// scanFile streams a history file through fn (history.Scan: every rule, the
+// line of a malformed one).
+func scanFile(path string, fn func(*history.Event) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return history.Scan(f, path, fn)
 }

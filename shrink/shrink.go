@@ -50,6 +50,23 @@ var (
 	ErrUnknown = errors.New("nothing to shrink: the history's verdict is unknown (porcupine's budget ran out with no violation found); check it with a larger -budget first")
 )
 
+func (o Options) validKind() error {
+	if o.Kind != "" && !slices.Contains(checker.ViolationKinds, o.Kind) {
+		return fmt.Errorf("unknown violation kind %q (one of %s)", o.Kind, strings.Join(checker.ViolationKinds, ", "))
+	}
+	return nil
+}
+
+// UnknownKeyError: --key names no lock key of the run; Keys are its keys.
+type UnknownKeyError struct {
+	Key, History string
+	Keys         []string
+}
+
+func (e *UnknownKeyError) Error() string {
+	return fmt.Sprintf("--key %q is not in %s; its lock keys are %s", e.Key, e.History, strings.Join(e.Keys, ", "))
+}
+
 // NotFoundError: the run has violations, but none of the kind on the key
 // asked for. Have lists the kinds on each key the run does have.
 type NotFoundError struct {
@@ -126,16 +143,21 @@ type Counts struct {
 
 // CountOf counts a run.
 func CountOf(r *Run) Counts {
-	c := Counts{Events: len(r.Events), Attempts: len(r.Attempts)}
+	c := Counts{Attempts: len(r.Attempts)}
 	for i := range r.Events {
-		switch {
-		case !r.Events[i].IsClient():
-			c.Nemesis++
-		case r.Events[i].Type == history.Invoke:
-			c.Operations++
-		}
+		countEvent(&c, &r.Events[i])
 	}
 	return c
+}
+
+func countEvent(c *Counts, e *history.Event) {
+	c.Events++
+	switch {
+	case !e.IsClient():
+		c.Nemesis++
+	case e.Type == history.Invoke:
+		c.Operations++
+	}
 }
 
 // Kept is one unit of the result and why it stayed: what the checker says
@@ -173,14 +195,19 @@ type Result struct {
 // the operations it names).
 func Shrink(r *Run, o Options) (*Result, error) {
 	began := time.Now()
-	if o.Kind != "" && !slices.Contains(checker.ViolationKinds, o.Kind) {
-		return nil, fmt.Errorf("unknown violation kind %q (one of %s)", o.Kind, strings.Join(checker.ViolationKinds, ", "))
+	if err := o.validKind(); err != nil {
+		return nil, err
 	}
 	opts := o.Check.Defaults()
 	opts.Pictures = false
-	whole, err := checker.Check(r.Events, r.Attempts, opts)
-	if err != nil {
-		return nil, fmt.Errorf("check the whole run: %w", err)
+	whole := (*checker.Result)(nil)
+	if r.part != nil {
+		whole = r.part.whole
+	} else {
+		var err error
+		if whole, err = checker.Check(r.Events, r.Attempts, opts); err != nil {
+			return nil, fmt.Errorf("check the whole run: %w", err)
+		}
 	}
 	v, err := pick(whole, o.Kind, o.Key)
 	if err != nil {
@@ -193,7 +220,14 @@ func Shrink(r *Run, o Options) (*Result, error) {
 	from := s.grow(v)
 	if from == nil {
 		// A token shared with another key ties the keys' checks together:
-		// judge the whole run's units.
+		// judge the whole run's units, which a Run of one key lacks.
+		if r.part != nil {
+			full, err := Load(r.part.dir)
+			if err != nil {
+				return nil, err
+			}
+			return Shrink(full, o)
+		}
 		s.units, s.keyOnly, s.cache = buildUnits(r, ""), false, map[string]*outcome{}
 		if from = s.grow(v); from == nil {
 			return nil, fmt.Errorf("the %s does not show again on a check of its own operations; this is a checker bug worth reporting", s.target)
@@ -205,6 +239,9 @@ func Shrink(r *Run, o Options) (*Result, error) {
 
 	res := &Result{Target: s.target, Original: *v, Before: CountOf(r), Seed: len(s.seed(v)), From: len(from),
 		Units: len(s.units), KeyOnly: s.keyOnly, Read: r.read, origin: r.Events[0].Time}
+	if r.part != nil {
+		res.Before, res.origin = r.part.counts, r.part.origin
+	}
 	last := s.check(kept, true)
 	if !last.ok {
 		return nil, fmt.Errorf("the shrunk history no longer shows the %s (%s); this is a bug worth reporting", s.target, last.text)

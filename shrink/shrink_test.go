@@ -3,6 +3,7 @@ package shrink
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -350,4 +351,73 @@ func TestShrinkKeepsTheAuditOfAStuckLock(t *testing.T) {
 	if audits != 1 {
 		t.Fatalf("kept %d audits, want the one that proves it\n%s", audits, res.Text("generated", "out"))
 	}
+}
+
+// A shrink from LoadPart, which holds the violation's key's events and the
+// faults only, keeps what a shrink of the whole run keeps: the same
+// violation, the same events, the whole run's counts before, and a result
+// Verify accepts against the whole run. An unknown --key is refused with the
+// run's keys.
+func TestLoadPartShrinksAsTheWholeRun(t *testing.T) {
+	tests := []struct {
+		name string
+		kind string
+		cfg  checkertest.Config
+	}{
+		{"injected double grant, four keys", "", checkertest.Config{Seed: 3, Clients: 8, Keys: 4, Events: 6000, TTLms: 150, PInfo: 0.03, PPause: 0.02, Inject: true}},
+		{"failovers, three keys", "", checkertest.Config{Seed: 2, Clients: 8, Keys: 3, Events: 1 << 30, Until: 4e9, TTLms: 500, PInfo: 0.01, PPause: 0.01, Failovers: 2, FailEvery: 15e8}},
+		{"lost update, two keys", "lost-update", checkertest.Config{Seed: 4, Clients: 5, Keys: 2, Events: 4000, TTLms: 100, PPause: 0.08, Unfenced: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := generated(tt.cfg, true).Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			whole, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Shrink(whole, Options{Kind: tt.kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, err := LoadPart(dir, Options{Kind: tt.kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(part.Events) >= len(whole.Events) {
+				t.Errorf("LoadPart held %d events of %d: not one key's", len(part.Events), len(whole.Events))
+			}
+			got, err := Shrink(part, Options{Kind: tt.kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Target.String() != want.Target.String() || !reflect.DeepEqual(got.Target, want.Target) || got.Before != want.Before || got.After != want.After {
+				t.Fatalf("from LoadPart: %s, %v -> %v; from Load: %s, %v -> %v", got.Target, got.Before, got.After, want.Target, want.Before, want.After)
+			}
+			for i := range want.Shrunk.Events {
+				if got.Shrunk.Events[i].Index != want.Shrunk.Events[i].Index {
+					t.Fatalf("kept event %d: index %d, want %d", i, got.Shrunk.Events[i].Index, want.Shrunk.Events[i].Index)
+				}
+			}
+			if err := got.Verify(whole, checker.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if got.origin != want.origin {
+				t.Errorf("origin %d, want the whole run's %d", got.origin, want.origin)
+			}
+		})
+	}
+	t.Run("unknown key", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := generated(tests[0].cfg, false).Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadPart(dir, Options{Key: "lock:{nope}"})
+		var uk *UnknownKeyError
+		if !errors.As(err, &uk) || len(uk.Keys) != 4 || !strings.Contains(err.Error(), `"lock:{nope}"`) {
+			t.Fatalf("LoadPart with an unknown key: %v", err)
+		}
+	})
 }

@@ -81,12 +81,14 @@ func runShrink(args []string) int {
 	if *rerun {
 		return runShrinkRerun(dir, *out, *kind, *key, seeds, minRepro)
 	}
-	r, err := shrink.Load(dir)
+	// Two passes over the history: the whole run checked streamed, then
+	// the violation's key's events alone kept (shrink.LoadPart).
+	r, err := shrink.LoadPart(dir, shrink.Options{Kind: *kind, Key: *key})
+	if code, ok := nothingToShrink(err); ok {
+		return code
+	}
 	if err != nil {
 		return fail("shrink: %v", err)
-	}
-	if keys := r.Keys(); *key != "" && !slices.Contains(keys, *key) {
-		return fail("shrink: --key %q is not in %s; its lock keys are %s", *key, filepath.Join(dir, runfolder.History), strings.Join(keys, ", "))
 	}
 	opts, err := r.CheckOptions()
 	if err != nil {
