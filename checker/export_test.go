@@ -13,7 +13,8 @@ import (
 // TestWriteSampleRuns writes simulated runs for trying `lockjepsen check` by
 // hand: LOCKJEPSEN_SAMPLES=/tmp/samples go test ./checker -run SampleRuns.
 // With LOCKJEPSEN_SAMPLES_EVENTS=N it writes only "scale", a clean history of
-// about N events from 64 clients with 40-hex tokens (scripts/check-scale.sh).
+// about N events from 64 clients with 40-hex tokens, and "scale-shrink", the
+// same with one double grant injected (scripts/check-scale.sh).
 func TestWriteSampleRuns(t *testing.T) {
 	out := os.Getenv("LOCKJEPSEN_SAMPLES")
 	if out == "" {
@@ -25,13 +26,15 @@ func TestWriteSampleRuns(t *testing.T) {
 			PPause: 0.002, Failovers: 2, FailEvery: 7e9},
 	}
 	if n, err := strconv.Atoi(os.Getenv("LOCKJEPSEN_SAMPLES_EVENTS")); err == nil && n > 0 {
-		samples = map[string]simConfig{"scale": scaleConfig(n)}
+		inject := scaleConfig(n)
+		inject.Inject = true
+		samples = map[string]simConfig{"scale": scaleConfig(n), "scale-shrink": inject}
 	}
 	for name, cfg := range samples {
 		if name == "clean" && os.Getenv("LOCKJEPSEN_SAMPLES_BIG") != "" {
 			cfg = simConfig{Seed: 42, Clients: 16, Keys: 4, Events: 1_000_000, TTLms: 500, PInfo: 0.01, PPause: 0.01}
 		}
-		if err := writeSample(filepath.Join(out, name), cfg, name == "scale"); err != nil {
+		if err := writeSample(filepath.Join(out, name), cfg, cfg.Clients == 64); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -54,12 +54,13 @@ func BenchmarkShrink1M(b *testing.B) {
 	}
 }
 
-// benchShrink times Load and Shrink of dir, verifies the result outside the
-// timer, and reports the sizes before and after.
+// benchShrink times LoadPart and Shrink of dir, as the command runs them,
+// verifies the result outside the timer, and reports the sizes before and
+// after.
 func benchShrink(b *testing.B, dir string) *Result {
 	var res *Result
 	for i := 0; i < b.N; i++ {
-		r, err := Load(dir)
+		r, err := LoadPart(dir, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
