@@ -6,6 +6,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -132,6 +133,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		stuck = append(stuck, p.stuck...)
 		res.Ownership.ExpiredOnArrival = append(res.Ownership.ExpiredOnArrival, p.expired...)
 		res.Ownership.Regranted = append(res.Ownership.Regranted, p.regranted...)
+		res.Ownership.Orphaned = append(res.Ownership.Orphaned, p.orphaned...)
 		for f, c := range p.counts {
 			t := counts[f]
 			if t == nil {
@@ -259,6 +261,12 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	if res.Ownership.Regranted == nil {
 		res.Ownership.Regranted = []OwnershipIssue{}
 	}
+	if res.Ownership.Orphaned == nil {
+		res.Ownership.Orphaned = []OrphanedSpan{}
+	}
+	slices.SortStableFunc(res.Ownership.Orphaned, func(a, b OrphanedSpan) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.StartS, b.StartS))
+	})
 	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid, res.Ownership.Valid)
 	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
 	for i := range res.Violations {
@@ -282,6 +290,7 @@ type groupResult struct {
 	stuck     []stuckOutcome
 	expired   []OwnershipIssue // ownership.go
 	regranted []OwnershipIssue
+	orphaned  []OrphanedSpan // orphaned.go
 	counts    map[string]*OpCounts
 	unknown   []UnknownCommand
 	acquires  []int64 // latencies of completed acquires
@@ -383,6 +392,7 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 		}
 		g.lock = append(g.lock, out)
 		g.held = append(g.held, heldSpans(kc.tenures)...)
+		g.orphaned = append(g.orphaned, orphaned(k, lockOps[k], int64(opts.Epsilon), t0)...)
 		g.grants = append(g.grants, grantsOf(lockOps[k]))
 	}
 	for _, k := range secKeys {

@@ -22,6 +22,10 @@ type OwnershipResult struct {
 	// ok release between: a retried acquire counted twice, so one release
 	// no longer frees the lock (Redisson #7367's hold count of 2).
 	Regranted []OwnershipIssue `json:"regranted"`
+	// Orphaned: the spans in which a key turned contenders away while no
+	// client believed it held it (orphaned.go). A measure, not a verdict:
+	// they leave Valid as it is.
+	Orphaned []OrphanedSpan `json:"orphaned"`
 }
 
 // OwnershipIssue is one misinformed grant.

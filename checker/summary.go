@@ -38,6 +38,9 @@ func (r *Result) Summary() string {
 	if c := cutOffLine(r.Liveness.CutOff); c != "" {
 		b.WriteString("    " + c + "\n")
 	}
+	if o := orphanedLine(r.Ownership.Orphaned); o != "" {
+		b.WriteString("    " + o + "\n")
+	}
 	for _, part := range []struct {
 		name string
 		keys map[string]*KeyResult
@@ -399,4 +402,32 @@ func cutOffLine(cs []CutOffClient) string {
 	}
 	return fmt.Sprintf("cut off: %s never reached the lock service: %s, none granted, none refused for another holder (the first said %q); the run exercised the others only",
 		ClientList(ids), Count(n, "acquire")+" failed or went unanswered", first)
+}
+
+// orphanedLine sums the orphaned spans (orphaned.go) and names the longest,
+// or nothing.
+func orphanedLine(spans []OrphanedSpan) string {
+	if len(spans) == 0 {
+		return ""
+	}
+	var total float64
+	keys := map[string]bool{}
+	longest := spans[0]
+	refused := 0
+	for _, s := range spans {
+		total += s.Ms
+		refused += s.Refused
+		keys[s.Key] = true
+		if s.Ms > longest.Ms {
+			longest = s
+		}
+	}
+	by := "no operation of the history could have left it"
+	if len(longest.LeftBy) > 0 {
+		l := longest.LeftBy[0]
+		by = fmt.Sprintf("left by client %d's %s at %.3f s (%s)", l.Client, l.F, l.TimeS, l.Outcome)
+	}
+	return fmt.Sprintf("orphaned: %s turned away while no client believed it held the key, in %s on %s, %s in all; the longest %s on %s from %.3f s, %s",
+		Count(refused, "acquire"), Count(len(spans), "span"), Count(len(keys), "key"), HumanDuration(total),
+		HumanDuration(longest.Ms), longest.Key, longest.StartS, by)
 }

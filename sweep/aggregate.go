@@ -106,6 +106,13 @@ type CellStats struct {
 	StuckTrials      int  `json:"stuck_trials"`
 	RegrantMs        Dist `json:"regrant_ms"`
 	NoRegrant        int  `json:"no_regrant"`
+	// OrphanedMeasured: every trial of the cell was checked by code that
+	// measures orphaned locks (keys that turned contenders away while no
+	// client believed it held them); OrphanedMs is their spans' lengths,
+	// OrphanedTrials the trials that had any.
+	OrphanedMeasured bool `json:"orphaned_measured,omitempty"`
+	OrphanedMs       Dist `json:"orphaned_ms"`
+	OrphanedTrials   int  `json:"orphaned_trials,omitempty"`
 
 	StaleWrites checker.StaleWrites `json:"stale_writes"`
 	LostUpdates int                 `json:"lost_updates"`
@@ -315,8 +322,9 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	cs := CellStats{Cell: cell.ID(), Config: cell.Config.Name, Fault: cell.Fault.Name, Unit: cell.Fault.Unit(),
 		NemesisKind: append([]string{}, cell.Fault.Faults...), LivenessMeasured: true}
 	cs.Acquires.RefusedBy = map[string]int{}
-	var ok, all, regrant []float64
+	var ok, all, regrant, orphanedMs []float64
 	cs.Exposures = []float64{}
+	measured := 0
 	for _, t := range trials {
 		cs.WallS += t.Record.WallS
 		cs.Parallel = max(cs.Parallel, t.Record.Parallel)
@@ -355,6 +363,13 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 		cs.Reached += t.Reached
 		cs.ReachedHits += t.ReachedHit
 		cs.StuckLocks += t.StuckLocks
+		if t.OrphanedMeasured {
+			measured++
+		}
+		orphanedMs = append(orphanedMs, t.OrphanedMs...)
+		if len(t.OrphanedMs) > 0 {
+			cs.OrphanedTrials++
+		}
 		if t.StuckLocks > 0 {
 			cs.StuckTrials++
 		}
@@ -386,6 +401,8 @@ func Combine(cell Cell, trials []*Trial) CellStats {
 	cs.AcquireOKMs = Summarize(ok)
 	cs.AcquireAllMs = Summarize(all)
 	cs.RegrantMs = Summarize(regrant)
+	cs.OrphanedMeasured = measured > 0 && measured == cs.Trials
+	cs.OrphanedMs = Summarize(orphanedMs)
 	if n := cs.Acquires.Total; n > 0 {
 		cs.RefusedShare = float64(cs.Acquires.Refused) / float64(n)
 		cs.UnknownShare = float64(cs.Acquires.Unknown) / float64(n)

@@ -99,3 +99,41 @@ func TestPConditionedOnReached(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanedColumn: a cell pools its trials' orphaned spans, and says
+// so only when every trial was checked by code that measures them (a
+// results.json from before has no ownership.orphaned at all).
+func TestOrphanedColumn(t *testing.T) {
+	f, err := LookupFault("kill-primary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := func(spans []checker.OrphanedSpan) *Trial {
+		res := &checker.Result{}
+		res.Ownership.Orphaned = spans
+		tr := &Trial{Record: Record{Status: StatusOK}, Result: res, Unit: f.Unit()}
+		tr.fromResult(nil, f)
+		return tr
+	}
+	none := []checker.OrphanedSpan{}
+	two := []checker.OrphanedSpan{{Key: "k", Ms: 300}, {Key: "k", Ms: 900}}
+	cases := []struct {
+		name   string
+		trials []*Trial
+		want   string // in the liveness column
+		absent string
+	}{
+		{"none orphaned", []*Trial{trial(none), trial(none)}, "; 0 orphaned spans", "orphaned span(s)"},
+		{"two spans in one trial", []*Trial{trial(two), trial(none)}, "; 2 orphaned span(s) (in 1 trial(s)), p50 300 / max 900 ms", "0 orphaned"},
+		{"a trial checked before the measure", []*Trial{trial(two), trial(nil)}, "", "orphaned"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cs := Combine(Cell{Config: Config{Name: "none"}, Fault: f}, c.trials)
+			col := liveness(&cs)
+			if !strings.Contains(col, c.want) || strings.Contains(col, c.absent) {
+				t.Fatalf("liveness column %q: want %q, not %q", col, c.want, c.absent)
+			}
+		})
+	}
+}

@@ -100,6 +100,13 @@ func liveness(cs *CellStats) string {
 	if cs.NoRegrant > 0 {
 		s += fmt.Sprintf("; %d fault(s) after which a key was never granted again", cs.NoRegrant)
 	}
+	if cs.OrphanedMeasured {
+		if o := cs.OrphanedMs; o.Count > 0 {
+			s += fmt.Sprintf("; %d orphaned span(s) (in %d trial(s)), p50 %s / max %s ms", o.Count, cs.OrphanedTrials, ms(o.P50), ms(o.Max))
+		} else {
+			s += "; 0 orphaned spans"
+		}
+	}
 	return s
 }
 

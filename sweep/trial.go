@@ -115,6 +115,12 @@ type Trial struct {
 	StuckLocks int
 	RegrantMs  []float64
 	NoRegrant  int
+	// Orphaned: the spans in which a key turned contenders away with no
+	// client believing it held it (checker.OrphanedSpan), each one's ms;
+	// OrphanedMeasured is false for a results.json written before the
+	// checker measured them.
+	OrphanedMs       []float64
+	OrphanedMeasured bool
 	// Coverage: the windows of the cell's kinds the checker judged
 	// (results.json with coverage), and how many reached the fault's
 	// dangerous moment (checker.FaultWindow.Reached); ReachedHit counts
@@ -236,6 +242,10 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	}
 	t.Faults = len(starts)
 	t.StuckLocks = len(t.Result.Liveness.StuckLocks)
+	t.OrphanedMeasured = t.Result.Ownership.Orphaned != nil
+	for _, o := range t.Result.Ownership.Orphaned {
+		t.OrphanedMs = append(t.OrphanedMs, o.Ms)
+	}
 	// reached[i]: injection i's window reached its moment. Each injection
 	// logs its first mark once, so the cell's windows, in time order, are
 	// its injections; a count that differs leaves the map empty.
