@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )
@@ -233,7 +234,7 @@ func leftOrphan(ops []*Op, from, eps, t0 int64) []LeftBy {
 		if o.Outcome == history.OK {
 			continue
 		}
-		if o.F == history.FAcquire && !mayHold(o) {
+		if o.F == history.FAcquire && (!mayHold(o) || deniedBefore(ops[i+1:end], o.Token)) {
 			continue
 		}
 		last, ttl, noExpiry := o.Return, o.TTL, o.NoExpiry()
@@ -254,6 +255,23 @@ func leftOrphan(ops []*Op, from, eps, t0 int64) []LeftBy {
 		}
 	}
 	return out
+}
+
+// deniedBefore reports whether a release of token among ops (those called
+// after its acquire and before the span) found the key without it: it
+// deleted it (ok) or the server said the token does not hold it ("not
+// held", lock.ErrNotHeld's words, which every recipe and the exec
+// protocol's not_held carry). Such an acquire left nothing: a switch's
+// clients clean up after their timed-out acquires, and those crowded the
+// one release that did leave its key out of the list.
+func deniedBefore(ops []*Op, token string) bool {
+	for _, o := range ops {
+		if o.F == history.FRelease && o.Token == token &&
+			(o.Outcome == history.OK || (o.Outcome == history.Fail && strings.Contains(o.Err, "not held"))) {
+			return true
+		}
+	}
+	return false
 }
 
 // leftOrphanScan bounds how far back leftOrphan looks from a span's start.

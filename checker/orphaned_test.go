@@ -60,6 +60,12 @@ func TestOrphaned(t *testing.T) {
 			refused(1, "B", 3000, 3001)},
 		{name: "refused with no holder while others were refused: nothing left behind", h: newHB().acq(0, "A", 1000, 10, 11, ok, 1).rel(0, "A", 50, 51, ok).
 			refused(1, "B", 300, 340).refused(2, "C", 310, 350)},
+		{name: "a timed-out acquire cleaned up after is no candidate", h: newHB().acq(0, "A", 1000, 10, 11, ok, 1).
+			op(0, history.Event{F: history.FRelease, Token: "A"}, 50, 51, fail, history.Event{Error: "DELIFEQ: READONLY You can't write against a read only replica."}).
+			acq(2, "C", 1000, 60, 70, info, 0).
+			op(2, history.Event{F: history.FRelease, Token: "C"}, 80, 81, fail, history.Event{Error: "DELIFEQ returned 0: the lock expired or another client holds it (not held)"}).
+			refused(1, "B", 300, 301),
+			spans: 1, refused: 1, ms: 1, leftBy: "release/fail"},
 		{name: "a refusal for another reason is not counted", h: newHB().acq(0, "A", 1000, 10, 60, info, 0).
 			op(1, history.Event{F: history.FAcquire, Token: "B", TTLMs: 1000}, 300, 301, fail, history.Event{Error: "NOREPLICAS Not enough good replicas to write."})},
 	}
