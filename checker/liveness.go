@@ -57,6 +57,11 @@ type StuckLock struct {
 	Explanation string           `json:"explanation"`
 }
 
+// leftByOf names o as a LeftBy, its time from t0.
+func leftByOf(o *Op, t0 int64) LeftBy {
+	return LeftBy{F: o.F, Client: o.Client, Token: o.Token, Outcome: o.Outcome, Event: o.InvokeIndex, TimeS: rel(o.Call, t0)}
+}
+
 // LeftBy names an operation of the history.
 type LeftBy struct {
 	F       string       `json:"f"`
@@ -124,11 +129,8 @@ func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 i
 	if last > since {
 		s.RefusedMs = float64(last-since) / 1e6
 	}
-	leftBy := func(o *Op) LeftBy {
-		return LeftBy{F: o.F, Client: o.Client, Token: o.Token, Outcome: o.Outcome, Event: o.InvokeIndex, TimeS: rel(o.Call, t0)}
-	}
 	if left != nil {
-		s.LeftBy = leftBy(left)
+		s.LeftBy = leftByOf(left, t0)
 	}
 	for i := len(ops) - 1; i >= 0; i-- {
 		o := ops[i]
@@ -137,7 +139,7 @@ func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 i
 		}
 		s.UnknownCount++
 		if len(s.Unknown) < maxUnknownListed {
-			s.Unknown = append(s.Unknown, leftBy(o))
+			s.Unknown = append(s.Unknown, leftByOf(o, t0))
 		}
 	}
 	s.Explanation = explainStuck(s, left, audited)

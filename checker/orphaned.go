@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )
@@ -251,7 +250,7 @@ func leftOrphan(ops []*Op, from, eps, t0 int64) []LeftBy {
 			last, ttl, noExpiry = g.Return, g.TTL, g.NoExpiry()
 		}
 		if noExpiry || satAdd(satAdd(last, ttl), eps) >= from {
-			out = append(out, LeftBy{F: o.F, Client: o.Client, Token: o.Token, Outcome: o.Outcome, Event: o.InvokeIndex, TimeS: rel(o.Call, t0)})
+			out = append(out, leftByOf(o, t0))
 		}
 	}
 	return out
@@ -259,15 +258,14 @@ func leftOrphan(ops []*Op, from, eps, t0 int64) []LeftBy {
 
 // deniedBefore reports whether a release of token among ops (those called
 // after its acquire and before the span) found the key without it: it
-// deleted it (ok) or the server said the token does not hold it ("not
-// held", lock.ErrNotHeld's words, which every recipe and the exec
-// protocol's not_held carry). Such an acquire left nothing: a switch's
+// deleted it (ok) or the server said the token does not hold it
+// (history.SaysNotHeld, as the double-holder count reads it). Such an acquire left nothing: a switch's
 // clients clean up after their timed-out acquires, and those crowded the
 // one release that did leave its key out of the list.
 func deniedBefore(ops []*Op, token string) bool {
 	for _, o := range ops {
 		if o.F == history.FRelease && o.Token == token &&
-			(o.Outcome == history.OK || (o.Outcome == history.Fail && strings.Contains(o.Err, "not held"))) {
+			(o.Outcome == history.OK || (o.Outcome == history.Fail && history.SaysNotHeld(o.Err))) {
 			return true
 		}
 	}

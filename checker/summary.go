@@ -422,12 +422,9 @@ func orphanedLine(spans []OrphanedSpan) string {
 			longest = s
 		}
 	}
-	by := "no operation of the history could have left it"
-	if len(longest.LeftBy) > 0 {
-		l := longest.LeftBy[0]
-		by = fmt.Sprintf("left by client %d's %s at %.3f s (%s)", l.Client, l.F, l.TimeS, l.Outcome)
-	}
-	return fmt.Sprintf("orphaned: %s turned away while no client believed it held the key, in %s on %s, %s in all; the longest %s on %s from %.3f s, %s",
+	// A span's LeftBy is never empty (orphaned drops those with none).
+	l := longest.LeftBy[0]
+	return fmt.Sprintf("orphaned: %s turned away while no client believed it held the key, in %s on %s, %s in all; the longest %s on %s from %.3f s, left by client %d's %s at %.3f s (%s)",
 		Count(refused, "acquire"), Count(len(spans), "span"), Count(len(keys), "key"), HumanDuration(total),
-		HumanDuration(longest.Ms), longest.Key, longest.StartS, by)
+		HumanDuration(longest.Ms), longest.Key, longest.StartS, l.Client, l.F, l.TimeS, l.Outcome)
 }
