@@ -44,6 +44,10 @@ const etcdAdapter = "etcd-py/adapter.py"
 // --topology postgres, one session per grant.
 const pgAdapter = "pg-py/adapter.py"
 
+// asyncioAdapter is redis-py's asyncio Lock, one event loop per client; it
+// takes the reply faults' "cancel" request and "drop_reply" field.
+const asyncioAdapter = "redis-py-asyncio/adapter.py"
+
 // nodeAdapter is Node's redis client, which speaks Valkey Cluster and one
 // server but not Sentinel (--topology cluster or standalone).
 const nodeAdapter = "node-redis/adapter.js"
@@ -104,6 +108,9 @@ func TestClientTest(t *testing.T) {
 	}{
 		{adapters[0], nil, 0, []string{"11 passed, 0 failed"}},
 		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
+		// redis-py's asyncio Lock, every call of the process on one
+		// connection (the configuration of redis/redis-py#2624).
+		{asyncioAdapter, []string{"--exec-arg", "--single-connection"}, 0, []string{"11 passed, 0 failed"}},
 		// redis-py's RedisCluster, seeded with LOCKJEPSEN_CLUSTER_NODES.
 		// The slot case moves the key's slot mid-grant: the extend and a
 		// refused acquire must follow ASK, the release MOVED.
@@ -264,15 +271,21 @@ func TestClusterRun(t *testing.T) {
 // (lock invalid, blamed on the restart). psycopg2's session advisory lock on
 // --topology postgres: valid when the holder's backend is terminated (the
 // extend says not_held and the client stops), and granted twice behind
-// PgBouncer in transaction mode with no fault at all. Each measured on seeds
-// 1-10 (docs/protocol.md, "On Redlock", "On etcd and PostgreSQL").
+// PgBouncer in transaction mode with no fault at all. The reply faults reach
+// an adapter that takes them: redis-py's asyncio Lock cancelled mid-call
+// (cancel-acquire, cancel-release) and redis-py's Lock with a release's
+// reply lost (drop-release-reply) each stay valid, and a client's log says
+// the fault reached the program (fired). Each measured on seeds 1-10
+// (docs/protocol.md, "On Redlock", "On etcd and PostgreSQL", "Reply faults").
 func TestScenarioRuns(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct{ adapter, scenario string }{
-		{redlockAdapter, "redlock-baseline"},
-		{redlockAdapter, "redlock-restart"},
-		{pgAdapter, "pg-terminated-holder"},
-		{pgAdapter, "pg-pooler-transaction"},
+	for _, tt := range []struct{ adapter, scenario, fired string }{
+		{redlockAdapter, "redlock-baseline", ""},
+		{redlockAdapter, "redlock-restart", ""},
+		{pgAdapter, "pg-terminated-holder", ""},
+		{pgAdapter, "pg-pooler-transaction", ""},
+		{asyncioAdapter, "cancelled-calls", "reply fault: cancel the reply of this"},
+		{adapters[0], "dropped-release-reply", "reply fault: drop the reply of this release"},
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			runSlot(t, tt.adapter)
@@ -286,6 +299,9 @@ func TestScenarioRuns(t *testing.T) {
 			knobs := scenario.Knobs{Recipe: "exec:" + tt.adapter, Fenced: sc.Fence != "" && sc.Fence != "none"}
 			if held, why := scenario.Holds(sc.Expected(knobs), r); !held {
 				t.Fatalf("%s with %s: exit %d, %s:\n%s", tt.scenario, tt.adapter, code, why, log)
+			}
+			if tt.fired != "" && !clientLogsSay(t, out, tt.fired) {
+				t.Errorf("%s with %s: no client's log says %q: the fault never reached the program", tt.scenario, tt.adapter, tt.fired)
 			}
 			assertNoneLeft(t, tt.adapter)
 		})
@@ -386,6 +402,21 @@ func assertRace(t *testing.T, a, scenarioName string) {
 // shell adapter, whose 16 clients fork bash and valkey-cli for every
 // operation (testslot.ParallelHeavy has the measurement), one for the
 // others, one process per client.
+// clientLogsSay reports whether a client log of the run in out holds text.
+func clientLogsSay(t *testing.T, out, text string) bool {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(out, "clients", "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no client logs in %s: %v", out, err)
+	}
+	for _, p := range logs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(text)) {
+			return true
+		}
+	}
+	return false
+}
+
 func runSlot(t *testing.T, a string) {
 	t.Helper()
 	if strings.HasSuffix(a, ".sh") {

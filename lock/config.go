@@ -79,10 +79,13 @@ type Config struct {
 	// NeedsPartition: a fault of the run cuts nodes off from clients in the
 	// clients (Redlock's partial partition), so an exec program's probe
 	// must say at init that it takes the "unreachable" request.
-	NeedsPartition bool    `json:"-"`
-	Client         int     `json:"-"`
-	ClockOffsetMs  float64 `json:"-"`
-	ClockRate      float64 `json:"-"`
+	NeedsPartition bool `json:"-"`
+	// NeedsReplies: the reply faults of the run (ReplyCancel, ReplyDrop),
+	// which an exec program's probe must say at init that it takes.
+	NeedsReplies  []string `json:"-"`
+	Client        int      `json:"-"`
+	ClockOffsetMs float64  `json:"-"`
+	ClockRate     float64  `json:"-"`
 }
 
 // WaitOpt is WAIT numreplicas timeout; knob owns its syntax and check.

@@ -110,6 +110,8 @@ func TestExecInit(t *testing.T) {
 	plain := script("plain", `read line; echo '{"id":1,"type":"ok"}'; `+okToAll)
 	dials := script("dials", `read line; echo '{"id":1,"type":"ok","dial_map":true}'; `+okToAll)
 	cuts := script("cuts", `read line; echo '{"id":1,"type":"ok","unreachable":true}'; `+okToAll)
+	cancels := script("cancels", `read line; echo '{"id":1,"type":"ok","cancel":true}'; `+okToAll)
+	drops := script("drops", `read line; echo '{"id":1,"type":"ok","drop_reply":true}'; `+okToAll)
 	sentinels := []string{"127.0.0.1:1"}
 	for _, tc := range []struct {
 		name    string
@@ -123,6 +125,10 @@ func TestExecInit(t *testing.T) {
 		{"dial map honoured", Config{Recipe: dials, Sentinels: sentinels, NeedsDialMap: true}, ""},
 		{"no partition taken, one needed", Config{Recipe: dials, Addrs: sentinels, NeedsPartition: true}, `"unreachable"`},
 		{"partition taken", Config{Recipe: cuts, Addrs: sentinels, NeedsPartition: true}, ""},
+		{"no cancel taken, one needed", Config{Recipe: plain, Sentinels: sentinels, NeedsReplies: []string{ReplyCancel}}, `answer init with "cancel":true`},
+		{"cancel taken", Config{Recipe: cancels, Sentinels: sentinels, NeedsReplies: []string{ReplyCancel}}, ""},
+		{"cancel taken, drop needed too", Config{Recipe: cancels, Sentinels: sentinels, NeedsReplies: []string{ReplyCancel, ReplyDrop}}, `"drop_reply"`},
+		{"drop taken", Config{Recipe: drops, Sentinels: sentinels, NeedsReplies: []string{ReplyDrop}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.OpTimeout = 200 * time.Millisecond

@@ -27,6 +27,14 @@ type execRequest struct {
 	// now on (empty: every node again); a pointer, so that the empty list
 	// is sent as [] and not left out.
 	Addrs *[]string `json:"addrs,omitempty"`
+	// Cancels: cancel, the id of the request the application gave up on.
+	// A cancel has no answer of its own; the cancelled request still gets
+	// one, saying what the program's library made of it.
+	Cancels int64 `json:"cancels,omitempty"`
+	// DropReply: acquire, extend, release: lose this request's reply (the
+	// connection it went out on closed as the reply arrives), and answer with
+	// what the program's library then says.
+	DropReply bool `json:"drop_reply,omitempty"`
 }
 
 // execReply is one line the program writes to its stdout.
@@ -48,6 +56,10 @@ type execReply struct {
 	// Unreachable: init ok, optional: the program takes the "unreachable"
 	// request (Redlock's partial partition, made in the clients).
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Cancel and DropReply: init ok, optional: the program takes the
+	// "cancel" request and the "drop_reply" field (the reply faults).
+	Cancel    bool `json:"cancel,omitempty"`
+	DropReply bool `json:"drop_reply,omitempty"`
 }
 
 // ProtocolError is a line of the program's stdout that breaks the protocol:
@@ -208,6 +220,12 @@ func parseReply(b []byte) (rep execReply, why string) {
 // call sends req (its id assigned here) and waits for the answer. A context
 // that ends first makes the outcome unknown: errTimeout.
 func (c *execConn) call(ctx context.Context, req execRequest) (execReply, error) {
+	return c.callThen(ctx, req, nil)
+}
+
+// callThen is call, with sent run (if not nil) once the request's line is
+// written, given its id: what the caller does while the program works on it.
+func (c *execConn) callThen(ctx context.Context, req execRequest, sent func(id int64)) (execReply, error) {
 	ch := make(chan execReply, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -230,6 +248,8 @@ func (c *execConn) call(ctx context.Context, req execRequest) (execReply, error)
 		// The request may be half written: outcome unknown, and the program
 		// is gone or not reading.
 		c.fatal(fmt.Errorf("%s: write to stdin: %w", c.program, werr))
+	} else if sent != nil {
+		sent(req.ID)
 	}
 	select {
 	case rep := <-ch:
@@ -250,4 +270,29 @@ func (c *execConn) call(ctx context.Context, req execRequest) (execReply, error)
 		return execReply{}, c.err
 	}
 	return execReply{}, fmt.Errorf("%s: no answer to %s id %d within the operation timeout: %w", c.program, req.Op, req.ID, ctx.Err())
+}
+
+// cancel tells the program that the application gave up on request id. It
+// has no answer: its own id is recorded as timed out, so that a program
+// that answers it anyway is not stopped for it (the answer is ignored).
+func (c *execConn) cancel(id int64) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.nextID++
+	req := execRequest{ID: c.nextID, Op: "cancel", Cancels: id}
+	c.state[req.ID] = idExpired
+	c.mu.Unlock()
+	line, err := json.Marshal(req)
+	if err != nil {
+		return
+	}
+	c.wmu.Lock()
+	_, werr := c.w.Write(append(line, '\n'))
+	c.wmu.Unlock()
+	if werr != nil {
+		c.fatal(fmt.Errorf("%s: write to stdin: %w", c.program, werr))
+	}
 }

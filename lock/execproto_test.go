@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -134,6 +135,80 @@ func TestExecProtocol(t *testing.T) {
 			}
 			if tt.badLine == 0 {
 				pw.Close()
+			}
+		})
+	}
+}
+
+// TestExecReplyFaults: an armed reply fault reaches an exec program's next
+// operation once, and only when the program took its mode at init: drop as
+// the request's drop_reply field, cancel as a cancel request naming the
+// operation's id after it, whose own id a stray answer may use. The
+// operation's outcome is the program's answer to it.
+func TestExecReplyFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		mode           string
+		cancels, drops bool // what the program said at init
+		fires          bool
+	}{
+		{"drop taken", ReplyDrop, false, true, true},
+		{"cancel taken", ReplyCancel, true, false, true},
+		{"drop not taken", ReplyDrop, true, false, false},
+		{"cancel not taken", ReplyCancel, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := &fakeProgram{got: make(chan execRequest, 8)}
+			l := &execLock{cfg: Config{Recipe: "exec:prog"}, conn: newExecConn("prog", prog), tokens: map[string]string{},
+				validity: map[string]time.Duration{}, cancels: tc.cancels, drops: tc.drops}
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go func() { _ = l.conn.read(pr) }()
+			disarm, err := ArmReply(tc.mode, func() {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan Result, 2)
+			go func() { done <- l.Release(context.Background(), "lock:{k}", "t") }()
+			req := <-prog.got
+			if req.Op != "release" || req.DropReply != (tc.fires && tc.mode == ReplyDrop) {
+				t.Fatalf("request %+v: drop_reply %v, want %v", req, req.DropReply, tc.fires && tc.mode == ReplyDrop)
+			}
+			if tc.fires && tc.mode == ReplyCancel {
+				c := <-prog.got
+				if c.Op != "cancel" || c.Cancels != req.ID || c.ID == req.ID {
+					t.Fatalf("after the release: %+v, want a cancel of id %d", c, req.ID)
+				}
+				// A program may answer the cancel too; that is no protocol error.
+				if _, err := io.WriteString(pw, fmt.Sprintf(`{"id":%d,"type":"ok"}`+"\n", c.ID)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := io.WriteString(pw, fmt.Sprintf(`{"id":%d,"type":"info","error":"cancelled"}`+"\n", req.ID)); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-done; r.Outcome != history.Info {
+				t.Fatalf("outcome %v, want the program's info", r)
+			}
+			if fired := disarm(); fired != tc.fires {
+				t.Fatalf("fired %v, want %v", fired, tc.fires)
+			}
+			// Fired or not, the next operation carries nothing.
+			go func() { done <- l.Release(context.Background(), "lock:{k}", "t") }()
+			next := <-prog.got
+			if next.Op != "release" || next.DropReply {
+				t.Fatalf("next request %+v carries the fault", next)
+			}
+			select {
+			case extra := <-prog.got:
+				t.Fatalf("a second cancel: %+v", extra)
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := io.WriteString(pw, fmt.Sprintf(`{"id":%d,"type":"ok"}`+"\n", next.ID)); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-done; !r.Ok() || l.conn.Err() != nil {
+				t.Fatalf("next release %v, conn %v", r, l.conn.Err())
 			}
 		})
 	}

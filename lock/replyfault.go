@@ -98,6 +98,35 @@ func (f *replyFault) take(c *faultConn) (string, context.CancelFunc) {
 	return f.mode, f.cancel
 }
 
+// takeExec takes the armed fault for an exec program's next operation,
+// once, when the program takes its mode (takes: what it said at init); ""
+// otherwise, and the fault stays unfired.
+func (f *replyFault) takeExec(takes func(mode string) bool) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mode == "" || f.fired || !takes(f.mode) {
+		return ""
+	}
+	f.fired = true
+	return f.mode
+}
+
+// ExecReplyField is the exec protocol's name for a reply fault mode: the
+// request (cancel) or request field (drop_reply) a program takes, and the
+// field of its init answer that says so.
+func ExecReplyField(mode string) string {
+	if mode == ReplyDrop {
+		return "drop_reply"
+	}
+	return mode
+}
+
+// replyFaultDoes says what a reply fault does, for a program's refusal.
+var replyFaultDoes = map[string]string{
+	ReplyCancel: "cancels an operation mid-flight",
+	ReplyDrop:   "loses the reply of an operation that ran",
+}
+
 // faultConn is a lock connection the reply faults can reach. Unarmed it
 // passes everything through.
 type faultConn struct{ net.Conn }
@@ -294,10 +323,11 @@ func hookedDial(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) 
 
 // ReachesReplies reports whether the reply faults reach the recipe's
 // connections: every recipe that speaks to Valkey through this package's
-// clients. An exec program dials for itself, and etcd's, ZooKeeper's and
-// the SQL recipes' clients are not hooked.
+// clients, and an exec program, which is told to cancel or to drop a reply
+// (its probe refuses a program that did not say at init it can). etcd's,
+// ZooKeeper's and the SQL recipes' clients are not hooked.
 func (r Recipe) ReachesReplies() bool {
-	return r.Server == nil && r.Fence == "" && r.Name != Exec
+	return r.Name == Exec || (r.Server == nil && r.Fence == "")
 }
 
 // live is every hooked connection not yet closed, for DropConns.

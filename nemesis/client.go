@@ -258,7 +258,7 @@ func replyFault(name, op, mode, doc string) *Fault {
 	}
 	return &Fault{
 		Name:  name,
-		Needs: Needs{Topology: TopologyAny, ReachesReplies: true},
+		Needs: Needs{Topology: TopologyAny, Replies: mode},
 		Marks: []Mark{m},
 		Doc:   doc,
 		PlanStep: func(rng *rand.Rand, p PlanParams) Step {

@@ -108,10 +108,11 @@ type Needs struct {
 	// watchdog, which a client fault can stall; not a library that renews
 	// inside itself (valkeylock).
 	ClientRenews bool
-	// ReachesReplies: the recipe's connections carry the reply faults'
-	// hook (lock.Recipe.ReachesReplies: the recipes that speak Valkey
-	// through the project's clients).
-	ReachesReplies bool
+	// Replies: the reply fault's mode (lock.ReplyDrop, lock.ReplyCancel),
+	// "" for none. The recipe must reach replies (lock.Recipe.ReachesReplies:
+	// the recipes that speak Valkey through the project's clients, and an exec
+	// program that says at init it takes the mode).
+	Replies string
 	// ClientPartition: the fault cuts some nodes off from some clients in
 	// the clients themselves (Redlock's partial partition on loopback): the
 	// recipe must take the cut (lock.Recipe.Partitions; an exec program

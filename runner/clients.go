@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
@@ -36,6 +37,9 @@ func (r *run) lockConfig() lock.Config {
 			// An exec program's probe must take what the fault needs of it.
 			lc.NeedsDialMap = lc.NeedsDialMap || f.Needs.DialMap
 			lc.NeedsPartition = lc.NeedsPartition || f.Needs.ClientPartition
+			if f.Needs.Replies != "" && !slices.Contains(lc.NeedsReplies, f.Needs.Replies) {
+				lc.NeedsReplies = append(lc.NeedsReplies, f.Needs.Replies)
+			}
 		}
 	}
 	return lc

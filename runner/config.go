@@ -275,11 +275,12 @@ func (c *Config) Validate() error {
 					"use --recipe redlock, or an exec program that takes the \"unreachable\" request (docs/protocol.md)", name, c.Recipe)
 			}
 		}
-		if f.Needs.ReachesReplies {
+		if f.Needs.Replies != "" {
 			if r, err := lock.Lookup(c.Recipe); err == nil && !r.ReachesReplies() {
 				return fmt.Errorf("%s acts on the replies of the connections the project's Valkey clients open, and "+
-					"--recipe %s opens its own (an exec program, or a client of etcd, ZooKeeper or SQL): use a recipe "+
-					"that speaks Valkey (native, redsync, redislock, valkeylock)", name, c.Recipe)
+					"--recipe %s opens its own (a client of etcd, ZooKeeper or SQL): use a recipe that speaks Valkey "+
+					"(native, redsync, redislock, valkeylock), or an exec program that takes the %q request (docs/protocol.md)",
+					name, c.Recipe, lock.ExecReplyField(f.Needs.Replies))
 			}
 		}
 	}

@@ -54,6 +54,15 @@ func TestValidateRefusesWhatTheFlagsTell(t *testing.T) {
 			c.Faults, c.Cluster.Topology, c.Recipe, c.Fence = []string{"redlock-restart"}, "redlock", "exec:/bin/true", "none"
 			c.TimeLimit = time.Minute
 		}, ""},
+		// The reply faults act on the project's Valkey connections, or tell
+		// an exec program (its probe asks whether it takes them:
+		// lock.TestExecInit); a client of etcd is reached by neither.
+		{"a cancelled call through an exec program", func(c *Config) {
+			c.Faults, c.Recipe, c.Fence = []string{"cancel-acquire"}, "exec:/bin/true", "none"
+		}, ""},
+		{"a dropped reply through etcd's client", func(c *Config) {
+			c.Faults, c.Cluster.Topology, c.Recipe, c.Fence = []string{"drop-release-reply"}, "etcd", "etcd-mutex", "none"
+		}, `"drop_reply"`},
 		{"slow replication on redlock", func(c *Config) {
 			c.Faults, c.Cluster.NetProxy, c.Cluster.Topology, c.Recipe, c.Fence = []string{"net-slow-replication"}, true, "redlock", "redlock", "none"
 		}, "replica"},

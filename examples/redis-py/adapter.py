@@ -9,7 +9,9 @@ Cluster (redis-py's RedisCluster, which finds the slots and follows MOVED/ASK).
 
 Debian's python3-redis (4.3.4) is enough: apt-get install python3-redis.
 Requests are served by a small thread pool, so an extend never waits behind a
-slow acquire; answers are matched by id. Logs go to stderr.
+slow acquire; answers are matched by id. It takes the "drop_reply" field (the
+reply is read, then lost with its connection); not "cancel": a thread cannot
+be cancelled mid-call (examples/redis-py-asyncio can). Logs go to stderr.
 """
 import json
 import os
@@ -50,6 +52,25 @@ else:
         socket_connect_timeout=op_timeout, retry_on_timeout=False)
 out = threading.Lock()
 
+# drop_reply: the serving thread carries a one-shot flag; the first reply of
+# one of its lock commands is read (the command ran) and then lost with its
+# connection. A library's own commands (discovery, handshake) are let through.
+dropping = threading.local()
+_parse = redis.Redis.parse_response
+_own = ("SENTINEL", "PING", "CLIENT", "HELLO", "AUTH", "SELECT", "ROLE", "INFO", "ASKING", "READONLY")
+
+
+def parse_response(self, connection, command_name, **options):
+    reply = _parse(self, connection, command_name, **options)
+    if getattr(dropping, "armed", False) and not str(command_name).upper().startswith(_own):
+        dropping.armed = False
+        connection.disconnect()
+        raise ConnectionError("the reply was lost with its connection (drop_reply)")
+    return reply
+
+
+redis.Redis.parse_response = parse_response
+
 
 def lock(key, ttl_ms, token=None):
     # thread_local=False: the grant is extended and released from other threads.
@@ -63,7 +84,8 @@ def serve(req):
     op, key, token = req["op"], req.get("key"), req.get("token")
     ttl_ms = req.get("ttl_ms", 1000)
     if op == "init":  # sent once, before any operation: answer when ready
-        return {"type": "ok"}
+        return {"type": "ok", "drop_reply": True}
+    dropping.armed = bool(req.get("drop_reply"))
     if op == "acquire":
         if lock(key, ttl_ms).acquire(blocking=False, token=token):
             return {"type": "ok"}
