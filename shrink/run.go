@@ -161,6 +161,12 @@ func LoadPart(dir string, o Options) (*Run, error) {
 	}
 	hpath := filepath.Join(dir, runfolder.History)
 	b := checker.NewBuilder()
+	if st, err := os.Stat(hpath); err == nil {
+		// As check's reader does (an operation is two lines of 150-250
+		// bytes): the operations' table allocated once, not grown by copies,
+		// each of which held the old table and the new at once.
+		b.Grow(int(st.Size() / 350))
+	}
 	var all Counts
 	origin := int64(0)
 	keys := map[string]bool{}

@@ -82,7 +82,9 @@ func runShrink(args []string) int {
 		return runShrinkRerun(dir, *out, *kind, *key, seeds, minRepro)
 	}
 	// Two passes over the history: the whole run checked streamed, then
-	// the violation's key's events alone kept (shrink.LoadPart).
+	// the violation's key's events alone kept (shrink.LoadPart). The first
+	// is check's own work, so it runs under check's memory limit.
+	limitCheckMemory()
 	r, err := shrink.LoadPart(dir, shrink.Options{Kind: *kind, Key: *key})
 	if code, ok := nothingToShrink(err); ok {
 		return code
