@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,15 +89,16 @@ func runBenchLocks(args []string) int {
 	if _, err := lock.Check(ctx, lc); err != nil {
 		return fail("bench: %v", err)
 	}
-	cycles, cpu, err := benchLocks(ctx, exe, lc, *clients, *dur, *profDir)
-	if err != nil {
-		return fail("bench: %v", err)
-	}
 	primary, err := cl.Primary(ctx)
 	if err != nil {
 		return fail("bench: %v", err)
 	}
-	setRate, err := benchSet(bins.Benchmark, primary.Addr, *clients, *requests)
+	server := strconv.Itoa(primary.PID)
+	cycles, cpu, err := benchLocks(ctx, exe, lc, *clients, *dur, *profDir, server)
+	if err != nil {
+		return fail("bench: %v", err)
+	}
+	set, err := benchSet(bins.Benchmark, primary.Addr, *clients, *requests, server)
 	if err != nil {
 		return fail("bench: %v", err)
 	}
@@ -104,25 +106,51 @@ func runBenchLocks(args []string) int {
 	fmt.Printf("valkey %s, %d client processes, recipe %s (fencing %v)\n", bins.Version, *clients, *recipe, *fencing)
 	fmt.Printf("lock cycles (acquire+release):  %10.0f /s\n", cycles)
 	fmt.Printf("lock operations:                %10.0f /s\n", lockOps)
+	perOp := func(d time.Duration, ops float64) float64 { return d.Seconds() * 1e6 / ops }
 	if cpu.ok {
 		// CPU per operation moves less than a rate when others share the
 		// machine: it says what the harness costs, not what it was given.
-		fmt.Printf("CPU per lock op (user+sys):     %10.1f us in the clients, %.1f us in the runner\n",
-			cpu.clients.Seconds()*1e6/(lockOps*cpu.elapsed.Seconds()), cpu.runner.Seconds()*1e6/(lockOps*cpu.elapsed.Seconds()))
+		n := lockOps * cpu.elapsed.Seconds()
+		fmt.Printf("CPU per lock op (user+sys):     %10.1f us in the clients, %.1f us in the runner, %.1f us in valkey-server\n",
+			perOp(cpu.clients, n), perOp(cpu.runner, n), perOp(cpu.server, n))
 	}
-	fmt.Printf("valkey-benchmark -t set -c %-3d  %10.0f requests/s\n", *clients, setRate)
-	fmt.Printf("ratio lock ops / SET:           %10.3f\n", lockOps/setRate)
+	fmt.Printf("valkey-benchmark -t set -c %-3d  %10.0f requests/s\n", *clients, set.rate)
+	if set.ok {
+		fmt.Printf("CPU per SET (user+sys):         %10.1f us in valkey-benchmark, %.1f us in valkey-server\n",
+			perOp(set.bench, set.n), perOp(set.server, set.n))
+	}
+	fmt.Printf("ratio lock ops / SET:           %10.3f\n", lockOps/set.rate)
+	if cpu.ok && set.ok {
+		limit := physicalLimit(runtime.NumCPU(), perOp(cpu.clients, lockOps*cpu.elapsed.Seconds()), perOp(cpu.server, lockOps*cpu.elapsed.Seconds()))
+		fmt.Printf("with a runner that cost nothing: %9.0f lock ops/s at most on %d cores, ratio %.3f (the client processes' and the server's CPU per lock op)\n",
+			limit, runtime.NumCPU(), limit/set.rate)
+	}
 	return exitValid
+}
+
+// physicalLimit is the most lock operations a second that cores can carry
+// when each costs clientUs in the client processes and serverUs in
+// valkey-server, and nothing else: the cores' CPU shared by both, and the
+// server's one thread at most one core.
+func physicalLimit(cores int, clientUs, serverUs float64) float64 {
+	if clientUs+serverUs <= 0 {
+		return 0
+	}
+	limit := float64(cores) * 1e6 / (clientUs + serverUs)
+	if serverUs > 0 {
+		limit = min(limit, 1e6/serverUs)
+	}
+	return limit
 }
 
 // benchCPU is the CPU time the client processes and the runner spent while
 // the lock operations were counted; ok is false where /proc could not say.
 type benchCPU struct {
-	clients, runner, elapsed time.Duration
-	ok                       bool
+	clients, runner, server, elapsed time.Duration
+	ok                               bool
 }
 
-func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration, profDir string) (float64, benchCPU, error) {
+func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time.Duration, profDir, server string) (float64, benchCPU, error) {
 	var done atomic.Int64
 	var counting atomic.Bool
 	var wg sync.WaitGroup
@@ -163,14 +191,15 @@ func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time
 		}
 		defer stop()
 	}
-	cpu0, ok0 := cpuOf(procs)
+	cpu0, ok0 := cpuOf(procs, server)
 	counting.Store(true)
 	start := time.Now()
 	time.Sleep(dur)
 	counting.Store(false)
 	elapsed := time.Since(start)
-	cpu1, ok1 := cpuOf(procs)
-	cpu := benchCPU{clients: cpu1.clients - cpu0.clients, runner: cpu1.runner - cpu0.runner, elapsed: elapsed, ok: ok0 && ok1}
+	cpu1, ok1 := cpuOf(procs, server)
+	cpu := benchCPU{clients: cpu1.clients - cpu0.clients, runner: cpu1.runner - cpu0.runner, server: cpu1.server - cpu0.server,
+		elapsed: elapsed, ok: ok0 && ok1}
 	for _, c := range procs {
 		_ = c.Stop()
 	}
@@ -183,10 +212,16 @@ func benchLocks(ctx context.Context, exe string, lc lock.Config, n int, dur time
 	return float64(done.Load()) / elapsed.Seconds(), cpu, nil
 }
 
-// cpuOf sums the user and system time of the client processes and of this
-// process so far, from /proc/PID/stat (fields 14 and 15, in clock ticks).
-func cpuOf(procs []*workload.Client) (benchCPU, bool) {
+// cpuOf sums the user and system time of the client processes, of this
+// process and of the server so far, from /proc/PID/stat (fields 14 and 15,
+// in clock ticks).
+func cpuOf(procs []*workload.Client, server string) (benchCPU, bool) {
 	var c benchCPU
+	s, err := procCPU(server)
+	if err != nil {
+		return c, false
+	}
+	c.server = s
 	for _, p := range procs {
 		d, err := procCPU(strconv.Itoa(p.PID()))
 		if err != nil {
@@ -232,18 +267,37 @@ func procCPU(pid string) (time.Duration, error) {
 
 var rpsRE = regexp.MustCompile(`SET: ([0-9.]+) requests per second`)
 
-func benchSet(bin, addr string, c, n int) (float64, error) {
+// setBench is valkey-benchmark's run: its rate, and the CPU it and the
+// server spent on its n requests.
+type setBench struct {
+	rate, n       float64
+	bench, server time.Duration
+	ok            bool
+}
+
+func benchSet(bin, addr string, c, n int, server string) (setBench, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return 0, err
+		return setBench{}, err
 	}
-	out, err := exec.Command(bin, "-h", host, "-p", port, "-t", "set", "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "-q").CombinedOutput()
+	s0, err0 := procCPU(server)
+	cmd := exec.Command(bin, "-h", host, "-p", port, "-t", "set", "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "-q")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v: %s", bin, err, out)
+		return setBench{}, fmt.Errorf("%s: %v: %s", bin, err, out)
 	}
+	s1, err1 := procCPU(server)
 	m := rpsRE.FindAllSubmatch(out, -1)
 	if m == nil {
-		return 0, fmt.Errorf("no SET rate in valkey-benchmark output %q", out)
+		return setBench{}, fmt.Errorf("no SET rate in valkey-benchmark output %q", out)
 	}
-	return strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+	rate, err := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+	if err != nil {
+		return setBench{}, err
+	}
+	// valkey-benchmark's own CPU is its process's, whole (it exits when
+	// done); the server's is what it spent meanwhile.
+	ps := cmd.ProcessState
+	return setBench{rate: rate, n: float64(n), bench: ps.UserTime() + ps.SystemTime(), server: s1 - s0,
+		ok: err0 == nil && err1 == nil}, nil
 }
