@@ -106,15 +106,21 @@ func TestClientTest(t *testing.T) {
 		exit    int
 		says    []string
 	}{
-		{adapters[0], nil, 0, []string{"11 passed, 0 failed"}},
+		// redis-py takes drop_reply: one more case, every release whose
+		// reply was lost answered unknown.
+		{adapters[0], nil, 0, []string{"PASS  releases whose reply was lost", "12 passed, 0 failed"}},
 		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
-		// redis-py's asyncio Lock, every call of the process on one
-		// connection (the configuration of redis/redis-py#2624).
-		{asyncioAdapter, []string{"--exec-arg", "--single-connection"}, 0, []string{"11 passed, 0 failed"}},
+		// redis-py's asyncio Lock takes cancel too: two more cases, each
+		// definite answer to a faulted call checked against the key. On one
+		// connection (--single-connection) Debian's 4.3.4 fails the
+		// concurrent case after them in 9 of 20 runs
+		// (results/findings/006-redis-py-2540-single-connection): not
+		// asserted; with its pool 13 passed in 10 of 10.
+		{asyncioAdapter, nil, 0, []string{"PASS  cancelled acquires", "PASS  releases whose reply was lost", "13 passed, 0 failed"}},
 		// redis-py's RedisCluster, seeded with LOCKJEPSEN_CLUSTER_NODES.
 		// The slot case moves the key's slot mid-grant: the extend and a
 		// refused acquire must follow ASK, the release MOVED.
-		{adapters[0], []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "PASS  the key's slot moved mid-grant", "12 passed, 0 failed"}},
+		{adapters[0], []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "PASS  the key's slot moved mid-grant", "13 passed, 0 failed"}},
 		// node-redis's createCluster, seeded the same way.
 		{nodeAdapter, []string{"--topology", "cluster"}, 0, []string{"Cluster (3 primaries)", "PASS  the key's slot moved mid-grant", "12 passed, 0 failed"}},
 		// Given Sentinels only, it exits before init and says why.

@@ -316,6 +316,7 @@ func (t *suite) run() {
 	for _, c := range t.srv.cases(t) {
 		t.check(c.name, c.body)
 	}
+	t.replyCases()
 	t.check("concurrent requests on 8 keys", t.concurrent)
 	t.check("fences", func() string { return t.fences(fenceA) })
 	if !t.silent.Load() && t.l.Err() == nil && notHeld < foreignFails {

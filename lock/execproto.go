@@ -277,7 +277,9 @@ func (c *execConn) callThen(ctx context.Context, req execRequest, sent func(id i
 // that answers it anyway is not stopped for it (the answer is ignored).
 func (c *execConn) cancel(id int64) {
 	c.mu.Lock()
-	if c.err != nil {
+	// A cancel drawn after the program was told to end is not sent: its
+	// stdin is closed, and the failed write would read as a program gone.
+	if c.err != nil || c.closing {
 		c.mu.Unlock()
 		return
 	}

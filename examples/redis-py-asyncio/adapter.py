@@ -24,7 +24,6 @@ redis-py source tree (results/findings/candidates.md, entry J).
 """
 import asyncio
 import contextvars
-import functools
 import json
 import os
 import sys
@@ -78,9 +77,16 @@ def connect():
     from redis.asyncio.sentinel import Sentinel
     sentinels = [(a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1]))
                  for a in os.environ["LOCKJEPSEN_SENTINELS"].split(",")]
-    client = functools.partial(aredis.Redis, single_connection_client=single)
     return Sentinel(sentinels, socket_timeout=op_timeout).master_for(
-        os.environ["LOCKJEPSEN_MASTER_SET"], redis_class=client, **common)
+        os.environ["LOCKJEPSEN_MASTER_SET"], redis_class=Client, **common)
+
+
+class Client(aredis.Redis):
+    # master_for builds its client from the pool alone (a class method in
+    # redis-py 6, a call in 4.3): the single-connection choice rides here.
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("single_connection_client", single)
+        super().__init__(*args, **kwargs)
 
 
 valkey = None

@@ -61,9 +61,13 @@ _own = ("SENTINEL", "PING", "CLIENT", "HELLO", "AUTH", "SELECT", "ROLE", "INFO",
 
 
 def parse_response(self, connection, command_name, **options):
-    reply = _parse(self, connection, command_name, **options)
+    try:
+        reply = _parse(self, connection, command_name, **options)
+    except ConnectionError:
+        dropping.broke = True
+        raise
     if getattr(dropping, "armed", False) and not str(command_name).upper().startswith(_own):
-        dropping.armed = False
+        dropping.armed, dropping.broke = False, True
         connection.disconnect()
         raise ConnectionError("the reply was lost with its connection (drop_reply)")
     return reply
@@ -85,7 +89,7 @@ def serve(req):
     ttl_ms = req.get("ttl_ms", 1000)
     if op == "init":  # sent once, before any operation: answer when ready
         return {"type": "ok", "drop_reply": True}
-    dropping.armed = bool(req.get("drop_reply"))
+    dropping.armed, dropping.broke = bool(req.get("drop_reply")), False
     if op == "acquire":
         if lock(key, ttl_ms).acquire(blocking=False, token=token):
             return {"type": "ok"}
@@ -102,8 +106,14 @@ def serve(req):
 def answer(req):
     try:
         rep = serve(req)
-    except LockNotOwnedError as e:  # the script returned 0: not this token's lock
-        rep = {"type": "fail", "error": str(e), "not_held": True}
+    except LockNotOwnedError as e:
+        if getattr(dropping, "broke", False):
+            # RedisCluster sends a command again on a lost connection: the
+            # retried script found nothing, perhaps because the first try,
+            # its reply lost, did the work. Unknown, not "not held".
+            rep = {"type": "info", "error": "%s, after a lost connection and a retry" % e}
+        else:  # the script returned 0: not this token's lock
+            rep = {"type": "fail", "error": str(e), "not_held": True}
     except ResponseError as e:  # an error reply (READONLY, NOSCRIPT...): nothing done
         rep = {"type": "fail", "error": str(e)}
     except TimeoutError as e:  # sent, no reply: unknown
