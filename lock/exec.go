@@ -333,10 +333,11 @@ func (l *execLock) takes(mode string) bool {
 // uniformly within the program's usual answer time (a moving average of its
 // last answers). The Go recipes' cancel lands with the reply on the wire,
 // which lockjepsen cannot see inside a program; drawn so, a cancel lands
-// while the command is under way about as often as before it is sent or
-// after its reply, as an application's deadline does. Measured with
-// examples/redis-py-asyncio: with a fixed lag of 0-2 ms both cancels of a
-// 20 s cancelled-calls run came after the answer (acquire p50 1.6 ms).
+// before the command is sent, while it runs or after its reply, as an
+// application's deadline does. Measured with examples/redis-py-asyncio:
+// with a fixed lag of 0-2 ms both cancels of a 20 s cancelled-calls run came
+// after the answer (acquire p50 1.6 ms); drawn so, 6 of 20 landed mid-call
+// on 10 seeds (docs/client-faults.md).
 func (l *execLock) cancelLag() time.Duration {
 	l.mu.Lock()
 	usual := l.usual
