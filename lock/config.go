@@ -142,6 +142,12 @@ type Recipe struct {
 	// program need not implement fences, and etcd's revision and the
 	// znode's czxid are asked for only then.
 	FenceOnDemand bool
+	// Replies: the reply faults reach its calls (lock/replyfault.go): the
+	// connections the project's Valkey clients dial carry the hook, and an
+	// exec program is told (its probe refuses one that did not say at init
+	// it takes the fault). etcd's, ZooKeeper's and the SQL clients are not
+	// hooked.
+	Replies bool
 	// Partitions: its clients can be told that some nodes are unreachable
 	// (Reachability), which Redlock's partial partition needs; an exec
 	// program must also say so at init (Config.NeedsPartition).
@@ -208,18 +214,18 @@ var (
 )
 
 var recipes = []Recipe{
-	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, On: primaryOrBus},
-	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, On: primaryOrBus},
-	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, On: primaryOrBus},
-	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, On: []string{"primary", "cluster", "redlock"}, Driven: true},
-	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, On: []string{"primary", "cluster", "redlock"}, Driven: true},
-	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, On: primaryOrBus, Driven: true, SelfRenews: true},
-	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, On: primaryOrBus, Driven: true},
+	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, On: primaryOrBus, Replies: true},
+	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, On: primaryOrBus, Replies: true},
+	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, On: primaryOrBus, Replies: true},
+	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, On: []string{"primary", "cluster", "redlock"}, Driven: true, Replies: true},
+	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, On: []string{"primary", "cluster", "redlock"}, Driven: true, Replies: true},
+	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, On: primaryOrBus, Driven: true, SelfRenews: true, Replies: true},
+	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, On: primaryOrBus, Driven: true, Replies: true},
 	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, On: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
-	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, On: everywhere, Driven: true, FenceOnDemand: true, Partitions: true},
-	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, On: []string{"redlock"}, Partitions: true},
-	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, On: primaryOrBus},
-	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, On: primaryOrBus},
+	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, On: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
+	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, On: []string{"redlock"}, Partitions: true, Replies: true},
+	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, On: primaryOrBus, Replies: true},
+	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, On: primaryOrBus, Replies: true},
 	{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, On: []string{"etcd"}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true},
 	pgAdvisoryRecipe, pgAdvisoryXactRecipe,
 	{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, On: []string{"zookeeper"}, Server: checkZooKeeper, Fence: history.FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true},

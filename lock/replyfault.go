@@ -321,14 +321,9 @@ func hookedDial(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) 
 	return hookConn(d.DialContext(ctx, "tcp", addr))
 }
 
-// ReachesReplies reports whether the reply faults reach the recipe's
-// connections: every recipe that speaks to Valkey through this package's
-// clients, and an exec program, which is told to cancel or to drop a reply
-// (its probe refuses a program that did not say at init it can). etcd's,
-// ZooKeeper's and the SQL recipes' clients are not hooked.
-func (r Recipe) ReachesReplies() bool {
-	return r.Name == Exec || (r.Server == nil && r.Fence == "")
-}
+// ReachesReplies reports whether the reply faults reach the recipe's calls,
+// as its entry declares (Recipe.Replies).
+func (r Recipe) ReachesReplies() bool { return r.Replies }
 
 // live is every hooked connection not yet closed, for DropConns.
 var live = struct {
