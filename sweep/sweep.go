@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 )
@@ -26,6 +26,13 @@ type Options struct {
 	Progress io.Writer // the progress bar; nil: none
 	TTY      bool      // redraw the bar in place; else one line per trial
 	Run      RunFunc   // nil: runner.Run
+	// Evidence, when set, is given each cell's first invalid trial as it
+	// finishes, and the cell's evidence folder (EvidenceDir) to shrink it
+	// into, unless that folder already holds one: a row's red cells then
+	// link a violating trial without running again (lockjepsen sweep
+	// evidence does it for rows swept before). Its error is reported on the
+	// progress writer and does not stop the sweep.
+	Evidence func(trialDir, evidenceDir string) error
 }
 
 // job is one trial to run.
@@ -98,6 +105,10 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
+	// The cells whose evidence is being written, so that two invalid
+	// trials of one cell finishing together shrink only one.
+	var evMu sync.Mutex
+	evBusy := map[string]bool{}
 	// pick returns the next job, or false when nothing is left. Fixed trials
 	// come first, cell by cell; then, with --min-failovers or --until-ci, a
 	// cell short of its stopping rule gets one more trial at a time, only
@@ -180,6 +191,9 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 				t, err := runTrial(ctx, dir, plan, j, opt.Run)
 				bar.end(j)
 				finish(j, t)
+				if opt.Evidence != nil && t != nil && t.Record.Counts() && ctx.Err() == nil {
+					keepEvidence(dir, j.cell.ID(), t.Dir, opt, &evMu, evBusy)
+				}
 				if err != nil {
 					errMu.Lock()
 					if firstErr == nil {
@@ -306,4 +320,37 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 		return &Trial{Record: rec, Dir: out}, nil
 	}
 	return t, nil
+}
+
+// keepEvidence shrinks trial, if its check found violations, into the
+// cell's evidence folder, unless the cell has evidence already or another
+// of its trials is being shrunk.
+func keepEvidence(dir, cell, trial string, opt Options, mu *sync.Mutex, busy map[string]bool) {
+	var res struct {
+		Valid checker.Validity `json:"valid"`
+	}
+	if runfolder.ReadJSON(filepath.Join(trial, runfolder.Results), &res) != nil || res.Valid != checker.Invalid {
+		return
+	}
+	ev := EvidenceDir(dir, cell)
+	mu.Lock()
+	_, err := os.Stat(filepath.Join(ev, runfolder.Index))
+	if busy[cell] || err == nil {
+		mu.Unlock()
+		return
+	}
+	busy[cell] = true
+	mu.Unlock()
+	defer func() {
+		mu.Lock()
+		delete(busy, cell)
+		mu.Unlock()
+	}()
+	if err := opt.Evidence(trial, ev); err != nil {
+		// A half-written folder would read as evidence on a resume.
+		_ = os.RemoveAll(ev)
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "evidence for %s from %s not kept: %v\n", cell, trial, err)
+		}
+	}
 }

@@ -308,6 +308,12 @@ func executeSweep(dir string, msrv *metrics.Server, mcoll *metrics.Collector, mo
 	}()
 	start := time.Now()
 	opts := sweep.Options{Progress: os.Stdout, TTY: tty.IsTerminal(os.Stdout)}
+	if exe, err := os.Executable(); err == nil {
+		// Each red cell's first violating trial, shrunk into evidence/<cell>/
+		// as it finishes: the row's grid links it, and a committed row keeps
+		// it where it drops its trials.
+		opts.Evidence = func(trial, ev string) error { return shrinkInto(exe, trial, ev) }
+	}
 	if mcoll != nil {
 		// One endpoint and one registry for the whole sweep: counters add up
 		// across trials, lockjepsen_trial names the trial under way.
