@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // ParseShard reads --shard: "I/N", or "/N" (or "N") with I taken from env,
@@ -109,6 +111,23 @@ func MergeOn(out string, dirs []string, hostParallel int) (*Report, error) {
 	for key, td := range from {
 		if err := copyTree(td, filepath.Join(out, Trials, key)); err != nil {
 			return nil, fmt.Errorf("merge: %w", err)
+		}
+	}
+	// Each cell's evidence, kept by whichever shard ran a violating trial
+	// of it first (in the order the shards are given).
+	for _, d := range dirs {
+		evs, _ := os.ReadDir(filepath.Join(d, Evidence))
+		for _, e := range evs {
+			src, dst := filepath.Join(d, Evidence, e.Name()), EvidenceDir(out, e.Name())
+			if _, err := os.Stat(filepath.Join(src, runfolder.Index)); err != nil || !e.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(dst); err == nil {
+				continue
+			}
+			if err := copyTree(src, dst); err != nil {
+				return nil, fmt.Errorf("merge: %w", err)
+			}
 		}
 	}
 	rep, err := Aggregate(out)

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 func TestParseShard(t *testing.T) {
@@ -116,10 +118,31 @@ func TestShardsRunAndMerge(t *testing.T) {
 		}
 		dirs = append(dirs, d)
 	}
+	// Evidence each shard kept: a cell's from the first shard given that
+	// has one, a half-written folder (no index.html) from none.
+	cell := base.Cells()[0].ID()
+	for i, body := range []string{"shard 0's", "shard 1's"} {
+		ev := EvidenceDir(dirs[i], cell)
+		if err := os.MkdirAll(ev, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ev, runfolder.Index), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(EvidenceDir(dirs[1], "half.written"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	merged := filepath.Join(tmp, "merged")
 	rep, err := Merge(merged, dirs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(EvidenceDir(merged, cell), runfolder.Index)); err != nil || string(b) != "shard 0's" {
+		t.Errorf("merged evidence of %s: %q, %v; want shard 0's", cell, b, err)
+	}
+	if _, err := os.Stat(EvidenceDir(merged, "half.written")); err == nil {
+		t.Error("a half-written evidence folder was merged")
 	}
 	if rep.Trials != 6 || rep.Pending != 0 {
 		t.Errorf("merged: %d trials, %d pending; want 6 and 0", rep.Trials, rep.Pending)
