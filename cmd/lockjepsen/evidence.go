@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/knob"
@@ -136,6 +137,9 @@ func evidenceAttempt(exe string, args []string, cell, ev string, seed int) (bool
 	out := filepath.Join(tmp, "sweep")
 	cmd := exec.Command(exe, append(append([]string{}, args...), "--seed", fmt.Sprint(seed), "--out", out)...)
 	cmd.Stderr = os.Stderr
+	// The cell's sweep ends with this command, even one SIGKILLed: SIGTERM
+	// lets it stop its trial as a Ctrl-C would, its clients and nodes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Run(); err != nil {
 		return false, fmt.Errorf("the cell's sweep: %w", err)
 	}
