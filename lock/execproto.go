@@ -237,18 +237,9 @@ func (c *execConn) callThen(ctx context.Context, req execRequest, sent func(id i
 	c.state[req.ID] = idPending
 	c.waiting[req.ID] = ch
 	c.mu.Unlock()
-	line, err := json.Marshal(req)
-	if err != nil {
+	if written, err := c.send(req); err != nil {
 		return execReply{}, err
-	}
-	c.wmu.Lock()
-	_, werr := c.w.Write(append(line, '\n'))
-	c.wmu.Unlock()
-	if werr != nil {
-		// The request may be half written: outcome unknown, and the program
-		// is gone or not reading.
-		c.fatal(fmt.Errorf("%s: write to stdin: %w", c.program, werr))
-	} else if sent != nil {
+	} else if written && sent != nil {
 		sent(req.ID)
 	}
 	select {
@@ -287,14 +278,24 @@ func (c *execConn) cancel(id int64) {
 	req := execRequest{ID: c.nextID, Op: "cancel", Cancels: id}
 	c.state[req.ID] = idExpired
 	c.mu.Unlock()
+	_, _ = c.send(req)
+}
+
+// send writes req as one line. A failed write is fatal: the request may be
+// half written (its outcome unknown), and the program is gone or not
+// reading. written is false then; err is set only for a request that could
+// not be encoded.
+func (c *execConn) send(req execRequest) (written bool, err error) {
 	line, err := json.Marshal(req)
 	if err != nil {
-		return
+		return false, err
 	}
 	c.wmu.Lock()
 	_, werr := c.w.Write(append(line, '\n'))
 	c.wmu.Unlock()
 	if werr != nil {
 		c.fatal(fmt.Errorf("%s: write to stdin: %w", c.program, werr))
+		return false, nil
 	}
+	return true, nil
 }

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -18,7 +20,7 @@ import (
 func TestKeepEvidence(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		valid    string // results.json's "valid"; "" for no results.json
+		valid    string // the trial's verdict; "" for none loaded
 		existing bool   // the cell has evidence already
 		fail     bool   // the shrink fails
 		calls    int
@@ -27,7 +29,7 @@ func TestKeepEvidence(t *testing.T) {
 		{"invalid trial", "false", false, false, 1, true},
 		{"valid trial", "true", false, false, 0, false},
 		{"unknown trial", `"unknown"`, false, false, 0, false},
-		{"no results", "", false, false, 0, false},
+		{"no result loaded", "", false, false, 0, false},
 		{"evidence already kept", "false", true, false, 0, true},
 		{"shrink fails", "false", false, true, 1, false},
 	} {
@@ -37,8 +39,10 @@ func TestKeepEvidence(t *testing.T) {
 			if err := os.MkdirAll(trial, 0o755); err != nil {
 				t.Fatal(err)
 			}
+			tr := &Trial{Dir: trial}
 			if tt.valid != "" {
-				if err := os.WriteFile(filepath.Join(trial, runfolder.Results), []byte(`{"valid":`+tt.valid+`}`), 0o644); err != nil {
+				tr.Result = new(checker.Result)
+				if err := json.Unmarshal([]byte(`{"valid":`+tt.valid+`}`), tr.Result); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -67,7 +71,7 @@ func TestKeepEvidence(t *testing.T) {
 				return os.WriteFile(filepath.Join(to, runfolder.Index), []byte("shrunk"), 0o644)
 			}}
 			var mu sync.Mutex
-			keepEvidence(dir, "c.f", trial, opt, &mu, map[string]bool{})
+			keepEvidence(dir, "c.f", tr, opt, &mu, map[string]bool{})
 			_, err := os.Stat(filepath.Join(ev, runfolder.Index))
 			if calls != tt.calls || (err == nil) != tt.kept {
 				t.Fatalf("%d shrink(s), evidence kept %v; want %d, %v", calls, err == nil, tt.calls, tt.kept)

@@ -192,7 +192,7 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 				bar.end(j)
 				finish(j, t)
 				if opt.Evidence != nil && t != nil && t.Record.Counts() && ctx.Err() == nil {
-					keepEvidence(dir, j.cell.ID(), t.Dir, opt, &evMu, evBusy)
+					keepEvidence(dir, j.cell.ID(), t, opt, &evMu, evBusy)
 				}
 				if err != nil {
 					errMu.Lock()
@@ -322,16 +322,14 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 	return t, nil
 }
 
-// keepEvidence shrinks trial, if its check found violations, into the
-// cell's evidence folder, unless the cell has evidence already or another
-// of its trials is being shrunk.
-func keepEvidence(dir, cell, trial string, opt Options, mu *sync.Mutex, busy map[string]bool) {
-	var res struct {
-		Valid checker.Validity `json:"valid"`
-	}
-	if runfolder.ReadJSON(filepath.Join(trial, runfolder.Results), &res) != nil || res.Valid != checker.Invalid {
+// keepEvidence shrinks t, if its check found violations (the result
+// LoadTrial read), into the cell's evidence folder, unless the cell has
+// evidence already or another of its trials is being shrunk.
+func keepEvidence(dir, cell string, t *Trial, opt Options, mu *sync.Mutex, busy map[string]bool) {
+	if t.Result == nil || t.Result.Valid != checker.Invalid {
 		return
 	}
+	trial := t.Dir
 	ev := EvidenceDir(dir, cell)
 	mu.Lock()
 	_, err := os.Stat(filepath.Join(ev, runfolder.Index))

@@ -107,10 +107,10 @@ func runBenchLocks(args []string) int {
 	fmt.Printf("lock cycles (acquire+release):  %10.0f /s\n", cycles)
 	fmt.Printf("lock operations:                %10.0f /s\n", lockOps)
 	perOp := func(d time.Duration, ops float64) float64 { return d.Seconds() * 1e6 / ops }
+	n := lockOps * cpu.elapsed.Seconds() // the lock ops counted while cpu was
 	if cpu.ok {
 		// CPU per operation moves less than a rate when others share the
 		// machine: it says what the harness costs, not what it was given.
-		n := lockOps * cpu.elapsed.Seconds()
 		fmt.Printf("CPU per lock op (user+sys):     %10.1f us in the clients, %.1f us in the runner, %.1f us in valkey-server\n",
 			perOp(cpu.clients, n), perOp(cpu.runner, n), perOp(cpu.server, n))
 	}
@@ -121,7 +121,7 @@ func runBenchLocks(args []string) int {
 	}
 	fmt.Printf("ratio lock ops / SET:           %10.3f\n", lockOps/set.rate)
 	if cpu.ok && set.ok {
-		limit := physicalLimit(runtime.NumCPU(), perOp(cpu.clients, lockOps*cpu.elapsed.Seconds()), perOp(cpu.server, lockOps*cpu.elapsed.Seconds()))
+		limit := physicalLimit(runtime.NumCPU(), perOp(cpu.clients, n), perOp(cpu.server, n))
 		fmt.Printf("with a runner that cost nothing: %9.0f lock ops/s at most on %d cores, ratio %.3f (the client processes' and the server's CPU per lock op)\n",
 			limit, runtime.NumCPU(), limit/set.rate)
 	}
