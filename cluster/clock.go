@@ -23,7 +23,7 @@ const clockSeen = 3 * time.Second
 // CLOCK_MONOTONIC is left alone. Sentinels also read the wall clock: a jump of
 // more than 2 s puts them in TILT mode for 30 s (they log +tilt).
 func (l *Local) SetClockOffset(name, offset string) error {
-	n, err := l.mustNode(name)
+	n, err := l.MustNode(name)
 	if err != nil {
 		return err
 	}

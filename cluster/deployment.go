@@ -238,7 +238,9 @@ func (c *Config) validateTopology() error {
 	if err != nil {
 		return err
 	}
-	if _, ok := d.(builtin); !ok && c.runtime() != RuntimeLocal {
+	_, valkey := d.(builtin)
+	_, served := d.(DockerServed)
+	if !valkey && !served && c.runtime() != RuntimeLocal {
 		return fmt.Errorf("--runtime %s: --topology %s runs on --runtime local only (drop --runtime)", c.runtime(), d.Name())
 	}
 	return d.Validate(c)

@@ -69,15 +69,12 @@ type Docker struct {
 	runID string
 	api   *client.Client
 	topo  *Local // node records and the admin client; never starts a process
-	// etcd is the etcd topology's member records and clients (etcd_docker.go);
-	// nil on the Valkey topologies. It never starts a process either.
-	etcd *EtcdLocal
-	// zk is the zookeeper topology's member records (zookeeper_docker.go);
-	// nil elsewhere. It never starts a process either.
-	zk *ZKLocal
-	// set is the node list of whichever topology runs (topo's or etcd's), and
-	// q its queries (primary or leader, readiness, logs).
-	set *nodeSet
+	// svc is the members' service when they are not Valkey (a deployment
+	// that is DockerServed: etcd, ZooKeeper); nil on the Valkey topologies.
+	svc DockerService
+	// set is the node list of whichever topology runs (topo's or the
+	// service's), and q its queries (primary or leader, readiness, logs).
+	set *NodeSet
 	q   dockerQueries
 
 	mu          sync.Mutex
@@ -93,14 +90,56 @@ type Docker struct {
 }
 
 // dockerQueries are the topology's own questions, asked over the network
-// (Valkey protocol or etcd's client API): the same code as on the local
-// runtime, run against container addresses.
+// (Valkey protocol or a consensus service's client API): the same code as on
+// the local runtime, run against container addresses.
 type dockerQueries interface {
 	Primary(ctx context.Context) (Node, error)
 	WaitFailover(ctx context.Context, from string) (Node, error)
 	WaitReady(ctx context.Context) error
 	CollectLogs(dst string) error
 }
+
+// A DockerService is a deployment's members as the Docker runtime runs them
+// when they are not Valkey (a consensus service): the runtime makes the
+// networks and containers and starts, stops, pauses and cuts them as it does
+// any node; the service says what only it knows, from the deployment's own
+// folder, so that the runtime names no deployment.
+type DockerService interface {
+	dockerQueries
+	// Image is the image the members run; ImageAdvice says how to build it
+	// when the daemon does not have it.
+	Image() string
+	ImageAdvice() string
+	// ClientPort is the port a member serves its clients on in its container.
+	ClientPort() int
+	// Placed is told the members once each has its container address (its
+	// peers' addresses are known from then on).
+	Placed(nodes []Node)
+	// Prepare writes what member n reads from its bind-mounted directory
+	// (DockerData) before its container is created.
+	Prepare(n Node) error
+	// Argv is member n's command line in its container.
+	Argv(n Node) []string
+	// Version names the service and its version; label reads one label of
+	// the run's image ("" when missing).
+	Version(label func(string) string) string
+	// Exec is Runtime.Command on a member.
+	Exec(ctx context.Context, name string, args ...string) (string, error)
+	// AwaitAnswer waits until a restarted member serves again.
+	AwaitAnswer(ctx context.Context, name string) error
+	// Close releases the service's own clients (at Down).
+	Close()
+}
+
+// DockerServed is a deployment whose members run as a DockerService: set is
+// the node table the runtime keeps (laid out; each address is set at Up).
+type DockerServed interface {
+	DockerService(cfg Config, set *NodeSet) DockerService
+}
+
+// DockerData is where a node's bind-mounted directory appears in its
+// container (its config, data dir and log).
+const DockerData = dockerData
 
 type dockerNet struct {
 	name, id string
@@ -144,7 +183,18 @@ func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
 		ids: map[string]string{}, partitioned: map[string]bool{}, isolated: map[string]bool{},
 	}
 	d.topo = &Local{cfg: cfg, bins: bins, procs: map[string]*Proc{}, adm: newAdmin()}
-	d.set, d.q = &d.topo.nodeSet, d.topo
+	if s, ok := cfg.Deployment().(DockerServed); ok {
+		set := &NodeSet{}
+		for _, n := range cfg.Deployment().Layout(cfg) {
+			n.Dir = filepath.Join(cfg.Dir, n.Name)
+			n.LogFile = filepath.Join(n.Dir, n.Name+".log")
+			set.nodes = append(set.nodes, n)
+		}
+		d.svc = s.DockerService(cfg, set)
+		d.image, d.set, d.q = d.svc.Image(), set, d.svc
+		return d, nil
+	}
+	d.set, d.q = &d.topo.NodeSet, d.topo
 	cfg.builtin().layoutDocker(d)
 	return d, nil
 }
@@ -161,7 +211,7 @@ func (d *Docker) layoutValkey() {
 
 // meshed reports whether every node is attached to every other node's home
 // network (the deployment says: not Redlock's, whose primaries never talk).
-func (d *Docker) meshed() bool { return d.cfg.builtin().meshed() }
+func (d *Docker) meshed() bool { return d.svc != nil || d.cfg.builtin().meshed() }
 
 // RunID is the prefix of every container and network name of this run, and the
 // value of their org.lockjepsen.run label.
@@ -170,22 +220,39 @@ func (d *Docker) RunID() string { return d.runID }
 // Config returns the validated config.
 func (d *Docker) Config() Config { return d.cfg }
 
-// Version is the Valkey version the image was built from (on the etcd
-// topology, the etcd version the image was labelled with; on zookeeper,
-// the members' own).
+// Version is the Valkey version the image was built from (the service's
+// own, as it says, when the members are not Valkey).
 func (d *Docker) Version() string {
-	switch {
-	case d.etcd != nil:
-		return d.etcdVersion()
-	case d.zk != nil:
-		return d.zkVersion()
+	if d.svc != nil {
+		return d.svc.Version(d.imageLabel)
 	}
 	return d.bins.Version
 }
 
 // consensus reports whether the run's members are a consensus service's
-// (etcd, ZooKeeper): no Valkey, no admin connections, no clock to move.
-func (d *Docker) consensus() bool { return d.etcd != nil || d.zk != nil }
+// (DockerServed): no Valkey, no admin connections, no clock to move.
+func (d *Docker) consensus() bool { return d.svc != nil }
+
+// imageLabel is one label of the run's image, "" when the daemon or the
+// label is missing.
+func (d *Docker) imageLabel(label string) string {
+	api := d.api
+	if api == nil {
+		c, err := client.New(client.FromEnv)
+		if err != nil {
+			return ""
+		}
+		defer c.Close()
+		api = c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := api.ImageInspect(ctx, d.image)
+	if err != nil || r.Config == nil {
+		return ""
+	}
+	return r.Config.Labels[label]
+}
 
 // Nodes returns a snapshot of every node; Addr is the node's container address.
 func (d *Docker) Nodes() []Node { return d.set.Nodes() }
@@ -205,7 +272,7 @@ func (d *Docker) SentinelAddrs() []string {
 }
 
 // Primary returns the node a majority of Sentinels names as primary (the
-// Raft leader on the etcd topology; none on the redlock topology).
+// service's leader on a consensus topology; none on the redlock topology).
 func (d *Docker) Primary(ctx context.Context) (Node, error) { return d.q.Primary(ctx) }
 
 // WaitFailover waits until a majority of Sentinels name a primary other than from.
@@ -214,16 +281,13 @@ func (d *Docker) WaitFailover(ctx context.Context, from string) (Node, error) {
 }
 
 // WaitReady waits for one primary, linked replicas and agreeing Sentinels
-// (every node answering PING on redlock, one leader on etcd).
+// (every node answering PING on redlock, one leader on a consensus service).
 func (d *Docker) WaitReady(ctx context.Context) error { return d.q.WaitReady(ctx) }
 
 // Command runs one command on a node.
 func (d *Docker) Command(ctx context.Context, name string, args ...string) (string, error) {
-	switch {
-	case d.etcd != nil:
-		return d.etcd.Command(ctx, name, args...)
-	case d.zk != nil:
-		return d.zk.Command(ctx, name, args...)
+	if d.svc != nil {
+		return d.svc.Exec(ctx, name, args...)
 	}
 	return d.topo.Command(ctx, name, args...)
 }
@@ -231,19 +295,9 @@ func (d *Docker) Command(ctx context.Context, name string, args ...string) (stri
 // Status reports each node as it describes itself (for tests and tools).
 func (d *Docker) Status(ctx context.Context) []Status { return d.topo.Status(ctx) }
 
-func (d *Docker) index(name string) int {
-	d.set.mu.Lock()
-	defer d.set.mu.Unlock()
-	return d.set.index(name)
-}
+func (d *Docker) index(name string) int { return d.set.Index(name) }
 
-func (d *Docker) update(name string, f func(n *Node)) {
-	d.set.mu.Lock()
-	defer d.set.mu.Unlock()
-	if i := d.set.index(name); i >= 0 {
-		f(&d.set.nodes[i])
-	}
-}
+func (d *Docker) update(name string, f func(n *Node)) { d.set.Update(name, f) }
 
 func (d *Docker) container(name string) (Node, string, error) {
 	n, ok := d.set.Node(name)
@@ -295,11 +349,8 @@ func (d *Docker) Preflight(ctx context.Context) error {
 func (d *Docker) preflight(ctx context.Context) error {
 	if _, err := d.api.ImageInspect(ctx, d.image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			if d.etcd != nil {
-				return fmt.Errorf("image %s is not built: run 'make setup-etcd images' (scripts/build-images.sh builds it from Debian's etcd-server)", d.image)
-			}
-			if d.zk != nil {
-				return fmt.Errorf("image %s is not built: %s", d.image, dockerZKImageAdvice)
+			if d.svc != nil {
+				return fmt.Errorf("image %s is not built: %s", d.image, d.svc.ImageAdvice())
 			}
 			return fmt.Errorf("image %s is not built: run 'make images' (scripts/build-images.sh)", d.image)
 		}
@@ -370,10 +421,7 @@ func (d *Docker) port(n Node) int {
 	case RoleSentinel:
 		return dockerSentinelPort
 	case RoleMember:
-		if d.zk != nil {
-			return dockerZKClientPort
-		}
-		return dockerEtcdClientPort
+		return d.svc.ClientPort()
 	}
 	return dockerValkeyPort
 }
@@ -404,11 +452,8 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 		addr := netip.AddrPortFrom(addrOn(d.homes[i], i), uint16(d.port(n))).String()
 		d.update(n.Name, func(x *Node) { x.Addr = addr })
 	}
-	if d.etcd != nil {
-		d.etcdPeers()
-	}
-	if d.zk != nil {
-		d.zkQuorum()
+	if d.svc != nil {
+		d.svc.Placed(d.Nodes())
 	}
 	if d.cfg.NetProxy {
 		p, announced, err := startNetProxies(d.Nodes(), func(n Node) string {
@@ -433,15 +478,12 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", n.Dir, err)
 		}
-		switch {
-		case d.zk != nil:
-			if err := d.writeZKConfig(n); err != nil {
+		if d.svc != nil {
+			if err := d.svc.Prepare(n); err != nil {
 				return err
 			}
-		case d.etcd == nil:
-			if err := d.writeConfig(ctx, n, n.Kind == RoleReplica); err != nil {
-				return err
-			}
+		} else if err := d.writeConfig(ctx, n, n.Kind == RoleReplica); err != nil {
+			return err
 		}
 		if err := d.createContainer(ctx, n); err != nil {
 			return err
@@ -579,11 +621,7 @@ func (d *Docker) createContainer(ctx context.Context, n Node) error {
 	case RoleSentinel:
 		cmd = []string{"/usr/local/bin/valkey-sentinel", conf}
 	case RoleMember:
-		if d.zk != nil {
-			cmd = d.zkCommand(n)
-		} else {
-			cmd = d.etcdCommand(n)
-		}
+		cmd = d.svc.Argv(n)
 	}
 	var env []string
 	if d.cfg.FakeTime && !d.consensus() {
@@ -830,8 +868,8 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 		}
 	}
 	// A redlock node comes back as the primary it was (its own config; the
-	// nemesis's kill-node says so); an etcd or ZooKeeper member with its data dir.
-	if n.Kind != RoleSentinel && mode == AsReplica && d.cfg.builtin().rejoinsAsReplica() {
+	// nemesis's kill-node says so); a service's member with its data dir.
+	if d.svc == nil && n.Kind != RoleSentinel && mode == AsReplica && d.cfg.builtin().rejoinsAsReplica() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
 		}
@@ -839,14 +877,8 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 	if err := d.start(ctx, name); err != nil {
 		return err
 	}
-	if d.etcd != nil {
-		if err := d.etcd.awaitAnswer(ctx, name); err != nil {
-			return d.withLog(n, err)
-		}
-		return nil
-	}
-	if d.zk != nil {
-		if err := d.awaitZK(ctx, name); err != nil {
+	if d.svc != nil {
+		if err := d.svc.AwaitAnswer(ctx, name); err != nil {
 			return d.withLog(n, err)
 		}
 		return nil
@@ -892,8 +924,8 @@ func (d *Docker) dropConn(addr string) {
 func (d *Docker) Down() error {
 	d.topo.adm.close()
 	d.proxies.close()
-	if d.etcd != nil {
-		d.etcd.closeClients()
+	if d.svc != nil {
+		d.svc.Close()
 	}
 	if d.api == nil {
 		return nil

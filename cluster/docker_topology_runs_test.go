@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/etcd"
+	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 	"github.com/lockjepsen/lockjepsen/exitcode"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/runner"
@@ -19,7 +21,7 @@ import (
 
 // The partition scenarios of the redlock and etcd topologies, end to end on
 // the docker runtime, as a user types them: each run is held to its
-// scenario's own expectation (scenario/redlock.go, scenario/etcd.go), and its
+// scenario's own expectation (scenario/redlock.go, deployments/etcd/scenarios.go), and its
 // nemesis.jsonl must show every partition with its heal.
 
 // loadRun reads a run folder's config and verdict.
@@ -87,7 +89,7 @@ func runValidOnDocker(t *testing.T, exe string, api *client.Client, name, dir st
 
 func TestDockerTopologyRuns(t *testing.T) {
 	t.Parallel()
-	if _, err := cluster.FindEtcd(); err != nil && os.Getenv("CI") != "true" {
+	if _, err := etcd.FindEtcd(); err != nil && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
 	api := dockerAPI(t)
@@ -170,7 +172,7 @@ func TestDockerTopologyRuns(t *testing.T) {
 // (zk-partition-leader), each held to its scenario's expectation.
 func TestDockerZooKeeperRuns(t *testing.T) {
 	t.Parallel()
-	if _, _, err := cluster.FindZooKeeper(); err != nil && os.Getenv("CI") != "true" {
+	if _, _, err := zookeeper.FindZooKeeper(); err != nil && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
 	api := dockerAPI(t)

@@ -132,7 +132,7 @@ func (l *Local) Cache(ctx context.Context) (string, error) {
 		select {
 		case <-wctx.Done():
 			return "", fmt.Errorf("the cache instance (%s) did not answer PING within 10 s; see %s", n.Addr, n.LogFile)
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }
@@ -147,7 +147,7 @@ func (l *Local) stopCache() error {
 		return nil
 	}
 	_ = signalPID(n.PID, syscall.SIGKILL)
-	if !waitGone(n.PID, 5*time.Second) {
+	if !WaitGone(n.PID, 5*time.Second) {
 		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
 	}
 	return nil
@@ -156,7 +156,7 @@ func (l *Local) stopCache() error {
 // Load runs valkey-benchmark against the node with args and returns what it
 // printed.
 func (l *Local) Load(ctx context.Context, node string, args ...string) (string, error) {
-	n, err := l.mustNode(node)
+	n, err := l.MustNode(node)
 	if err != nil {
 		return "", err
 	}
@@ -182,7 +182,7 @@ func lastLine(s string) string {
 
 // Watch subscribes on a connection of its own and blocks until ctx ends.
 func (l *Local) Watch(ctx context.Context, node, channel string, fn func(string)) error {
-	n, err := l.mustNode(node)
+	n, err := l.MustNode(node)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ type Local struct {
 	cfg  Config
 	bins Binaries
 
-	nodeSet // valkey-0..N then sentinel-0..M
+	NodeSet // valkey-0..N then sentinel-0..M
 	procs   map[string]*Proc
 	adm     *admin
 	// proxies are the --net-proxy proxies in front of the data nodes, nil
@@ -151,22 +151,22 @@ func (l *Local) Config() Config { return l.cfg }
 // Version is the Valkey version in use.
 func (l *Local) Version() string { return l.bins.Version }
 
-// nodeSet is the guarded node list every local runtime keeps; mu also
+// NodeSet is the guarded node list every local runtime keeps; mu also
 // guards the runtime's own process table.
-type nodeSet struct {
+type NodeSet struct {
 	mu    sync.Mutex
 	nodes []Node
 }
 
 // Nodes returns a snapshot of every node.
-func (s *nodeSet) Nodes() []Node {
+func (s *NodeSet) Nodes() []Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Node(nil), s.nodes...)
 }
 
 // Node returns one node by name.
-func (s *nodeSet) Node(name string) (Node, bool) {
+func (s *NodeSet) Node(name string) (Node, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := s.index(name); i >= 0 {
@@ -177,7 +177,7 @@ func (s *nodeSet) Node(name string) (Node, bool) {
 
 // signalNode sends SIGSTOP or SIGCONT to a node's process and records
 // whether it is now paused.
-func (s *nodeSet) signalNode(n Node, sig syscall.Signal, paused bool) error {
+func (s *NodeSet) signalNode(n Node, sig syscall.Signal, paused bool) error {
 	if n.PID == 0 {
 		return fmt.Errorf("%s is down", n.Name)
 	}
@@ -192,7 +192,7 @@ func (s *nodeSet) signalNode(n Node, sig syscall.Signal, paused bool) error {
 	return nil
 }
 
-func (s *nodeSet) mustNode(name string) (Node, error) {
+func (s *NodeSet) MustNode(name string) (Node, error) {
 	n, ok := s.Node(name)
 	if !ok {
 		return n, fmt.Errorf("no node named %q", name)
@@ -201,16 +201,39 @@ func (s *nodeSet) mustNode(name string) (Node, error) {
 }
 
 // signal sends SIGSTOP or SIGCONT to a node by name (signalNode).
-func (s *nodeSet) signal(name string, sig syscall.Signal, paused bool) error {
-	n, err := s.mustNode(name)
+func (s *NodeSet) Signal(name string, sig syscall.Signal, paused bool) error {
+	n, err := s.MustNode(name)
 	if err != nil {
 		return err
 	}
 	return s.signalNode(n, sig, paused)
 }
 
+// Add appends a node to the set (a runtime laying out its nodes).
+func (s *NodeSet) Add(n Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes = append(s.nodes, n)
+}
+
+// Index is the node's position in layout order, -1 if there is none.
+func (s *NodeSet) Index(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.index(name)
+}
+
+// Update changes one node's record under the set's lock.
+func (s *NodeSet) Update(name string, f func(n *Node)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.index(name); i >= 0 {
+		f(&s.nodes[i])
+	}
+}
+
 // index finds a node; the caller holds mu.
-func (s *nodeSet) index(name string) int {
+func (s *NodeSet) index(name string) int {
 	for i := range s.nodes {
 		if s.nodes[i].Name == name {
 			return i
@@ -340,7 +363,7 @@ func (l *Local) waitReplicasLinked(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("replicas did not link to %s within 20s (INFO: %v); see the logs under %s", primary.Name, inf, l.cfg.Dir)
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }
@@ -414,7 +437,7 @@ func (l *Local) waitPing(ctx context.Context, addr string) error {
 		case <-ctx.Done():
 			n, _ := l.nodeByAddr(addr)
 			return fmt.Errorf("%s (%s) did not answer PING within 10s; see %s", n.Name, addr, n.LogFile)
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }
@@ -426,15 +449,15 @@ func (l *Local) Down() error {
 	if err := l.stopCache(); err != nil {
 		return err
 	}
-	if err := downAll(l); err != nil {
+	if err := DownAll(l); err != nil {
 		return err
 	}
 	return l.saveState()
 }
 
-// setPID records a node's process (0: down; killed: by a fault, for the
+// SetPID records a node's process (0: down; killed: by a fault, for the
 // run's end to restart).
-func (s *nodeSet) setPID(name string, pid int, killed bool) {
+func (s *NodeSet) SetPID(name string, pid int, killed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := s.index(name); i >= 0 {
@@ -450,7 +473,7 @@ func killProc(n Node) error {
 	if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
 		return err
 	}
-	waitGone(n.PID, 5*time.Second)
+	WaitGone(n.PID, 5*time.Second)
 	return nil
 }
 
@@ -461,15 +484,15 @@ func stopProc(n Node) error {
 	if err := signalPID(n.PID, syscall.SIGTERM); err != nil {
 		return err
 	}
-	if !waitGone(n.PID, 10*time.Second) {
+	if !WaitGone(n.PID, 10*time.Second) {
 		_ = signalPID(n.PID, syscall.SIGKILL)
-		waitGone(n.PID, 5*time.Second)
+		WaitGone(n.PID, 5*time.Second)
 	}
 	return nil
 }
 
-// mustNode is the node set's, and the cache instance once started.
-func (l *Local) mustNode(name string) (Node, error) {
+// MustNode is the node set's, and the cache instance once started.
+func (l *Local) MustNode(name string) (Node, error) {
 	if name == CacheNode {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -477,12 +500,12 @@ func (l *Local) mustNode(name string) (Node, error) {
 			return *l.cache, nil
 		}
 	}
-	return l.nodeSet.mustNode(name)
+	return l.NodeSet.MustNode(name)
 }
 
 // Kill sends SIGKILL and waits until the process is gone.
 func (l *Local) Kill(name string) error {
-	n, err := l.mustNode(name)
+	n, err := l.MustNode(name)
 	if err != nil {
 		return err
 	}
@@ -490,13 +513,13 @@ func (l *Local) Kill(name string) error {
 		return err
 	}
 	l.adm.drop(n.Addr)
-	l.setPID(name, 0, true)
+	l.SetPID(name, 0, true)
 	return l.saveState()
 }
 
 // Stop sends SIGTERM (SIGCONT first, in case it is paused) and waits.
 func (l *Local) Stop(name string) error {
-	n, err := l.mustNode(name)
+	n, err := l.MustNode(name)
 	if err != nil {
 		return err
 	}
@@ -507,19 +530,19 @@ func (l *Local) Stop(name string) error {
 		return err
 	}
 	l.adm.drop(n.Addr)
-	l.setPID(name, 0, true)
+	l.SetPID(name, 0, true)
 	return l.saveState()
 }
 
 // Pause sends SIGSTOP: the node keeps its sockets but answers nothing.
-func (l *Local) Pause(name string) error { return l.signal(name, syscall.SIGSTOP, true) }
+func (l *Local) Pause(name string) error { return l.Signal(name, syscall.SIGSTOP, true) }
 
 // Resume sends SIGCONT.
-func (l *Local) Resume(name string) error { return l.signal(name, syscall.SIGCONT, false) }
+func (l *Local) Resume(name string) error { return l.Signal(name, syscall.SIGCONT, false) }
 
 // Restart starts a stopped or killed node again (killing it first if it runs).
 func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) error {
-	n, err := l.mustNode(name)
+	n, err := l.MustNode(name)
 	if err != nil {
 		return err
 	}
@@ -595,14 +618,14 @@ func LoadLocal(dir string, bins Binaries) (*Local, error) {
 		return nil, fmt.Errorf("%s/%s is corrupt: %w", dir, StateFile, err)
 	}
 	bins.Version = s.Version
-	l := &Local{cfg: s.Config, bins: bins, nodeSet: nodeSet{nodes: s.Nodes}, procs: map[string]*Proc{}, adm: newAdmin(), initialPrimary: s.Initial}
+	l := &Local{cfg: s.Config, bins: bins, NodeSet: NodeSet{nodes: s.Nodes}, procs: map[string]*Proc{}, adm: newAdmin(), initialPrimary: s.Initial}
 	return l, nil
 }
 
 // Command runs one command on a node and returns its reply as text; the
 // nemesis uses it for CLIENT KILL and the like.
 func (l *Local) Command(ctx context.Context, name string, args ...string) (string, error) {
-	n, err := l.mustNode(name)
+	n, err := l.MustNode(name)
 	if err != nil {
 		return "", err
 	}

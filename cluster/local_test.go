@@ -330,7 +330,7 @@ func TestNoOrphansAfterTheOwnerIsKilled(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	for _, pid := range pids {
-		if !waitGone(pid, 5*time.Second) {
+		if !WaitGone(pid, 5*time.Second) {
 			syscallKill(pid)
 			t.Errorf("node pid %d outlived its killed owner", pid)
 		}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,39 +10,32 @@ import (
 	"time"
 )
 
-// What the consensus deployments' local runtimes (etcd's EtcdLocal,
-// ZooKeeper's ZKLocal) share: members as processes on loopback, killed,
-// stopped and collected the same way, a leader polled for by asking each.
+// What the consensus deployments (etcd, ZooKeeper, each in its folder under
+// deployments/) share from the runtimes: members as processes on loopback,
+// killed, stopped and collected the same way, a leader polled for by asking
+// each. The Docker runtime runs them in containers through DockerService.
 
-// consensusDeployment holds what the consensus deployments share: their own
-// runtimes, so the *Local hooks of a Valkey deployment are never called; no
-// replication to wait for (every live member serving and one leader,
-// WaitReady, is the whole wait between faults); lock keys that live exactly
-// as long as their lease or session, with no PTTL to audit.
-type consensusDeployment struct{}
+// DefaultMembers is the usual three members of a consensus service.
+const DefaultMembers = 3
 
-var errOwnRuntime = errors.New("a consensus topology runs on its own runtime, not on Valkey processes")
+// RoleMember is a consensus service's member; which one leads is asked at
+// run time.
+const RoleMember Role = "member"
 
-func (consensusDeployment) Note(Config, bool) string            { return "" }
-func (consensusDeployment) Replicated() bool                    { return false }
-func (consensusDeployment) Expires() bool                       { return false }
-func (consensusDeployment) meshed() bool                        { return true }
-func (consensusDeployment) rejoinsAsReplica() bool              { return false }
-func (consensusDeployment) Defaults(*Config, func(string) bool) {}
-func (consensusDeployment) up(context.Context, *Local) error    { return errOwnRuntime }
-func (consensusDeployment) readyOnce(context.Context, *Local) error {
-	return errOwnRuntime
-}
-func (consensusDeployment) primary(context.Context, *Local) (Node, error) {
-	return Node{}, errOwnRuntime
-}
-func (consensusDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
-	return Node{}, errOwnRuntime
-}
+// ConsensusDeployment holds what the consensus deployments share, embedded
+// in each: no replication to wait for (every live member serving and one
+// leader, WaitReady, is the whole wait between faults); lock keys that live
+// exactly as long as their lease or session, with no PTTL to audit.
+type ConsensusDeployment struct{}
 
-// refuseValkeyRunKnobs refuses the run knobs that count Valkey replicas or
+func (ConsensusDeployment) Note(Config, bool) string            { return "" }
+func (ConsensusDeployment) Replicated() bool                    { return false }
+func (ConsensusDeployment) Expires() bool                       { return false }
+func (ConsensusDeployment) Defaults(*Config, func(string) bool) {}
+
+// RefuseValkeyRunKnobs refuses the run knobs that count Valkey replicas or
 // fsyncs, saying why the service needs neither.
-func refuseValkeyRunKnobs(k RunKnobs, commits, fsyncs string) error {
+func RefuseValkeyRunKnobs(k RunKnobs, commits, fsyncs string) error {
 	switch {
 	case k.Wait:
 		return fmt.Errorf("--wait counts Valkey replicas: %s", commits)
@@ -55,11 +47,11 @@ func refuseValkeyRunKnobs(k RunKnobs, commits, fsyncs string) error {
 	return nil
 }
 
-// validateMembers checks --members (3 when unset) and refuses the clock
+// ValidateMembers checks --members (3 when unset) and refuses the clock
 // fault and the Valkey knobs.
-func (c *Config) validateMembers(product string, clock error) error {
+func (c *Config) ValidateMembers(product string, clock error) error {
 	if c.Members == 0 {
-		c.Members = 3
+		c.Members = DefaultMembers
 	}
 	switch {
 	case c.Members < 1 || c.Members > 7:
@@ -72,8 +64,8 @@ func (c *Config) validateMembers(product string, clock error) error {
 	return nil
 }
 
-// memberLayout names the members prefix-0, prefix-1, ...
-func memberLayout(prefix string, members int) []Node {
+// MemberLayout names the members prefix-0, prefix-1, ...
+func MemberLayout(prefix string, members int) []Node {
 	var nodes []Node
 	for i := 0; i < members; i++ {
 		nodes = append(nodes, Node{Name: fmt.Sprintf("%s-%d", prefix, i), Kind: RoleMember})
@@ -81,59 +73,72 @@ func memberLayout(prefix string, members int) []Node {
 	return nodes
 }
 
-// memberProcs is such a runtime's node table.
-type memberProcs interface {
-	Nodes() []Node
-	mustNode(name string) (Node, error)
-	setPID(name string, pid int, killed bool)
+// MemberAddrs lists the members' client addresses (host:port) in layout
+// order: what a consensus deployment's Endpoints hands the clients.
+func MemberAddrs(rt Runtime) []string {
+	var out []string
+	for _, n := range rt.Nodes() {
+		if n.Kind == RoleMember {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
 }
 
-// killMember sends SIGKILL and waits until the member is gone.
-func killMember(m memberProcs, name string) error {
-	n, err := m.mustNode(name)
+// MemberProcs is a member runtime's node table (its NodeSet, with SetPID
+// saving the state file).
+type MemberProcs interface {
+	Nodes() []Node
+	MustNode(name string) (Node, error)
+	SetPID(name string, pid int, killed bool)
+}
+
+// KillMember sends SIGKILL and waits until the member is gone.
+func KillMember(m MemberProcs, name string) error {
+	n, err := m.MustNode(name)
 	if err != nil {
 		return err
 	}
 	if err := killProc(n); err != nil {
 		return err
 	}
-	m.setPID(name, 0, true)
+	m.SetPID(name, 0, true)
 	return nil
 }
 
-// stopMember sends SIGTERM (SIGCONT first) and waits.
-func stopMember(m memberProcs, name string) error {
-	n, err := m.mustNode(name)
+// StopMember sends SIGTERM (SIGCONT first) and waits.
+func StopMember(m MemberProcs, name string) error {
+	n, err := m.MustNode(name)
 	if err != nil || n.PID == 0 {
 		return err
 	}
 	if err := stopProc(n); err != nil {
 		return err
 	}
-	m.setPID(name, 0, true)
+	m.SetPID(name, 0, true)
 	return nil
 }
 
-// downAll SIGKILLs every node still running and waits until each is gone.
-func downAll(m interface {
+// DownAll SIGKILLs every node still running and waits until each is gone.
+func DownAll(m interface {
 	Nodes() []Node
-	setPID(name string, pid int, killed bool)
+	SetPID(name string, pid int, killed bool)
 }) error {
 	for _, n := range m.Nodes() {
 		if n.PID == 0 {
 			continue
 		}
 		_ = signalPID(n.PID, syscall.SIGKILL)
-		if !waitGone(n.PID, 5*time.Second) {
+		if !WaitGone(n.PID, 5*time.Second) {
 			return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", n.Name, n.PID)
 		}
-		m.setPID(n.Name, 0, true)
+		m.SetPID(n.Name, 0, true)
 	}
 	return nil
 }
 
-// collectMemberLogs copies every member's log into dst as <name>.log.
-func collectMemberLogs(nodes []Node, dst string) error {
+// CollectMemberLogs copies every member's log into dst as <name>.log.
+func CollectMemberLogs(nodes []Node, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dst, err)
 	}
@@ -145,15 +150,10 @@ func collectMemberLogs(nodes []Node, dst string) error {
 	return nil
 }
 
-// saveMembers writes cluster.json (the members and their pids), as Local does.
 // SaveState writes the cluster's state file (StateFile in cfg.Dir) for a
 // runtime outside this package: its nodes and their PIDs, which `cluster
 // down` and the tests that check no process outlived a run read.
 func SaveState(cfg Config, version string, nodes []Node) error {
-	return saveMembers(cfg, version, nodes)
-}
-
-func saveMembers(cfg Config, version string, nodes []Node) error {
 	b, err := json.MarshalIndent(state{Config: cfg, Version: version, Nodes: nodes}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode cluster state: %w", err)
@@ -161,9 +161,9 @@ func saveMembers(cfg Config, version string, nodes []Node) error {
 	return writeFile(filepath.Join(cfg.Dir, StateFile), string(b)+"\n")
 }
 
-// pollUntil asks once every pollEvery until ask succeeds, for at most
+// PollUntil asks once every PollEvery until ask succeeds, for at most
 // limit; the error says what was waited for and the last answer.
-func pollUntil(ctx context.Context, limit time.Duration, what string, ask func(context.Context) (Node, error)) (Node, error) {
+func PollUntil(ctx context.Context, limit time.Duration, what string, ask func(context.Context) (Node, error)) (Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
@@ -174,7 +174,7 @@ func pollUntil(ctx context.Context, limit time.Duration, what string, ask func(c
 		select {
 		case <-ctx.Done():
 			return Node{}, fmt.Errorf("%s within %v: %w", what, limit, err)
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 			deadline := time.Now().Add(15 * time.Second)
 			got, err := l.adm.sentinelPrimary(ctx, s)
 			for (err != nil || got != want.Announce) && time.Now().Before(deadline) {
-				time.Sleep(pollEvery)
+				time.Sleep(PollEvery)
 				got, err = l.adm.sentinelPrimary(ctx, s)
 			}
 			if err != nil || got != want.Announce {

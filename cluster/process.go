@@ -129,8 +129,9 @@ func alive(pid int) bool {
 	return true
 }
 
-// waitGone waits until pid has exited.
-func waitGone(pid int, timeout time.Duration) bool {
+// WaitGone waits until pid has exited (a zombie counts as gone), at most
+// timeout; it reports whether it did.
+func WaitGone(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if !alive(pid) {

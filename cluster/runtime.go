@@ -90,8 +90,8 @@ type Runtime interface {
 
 // Timeouts used while waiting; generous because a loaded 2-core machine is slow.
 const (
-	readyTimeout    = 30 * time.Second
-	pollEvery       = 50 * time.Millisecond
+	ReadyTimeout    = 30 * time.Second
+	PollEvery       = 50 * time.Millisecond
 	commandDeadline = 2 * time.Second
 )
 

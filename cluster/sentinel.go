@@ -105,7 +105,7 @@ func (l *Local) sentinelPrimary(ctx context.Context) (Node, error) {
 // sentinelWaitFailover waits until a majority of Sentinels name a primary
 // other than the node `from`, and that node answers as a primary.
 func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, error) {
-	old, err := l.mustNode(from)
+	old, err := l.MustNode(from)
 	if err != nil {
 		return Node{}, err
 	}
@@ -120,7 +120,7 @@ func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, er
 		select {
 		case <-ctx.Done():
 			return Node{}, fmt.Errorf("no failover away from %s: %w", from, ctx.Err())
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }
@@ -129,7 +129,7 @@ func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, er
 // named by every live Sentinel, every live replica's link to it up, and every
 // Sentinel seeing all live replicas and the other Sentinels.
 func (l *Local) WaitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 	d := l.cfg.builtin()
 	var last error
@@ -139,8 +139,8 @@ func (l *Local) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster not ready after %v: %w", readyTimeout, last)
-		case <-time.After(pollEvery):
+			return fmt.Errorf("cluster not ready after %v: %w", ReadyTimeout, last)
+		case <-time.After(PollEvery):
 		}
 	}
 }

@@ -242,7 +242,7 @@ func (l *Local) awaitMeet(ctx context.Context) ([]string, error) {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("the cluster nodes did not all meet within 20s; see the logs under %s", l.cfg.Dir)
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }
@@ -443,7 +443,7 @@ func (l *Local) clusterWaitFailover(ctx context.Context, from string) (Node, err
 		select {
 		case <-ctx.Done():
 			return Node{}, fmt.Errorf("no failover away from %s: %w", from, ctx.Err())
-		case <-time.After(pollEvery):
+		case <-time.After(PollEvery):
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 )
 
 // An orphan (a znode whose release lost its answer) is reaped by its
@@ -17,7 +18,7 @@ import (
 // granted job-1. On the per-key reaping b waits behind the orphan and fails.
 func TestZKOrphanReapedByAnyAcquire(t *testing.T) {
 	cfg := cluster.Defaults()
-	cfg.Topology, cfg.Dir, cfg.Members = cluster.TopologyZooKeeper, t.TempDir(), 1
+	cfg.Topology, cfg.Dir, cfg.Members = zookeeper.Topology, t.TempDir(), 1
 	rt, err := cluster.New(cfg, cluster.Binaries{})
 	if err != nil {
 		t.Fatalf("New (run 'make setup'): %v", err)

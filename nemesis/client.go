@@ -165,7 +165,7 @@ var faultPauseClient = &Fault{
 	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: p.TTL + p.TTL/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runPauseClient,
 }
 
@@ -206,7 +206,7 @@ var faultStarveRenewals = &Fault{
 	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1))}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runStarveRenewals,
 }
 
@@ -264,7 +264,7 @@ func replyFault(name, op, mode, doc string) *Fault {
 		PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 			return Step{Node: rng.IntN(64), Duration: 2 * p.TTL}
 		},
-		Span: heldSpan,
+		Span: HeldSpan,
 		Inject: func(ctx context.Context, env Env, s Step) error {
 			ce, err := ClientControls(env)
 			if err != nil {
@@ -321,7 +321,7 @@ var faultSkewClient = &Fault{
 		// 1/3 its lease runs out on the server before it renews.
 		return Step{Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1)), Rate: 0.1 + float64(rng.IntN(3))*0.05}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runSkewClient,
 }
 

@@ -23,7 +23,7 @@ var faultClockBump = &Fault{
 		secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runClockBump,
 }
 
@@ -56,7 +56,7 @@ var faultClockStrobe = &Fault{
 		secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runClockStrobe,
 }
 

@@ -115,7 +115,7 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 			}
 			return Step{Duration: lo + time.Duration(rng.Int64N(int64(spread)+1)), Net: &n}
 		},
-		Span: heldSpan,
+		Span: HeldSpan,
 		Inject: func(ctx context.Context, env Env, s Step) error {
 			ts, what := toxics(s.sizes())
 			return holdToxic(ctx, env, s, name, ts, what)

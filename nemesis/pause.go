@@ -60,7 +60,7 @@ var faultPauseReplicas = &Fault{
 	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runPauseReplicas,
 }
 

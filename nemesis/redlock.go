@@ -146,7 +146,7 @@ var faultPauseNode = &Fault{
 	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Node: rng.IntN(64), Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runPauseNode,
 }
 
@@ -165,8 +165,8 @@ var faultClockBumpNode = &Fault{
 	Needs:    Needs{Topology: TopologyRedlock, FakeTime: true},
 	Marks:    []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 	Doc:      "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
-	PlanStep: clockPlan,
-	Span:     heldSpan,
+	PlanStep: ClockPlan,
+	Span:     HeldSpan,
 	Inject:   runClockBumpNode,
 }
 
@@ -251,7 +251,7 @@ var faultRedlockClockJump = &Fault{
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 	Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
 		"C's clock jumps past the TTL and the other side takes C,D,E",
-	PlanStep: clockPlan,
+	PlanStep: ClockPlan,
 	Span:     func(s Step, p PlanParams) time.Duration { return s.Duration + 2*p.TTL + 3*time.Second },
 	Inject:   runRedlockClockJump,
 }
@@ -433,7 +433,9 @@ func runRedlockRestart(ctx context.Context, env Env, s Step) error {
 	return Sleep(ctx, s.Duration)
 }
 
-func clockPlan(rng *rand.Rand, p PlanParams) Step {
+// ClockPlan draws a wall-clock jump of twice the TTL and a few seconds
+// more, held for a TTL and a second or two, on a node drawn at random.
+func ClockPlan(rng *rand.Rand, p PlanParams) Step {
 	secs := 2*p.TTL.Seconds() + float64(rng.IntN(5))
 	return Step{Node: rng.IntN(64), Duration: p.TTL + time.Second + time.Duration(rng.Int64N(int64(time.Second))), Offset: fmt.Sprintf("+%.0f", secs)}
 }
@@ -473,7 +475,7 @@ var faultPartitionMinority = &Fault{
 	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 		return Step{Node: rng.IntN(64), Duration: 2*p.TTL + time.Duration(rng.Int64N(int64(p.TTL)+1))}
 	},
-	Span:   heldSpan,
+	Span:   HeldSpan,
 	Inject: runPartitionMinority,
 }
 

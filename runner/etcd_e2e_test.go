@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/checker"
-	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/etcd"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
 // The etcd backend end to end: three real etcd members, real client
 // processes using the official client's concurrency.Mutex, the real
-// resource. Each expectation is the scenario's own (scenario/etcd.go).
+// resource. Each expectation is the scenario's own (deployments/etcd/scenarios.go).
 
 // expectMemberLesson runs cfg and holds it to its scenario's expectation, as
 // expectLesson does for the Valkey topologies (whose run folders have a
@@ -101,7 +101,7 @@ func TestEtcdClockBumpRefused(t *testing.T) {
 	}
 	cfg := FromScenario(sc)
 	cfg.Out = filepath.Join(t.TempDir(), "run")
-	if err := cfg.Validate(); !errors.Is(err, cluster.ErrEtcdClock) {
+	if err := cfg.Validate(); !errors.Is(err, etcd.ErrClock) {
 		t.Fatalf("Validate = %v, want the documented refusal", err)
 	}
 }

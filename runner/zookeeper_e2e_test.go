@@ -11,7 +11,7 @@ import (
 // The ZooKeeper backend end to end: three real ZooKeeper members (Debian's
 // package on the JRE), real client processes running the documentation's
 // lock recipe through go-zookeeper/zk, the real resource. Each expectation
-// is the scenario's own (scenario/zookeeper.go).
+// is the scenario's own (deployments/zookeeper/scenarios.go).
 
 func TestZKLeaderFaults(t *testing.T) {
 	t.Parallel()

@@ -379,3 +379,13 @@ func NotExercised(fault string) Predicate {
 		return "no " + fault + " window at all", false
 	}}
 }
+
+// PausedPastLease is the expectation of a holder paused past the lease a
+// consensus service keeps for it (etcd's lease, ZooKeeper's session): the
+// service ends it honestly, and only the fence keeps the stale write out.
+func PausedPastLease(k Knobs) []Predicate {
+	if !k.Fenced {
+		return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Invalid)}
+	}
+	return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Valid), StaleRejected(), NoFenceRegression()}
+}

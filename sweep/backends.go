@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/etcd"
+	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -18,8 +20,8 @@ import (
 const (
 	BackendSentinel = cluster.TopologySentinel
 	BackendRedlock  = cluster.TopologyRedlock
-	BackendEtcd     = cluster.TopologyEtcd
-	BackendZK       = cluster.TopologyZooKeeper
+	BackendEtcd     = etcd.Topology
+	BackendZK       = zookeeper.Topology
 	BackendCluster  = cluster.TopologyCluster
 	BackendSQLLease = lock.SQLLease
 )

@@ -44,7 +44,7 @@ func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	}
 	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology", topologyHelp())
 	deploymentFlags(fs, &cfg.Cluster)
-	etcdFlags(fs, cfg)
+	membersFlags(fs, cfg)
 	fs.Var(knob.Int{N: &cfg.Cluster.Nodes, Min: 1, Max: 9}, "nodes", "redlock topology: independent primaries (the distlock page's N)")
 	fs.Float64Var(&cfg.DriftFactor, "drift-factor", 0.01, "Redlock's clock drift factor: validity = TTL - elapsed - TTL*factor - 2ms")
 	fs.Var(knob.Duration{D: &cfg.DelayedRestart, Min: 0}, "delayed-restart",

@@ -2,6 +2,7 @@
 // judged by, on the tree it runs in: for each deployment, the non-test Go
 // files (and folders) that name it; the largest non-test files; the longest
 // functions. Run from the repository's root: go run ./scripts/formmetrics
+// (-v lists the files that name a deployment outside its home).
 package main
 
 import (
@@ -17,18 +18,34 @@ import (
 	"strings"
 )
 
-// The deployments and the word a file names each by.
-var deployments = []struct{ name, re string }{
-	{"sentinel", `(?i)sentinel`},
-	{"standalone", `(?i)standalone`},
-	{"redlock", `(?i)redlock`},
-	{"valkey cluster", `(?i)vcluster|topologycluster|valkey cluster|"cluster"`},
-	{"etcd", `(?i)etcd`},
-	{"zookeeper", `(?i)zookeeper|\bzk`},
-	{"sql-lease", `(?i)sql-?lease`},
+// The deployments, the word a file names each by, and its home: the
+// folder and recipe files it is allowed to fill (a deployment still in
+// cluster/ has its file there as home).
+var deployments = []struct {
+	name, re string
+	home     []string
+}{
+	{"sentinel", `(?i)sentinel`, []string{"cluster/sentinel.go", "lock/native.go"}},
+	{"standalone", `(?i)standalone`, []string{"cluster/standalone.go"}},
+	{"redlock", `(?i)redlock`, []string{"cluster/redlock.go", "lock/redlock.go"}},
+	{"valkey cluster", `(?i)vcluster|topologycluster|valkey cluster|"cluster"`, []string{"cluster/vcluster.go", "lock/cluster.go"}},
+	{"etcd", `(?i)etcd`, []string{"deployments/etcd/", "lock/etcdmutex.go", "lock/conformance_etcd.go"}},
+	{"zookeeper", `(?i)zookeeper|\bzk`, []string{"deployments/zookeeper/", "lock/zklock.go", "lock/conformance_zk.go"}},
+	{"sql-lease", `(?i)sql-?lease`, []string{"lock/sqllease.go"}},
 	// PostgreSQL by what only its deployment names: "postgres" alone is the
 	// fenced resource's database too, and a "connection pooler" is a general idea.
-	{"postgres", `(?i)pgbouncer|pg-advisory|pgadvisory|topology postgres|deployments/postgres|--pooler|pooler=`},
+	{"postgres", `(?i)pgbouncer|pg-advisory|pgadvisory|topology postgres|deployments/postgres|--pooler|pooler=`,
+		[]string{"deployments/postgres/", "lock/pgadvisory.go", "lock/conformance_pg.go"}},
+}
+
+// at reports whether path is one of home's files or under one of its folders.
+func at(path string, home []string) bool {
+	for _, h := range home {
+		if path == h || strings.HasSuffix(h, "/") && strings.HasPrefix(path, h) {
+			return true
+		}
+	}
+	return false
 }
 
 type file struct {
@@ -84,18 +101,29 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("non-test Go files: %d\n\n", len(files))
-	fmt.Println("deployment        files naming it  folders")
+	fmt.Println("deployment        files naming it  folders  outside its home")
+	var away []string
 	for _, d := range deployments {
 		re := regexp.MustCompile(d.re)
 		dirs := map[string]bool{}
-		n := 0
+		n, out := 0, 0
 		for _, f := range files {
 			if re.MatchString(f.text) {
 				n++
 				dirs[filepath.Dir(f.path)] = true
+				if !at(f.path, d.home) {
+					out++
+					away = append(away, d.name+": "+f.path)
+				}
 			}
 		}
-		fmt.Printf("%-17s %15d  %7d\n", d.name, n, len(dirs))
+		fmt.Printf("%-17s %15d  %7d  %16d\n", d.name, n, len(dirs), out)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "-v" {
+		fmt.Println("\nfiles naming a deployment outside its home")
+		for _, a := range away {
+			fmt.Println("  " + a)
+		}
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].lines > files[j].lines })
 	fmt.Println("\nlargest non-test files (lines)")

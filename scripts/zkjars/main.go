@@ -1,5 +1,5 @@
 // Command zkjars prints, one a line, every jar the ZooKeeper server's
-// classpath loads from (cluster.FindZooKeeper's, manifests followed):
+// classpath loads from (zookeeper.FindZooKeeper's, manifests followed):
 // scripts/build-images.sh copies exactly these into lockjepsen/zookeeper.
 package main
 
@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 )
 
 func main() {
-	_, cp, err := cluster.FindZooKeeper()
+	_, cp, err := zookeeper.FindZooKeeper()
 	if err == nil {
 		var jars []string
-		if jars, err = cluster.ZooKeeperJars(cp); err == nil {
+		if jars, err = zookeeper.ZooKeeperJars(cp); err == nil {
 			for _, j := range jars {
 				fmt.Println(j)
 			}

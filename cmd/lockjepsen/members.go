@@ -8,10 +8,12 @@ import (
 	"github.com/lockjepsen/lockjepsen/runner"
 )
 
-// etcdFlags registers the consensus topologies' knob (etcd, zookeeper); runner.Config.Validate checks it.
-func etcdFlags(fs *flag.FlagSet, cfg *runner.Config) {
+// membersFlags registers the consensus topologies' knob (etcd, zookeeper:
+// any deployment laid out in cluster.MemberLayout); runner.Config.Validate
+// checks it.
+func membersFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	if cfg.Cluster.Members == 0 {
-		cfg.Cluster.Members = cluster.DefaultEtcdMembers
+		cfg.Cluster.Members = cluster.DefaultMembers
 	}
 	fs.Var(knob.Int{N: &cfg.Cluster.Members, Min: 1, Max: 7}, "members", "etcd and zookeeper topologies: members (Raft or Zab; 3 is the usual)")
 }

@@ -1,15 +1,16 @@
-package scenario
+package etcd
 
 import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
-// The etcd backend's lessons (issue 17): consensus instead of asynchronous
-// replication, and a fence number the lock service itself issues (the lock
-// key's create revision). They join the table in scenario.go.
-var etcdScenarios = map[string]Scenario{
+// etcd's lessons: consensus instead of asynchronous replication, and a
+// fence number the lock service itself issues (the lock key's create
+// revision).
+var scenarios = map[string]scenario.Scenario{
 	"etcd-leader-failover": {
 		Teaches: "etcd's lock survives leader failover: a grant is committed by a Raft majority before it is " +
 			"acknowledged, so the new leader knows every lock; the revision fence never goes backwards",
@@ -18,9 +19,8 @@ var etcdScenarios = map[string]Scenario{
 		// every election, so the fence's order across leaders is tested.
 		Faults: []string{"etcd-kill-leader", "etcd-pause-leader"}, Clients: 8, Keys: 2, TTL: 3 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second,
-		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
+		Job:    scenario.Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
 		Expect: "lock valid (consensus), resource valid, no fence regression",
-		expect: always(LockIs(checker.Valid), ResourceIs(checker.Valid), NoFenceRegression()),
 	},
 	"etcd-partition-member": {
 		Teaches: "a network partition cuts the Raft leader off from the other members while the clients still reach it: " +
@@ -29,9 +29,8 @@ var etcdScenarios = map[string]Scenario{
 		Topology: "etcd", Recipe: "etcd-mutex", Fence: "read-write", Runtime: "docker",
 		Faults: []string{"etcd-partition-member"}, Clients: 8, Keys: 2, TTL: 3 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 5 * time.Second,
-		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
+		Job:    scenario.Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond},
 		Expect: "lock valid (consensus), resource valid, no fence regression",
-		expect: always(LockIs(checker.Valid), ResourceIs(checker.Valid), NoFenceRegression()),
 	},
 	"etcd-paused-client": {
 		Teaches: "a holder paused past its etcd lease loses the lock honestly (lock valid) and wakes up to write: the " +
@@ -39,9 +38,8 @@ var etcdScenarios = map[string]Scenario{
 		Topology: "etcd", Recipe: "etcd-mutex", Fence: "read-write",
 		Faults: []string{"pause-client"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
-		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Job:    scenario.Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "lock valid; resource valid, stale writes rejected by the revision fence (invalid without a fence)",
-		expect: pausedPastLease,
 	},
 	"etcd-clock-bump": {
 		Teaches: "etcd's leases run on monotonic time, so a wall-clock jump on a member cannot end one early; " +
@@ -49,24 +47,21 @@ var etcdScenarios = map[string]Scenario{
 			"run is refused before it starts, naming why",
 		Topology: "etcd", Recipe: "etcd-mutex", Fence: "read-write",
 		Faults: []string{"etcd-clock-bump"}, Clients: 4, Keys: 1, TTL: 2 * time.Second,
-		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: shortJob,
+		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: scenario.Job{Steps: 1, Think: 10 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "refused before the run: an etcd member's clock cannot be moved (documented); lock valid if it could",
-		expect: always(LockIs(checker.Valid)),
 	},
 }
 
-// pausedPastLease is the expectation of a holder paused past the lease a
-// consensus service keeps for it (etcd's lease, ZooKeeper's session): the
-// service ends it honestly, and only the fence keeps the stale write out.
-func pausedPastLease(k Knobs) []Predicate {
-	if !k.Fenced {
-		return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Invalid)}
-	}
-	return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Valid), StaleRejected(), NoFenceRegression()}
-}
-
 func init() {
-	for k, v := range etcdScenarios {
-		all[k] = v
+	valid := func(scenario.Knobs) []scenario.Predicate {
+		return []scenario.Predicate{scenario.LockIs(checker.Valid), scenario.ResourceIs(checker.Valid), scenario.NoFenceRegression()}
 	}
+	scenario.Register(scenarios, map[string]scenario.Expectation{
+		"etcd-leader-failover":  valid,
+		"etcd-partition-member": valid,
+		"etcd-paused-client":    scenario.PausedPastLease,
+		"etcd-clock-bump": func(scenario.Knobs) []scenario.Predicate {
+			return []scenario.Predicate{scenario.LockIs(checker.Valid)}
+		},
+	})
 }

@@ -1,4 +1,4 @@
-package cluster
+package zookeeper
 
 import (
 	"archive/zip"

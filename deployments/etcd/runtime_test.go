@@ -1,8 +1,7 @@
-package cluster
+package etcd
 
 import (
 	"context"
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,17 +10,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 
-func startEtcd(t *testing.T) *EtcdLocal {
+func startEtcd(t *testing.T) *Local {
 	t.Helper()
-	cfg := Defaults()
-	cfg.Topology, cfg.Dir = TopologyEtcd, t.TempDir()
-	rt, err := New(cfg, Binaries{})
+	cfg := cluster.Defaults()
+	cfg.Topology, cfg.Dir = Topology, t.TempDir()
+	rt, err := cluster.New(cfg, cluster.Binaries{})
 	if err != nil {
 		t.Fatalf("New (run 'make setup-etcd'): %v", err)
 	}
-	e := rt.(*EtcdLocal)
+	e := rt.(*Local)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := e.Up(ctx); err != nil {
@@ -41,7 +43,7 @@ func TestEtcdLeaderFailover(t *testing.T) {
 	testslot.Parallel(t)
 	e := startEtcd(t)
 	ctx := context.Background()
-	if got := len(EtcdEndpoints(e)); got != 3 {
+	if got := len(cluster.MemberAddrs(e)); got != 3 {
 		t.Fatalf("%d endpoints, want 3", got)
 	}
 	old, err := e.Primary(ctx)
@@ -60,23 +62,23 @@ func TestEtcdLeaderFailover(t *testing.T) {
 		t.Fatalf("the killed leader %s still leads", old.Name)
 	}
 	t.Logf("leader %s killed, %s elected in %v", old.Name, nl.Name, time.Since(start).Round(time.Millisecond))
-	if err := e.Restart(ctx, old.Name, AsReplica); err != nil {
+	if err := e.Restart(ctx, old.Name, cluster.AsReplica); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetClockOffset(old.Name, "+10"); err != ErrEtcdClock {
+	if err := e.SetClockOffset(old.Name, "+10"); err != ErrClock {
 		t.Fatalf("SetClockOffset = %v, want the documented refusal", err)
 	}
 }
 
-// The finding behind ErrEtcdClock, kept honest: etcd under libfaketime with
+// The finding behind ErrClock, kept honest: etcd under libfaketime with
 // a +1 day offset (which moves date(1)) logs true time. If a future etcd
 // build honoured LD_PRELOAD, this fails and the clock fault can be enabled.
 func TestEtcdIgnoresFaketime(t *testing.T) {
 	testslot.Parallel(t)
-	bins, err := FindBinaries()
+	bins, err := cluster.FindBinaries()
 	if err != nil || bins.FaketimeLib == "" {
 		t.Skipf("libfaketime not found (run 'make setup'): %v", err)
 	}
@@ -101,7 +103,7 @@ func TestEtcdIgnoresFaketime(t *testing.T) {
 	if strings.TrimSpace(string(faked)) == today {
 		t.Fatalf("libfaketime did not move date(1) either: the probe proves nothing")
 	}
-	ports, err := allocatePorts(0, 2)
+	ports, err := cluster.FreePorts(0, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

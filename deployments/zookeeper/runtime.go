@@ -1,9 +1,8 @@
-package cluster
+package zookeeper
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,78 +11,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
-
-// TopologyZooKeeper is a ZooKeeper ensemble (Debian's zookeeper package, a
-// Java program) as processes on loopback, or in containers on the docker
-// runtime (zookeeper_docker.go): no Valkey at all. The lock is the
-// ZooKeeper documentation's lock recipe (recipe zk-lock).
-const TopologyZooKeeper = "zookeeper"
-
-// DefaultZooKeeperMembers is the usual three.
-const DefaultZooKeeperMembers = 3
-
-// ZooKeeper's timing, all in ticks of ZKTick: a follower gives the leader
-// up after syncLimit ticks without a ping (1 s, the same as etcd's election
-// timeout here), a new follower has initLimit ticks to sync. Sessions are
-// expired by the leader in buckets of one tick, never before their timeout.
-const (
-	ZKTick      = 200 * time.Millisecond
-	zkSyncLimit = 5
-	zkInitLimit = 10
-	// ZKElectionTimeout is how long the followers wait for a silent leader
-	// before they elect another: syncLimit ticks.
-	ZKElectionTimeout = zkSyncLimit * ZKTick
-)
-
-// ErrZooKeeperClock is why no member's clock is moved: ZooKeeper's session
-// expiry and elections count System.nanoTime (its Time.currentElapsedTime),
-// a monotonic clock, which lockjepsen's libfaketime setup leaves true
-// (FAKETIME_DONT_FAKE_MONOTONIC); a wall-clock jump would end no session
-// early, so there is no clock fault to offer.
-var ErrZooKeeperClock = errors.New("a ZooKeeper member's clock is not moved: its session expiry and elections count System.nanoTime, a monotonic clock that lockjepsen's libfaketime leaves true (FAKETIME_DONT_FAKE_MONOTONIC), so a wall-clock jump would end no session early")
-
-func init() { Register(5, zkDeployment{}) }
-
-// zkDeployment has its own runtime (ZKLocal).
-type zkDeployment struct{ consensusDeployment }
-
-func (zkDeployment) Name() string { return TopologyZooKeeper }
-func (zkDeployment) Doc() string {
-	return "--members ZooKeeper members (Zab), the lock is the ZooKeeper docs' recipe: ephemeral sequential znodes"
-}
-func (zkDeployment) Banner(c Config, version string) string {
-	return fmt.Sprintf("cluster: zookeeper, %d members (Zab, tick %v, a silent leader given up after %v; %s)",
-		c.Members, ZKTick, ZKElectionTimeout, version)
-}
-func (zkDeployment) Settled() string {
-	return "waiting for every ZooKeeper member to serve and one leader"
-}
-func (zkDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{ZooKeeper: EtcdEndpoints(rt)}
-}
-func (zkDeployment) ClockError() error      { return ErrZooKeeperClock }
-func (zkDeployment) layoutDocker(d *Docker) { d.layoutZK() }
-func (zkDeployment) Offers(need string) bool {
-	return need == TopologyZooKeeper || need == NeedAny
-}
-func (zkDeployment) ValidateRun(k RunKnobs) error {
-	return refuseValkeyRunKnobs(k, "ZooKeeper commits every write on a quorum (Zab) before it answers",
-		"ZooKeeper fsyncs its transaction log before it answers")
-}
-func (zkDeployment) Validate(c *Config) error {
-	return c.validateMembers("ZooKeeper", ErrZooKeeperClock)
-}
-func (zkDeployment) Layout(c Config) []Node { return memberLayout("zk", c.Members) }
-func (zkDeployment) NewLocal(c Config, _ Binaries) (Runtime, error) {
-	z, err := newZKLocal(c)
-	if err != nil {
-		return nil, err
-	}
-	return z, nil
-}
 
 // Debian's zookeeper package puts the server in zookeeper.jar, whose
 // manifest's Class-Path names every jar it needs (the package's zkEnv.sh
@@ -117,22 +51,26 @@ func FindZooKeeper() (java, classpath string, err error) {
 // zkMain is the ensemble member's entry point (zkServer.sh's).
 const zkMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
-// ZKLocal runs the ZooKeeper members as processes on 127.0.0.1, each with
+// Local runs the ZooKeeper members as processes on 127.0.0.1, each with
 // its data dir, myid and zoo.cfg under the run folder.
-type ZKLocal struct {
-	cfg       Config
-	java, cp  string
-	version   string
-	quorum    []string // "127.0.0.1:quorum:election" of each member, in node order
-	nodeSet            // Addr: the client port
-	procs     map[string]*Proc
-	fourLWait time.Duration
+type Local struct {
+	cfg              cluster.Config
+	java, cp         string
+	quorum           []string // "127.0.0.1:quorum:election" of each member, in node order
+	*cluster.NodeSet          // Addr: the client port
+	mu               sync.Mutex
+	version          string                   // as srvr says, once ready; guarded by mu
+	procs            map[string]*cluster.Proc // guarded by mu
+	fourLWait        time.Duration
 }
 
-var _ Runtime = (*ZKLocal)(nil)
+var _ cluster.Runtime = (*Local)(nil)
 
-func newZKLocal(cfg Config) (*ZKLocal, error) {
-	if err := cfg.validateWithDir(); err != nil {
+func newLocal(cfg cluster.Config) (*Local, error) {
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("cluster config: no run directory")
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	java, cp, err := FindZooKeeper()
@@ -146,44 +84,51 @@ func newZKLocal(cfg Config) (*ZKLocal, error) {
 	cfg.Dir = dir
 	// Three ports a member: clients, quorum (followers to the leader),
 	// leader election.
-	ports, err := allocatePorts(cfg.BasePort, 3*cfg.Members)
+	ports, err := cluster.FreePorts(cfg.BasePort, 3*cfg.Members)
 	if err != nil {
 		return nil, err
 	}
-	z := &ZKLocal{cfg: cfg, java: java, cp: cp, procs: map[string]*Proc{}, fourLWait: 500 * time.Millisecond}
-	for i, n := range (zkDeployment{}).Layout(cfg) {
+	z := newMembers(cfg, &cluster.NodeSet{})
+	z.java, z.cp = java, cp
+	for i, n := range (deployment{}).Layout(cfg) {
 		n.Dir = filepath.Join(dir, n.Name)
 		n.LogFile = filepath.Join(n.Dir, n.Name+".log")
 		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*i]))
-		z.nodes = append(z.nodes, n)
+		z.Add(n)
 		z.quorum = append(z.quorum, fmt.Sprintf("127.0.0.1:%d:%d", ports[3*i+1], ports[3*i+2]))
 	}
 	return z, nil
 }
 
-func (z *ZKLocal) Version() string {
+// newMembers is the member table over set, no process yet.
+func newMembers(cfg cluster.Config, set *cluster.NodeSet) *Local {
+	return &Local{cfg: cfg, NodeSet: set, procs: map[string]*cluster.Proc{}, fourLWait: 500 * time.Millisecond}
+}
+
+func (z *Local) Version() string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
 	if z.version == "" {
 		return "ZooKeeper"
 	}
 	return "ZooKeeper " + z.version
 }
-func (z *ZKLocal) SentinelAddrs() []string  { return nil }
-func (z *ZKLocal) Config() Config           { return z.cfg }
-func (z *ZKLocal) Pause(name string) error  { return z.signal(name, syscall.SIGSTOP, true) }
-func (z *ZKLocal) Resume(name string) error { return z.signal(name, syscall.SIGCONT, false) }
+func (z *Local) SentinelAddrs() []string  { return nil }
+func (z *Local) Config() cluster.Config   { return z.cfg }
+func (z *Local) Pause(name string) error  { return z.Signal(name, syscall.SIGSTOP, true) }
+func (z *Local) Resume(name string) error { return z.Signal(name, syscall.SIGCONT, false) }
 
-// SetClockOffset refuses: see ErrZooKeeperClock.
-func (z *ZKLocal) SetClockOffset(string, string) error { return ErrZooKeeperClock }
+// SetClockOffset refuses: see ErrClock.
+func (z *Local) SetClockOffset(string, string) error { return ErrClock }
 
 // Command is a Valkey notion; a member answers four-letter words (srvr).
-func (z *ZKLocal) Command(context.Context, string, ...string) (string, error) {
+func (z *Local) Command(context.Context, string, ...string) (string, error) {
 	return "", fmt.Errorf("ZooKeeper members take no Valkey commands")
 }
 
 // zooCfg is a member's configuration on the local runtime: its data dir
 // under the run folder, its client port on 127.0.0.1.
-func (z *ZKLocal) zooCfg(i int) string {
-	n := z.nodes[i]
+func (z *Local) zooCfg(n cluster.Node) string {
 	_, port, _ := net.SplitHostPort(n.Addr)
 	return zooCfg(filepath.Join(n.Dir, "data"), port, "127.0.0.1", z.quorum)
 }
@@ -197,14 +142,14 @@ func (z *ZKLocal) zooCfg(i int) string {
 // ports then do too.
 func zooCfg(dataDir, clientPort, clientAddr string, quorum []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", ZKTick.Milliseconds(), zkInitLimit, zkSyncLimit)
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=%d\nsyncLimit=%d\n", Tick.Milliseconds(), initLimit, syncLimit)
 	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%s\n", dataDir, clientPort)
 	if clientAddr != "" {
 		fmt.Fprintf(&b, "clientPortAddress=%s\n", clientAddr)
 	} else {
 		b.WriteString("quorumListenOnAllIPs=true\n")
 	}
-	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*ZKTick.Milliseconds())
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=60000\n", 2*Tick.Milliseconds())
 	b.WriteString("4lw.commands.whitelist=srvr,mntr,ruok\nadmin.enableServer=false\n")
 	// One member runs standalone; more form a quorum.
 	fmt.Fprintf(&b, "standaloneEnabled=%v\n", len(quorum) == 1)
@@ -217,7 +162,7 @@ func zooCfg(dataDir, clientPort, clientAddr string, quorum []string) string {
 
 // Up writes every member's zoo.cfg and myid into a fresh data dir, starts
 // them and waits until one leads and every other follows.
-func (z *ZKLocal) Up(ctx context.Context) error {
+func (z *Local) Up(ctx context.Context) error {
 	for i, n := range z.Nodes() {
 		data := filepath.Join(n.Dir, "data")
 		if err := os.RemoveAll(n.Dir); err != nil {
@@ -229,7 +174,7 @@ func (z *ZKLocal) Up(ctx context.Context) error {
 		if err := writeFile(filepath.Join(data, "myid"), strconv.Itoa(i+1)+"\n"); err != nil {
 			return err
 		}
-		if err := writeFile(filepath.Join(n.Dir, "zoo.cfg"), z.zooCfg(i)); err != nil {
+		if err := writeFile(filepath.Join(n.Dir, "zoo.cfg"), z.zooCfg(n)); err != nil {
 			return err
 		}
 		if err := z.start(n.Name); err != nil {
@@ -246,20 +191,20 @@ func (z *ZKLocal) Up(ctx context.Context) error {
 
 // start runs one member's JVM. With its data dir kept (a restart) the
 // member reloads its snapshot and log and rejoins as a follower.
-func (z *ZKLocal) start(name string) error {
-	n, err := z.mustNode(name)
+func (z *Local) start(name string) error {
+	n, err := z.MustNode(name)
 	if err != nil {
 		return err
 	}
 	args := zkJVMArgs(n.Dir, "", z.cp, filepath.Join(n.Dir, "zoo.cfg"))
-	p, err := spawn(z.java, args, nil, n.LogFile, z.cfg.Detached)
+	p, err := cluster.Spawn{Bin: z.java, Args: args, Log: n.LogFile, Detached: z.cfg.Detached}.Start()
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	z.mu.Lock()
 	z.procs[name] = p
 	z.mu.Unlock()
-	z.setPID(name, p.PID(), false)
+	z.SetPID(name, p.PID(), false)
 	return nil
 }
 
@@ -279,7 +224,14 @@ func zkJVMArgs(logDir, logFile, classpath, zooCfg string) []string {
 	return append(args, "-cp", classpath, zkMain, zooCfg)
 }
 
-func (z *ZKLocal) saveState() error { return saveMembers(z.cfg, z.Version(), z.Nodes()) }
+// saveState writes cluster.json (the members and their pids), as every
+// local runtime does.
+func (z *Local) saveState() error { return cluster.SaveState(z.cfg, z.Version(), z.Nodes()) }
+
+// writeFile replaces a member's file whole (a reader never sees half of it).
+func writeFile(path, content string) error {
+	return runfolder.Replace(path, []byte(content), 0o644)
+}
 
 // zkStatus is one member's answer to srvr.
 type zkStatus struct {
@@ -297,7 +249,7 @@ var (
 
 // srvr asks one member the four-letter word srvr; a member that is not in
 // a quorum answers that it is not serving, an error here.
-func (z *ZKLocal) srvr(ctx context.Context, n Node) (zkStatus, error) {
+func (z *Local) srvr(ctx context.Context, n cluster.Node) (zkStatus, error) {
 	if n.PID == 0 || n.Paused {
 		return zkStatus{}, fmt.Errorf("%s is down or paused", n.Name)
 	}
@@ -338,8 +290,8 @@ func (z *ZKLocal) srvr(ctx context.Context, n Node) (zkStatus, error) {
 // leaderOnce asks every live member and returns the one in leader (or
 // standalone) mode with the highest epoch: a resumed old leader may still
 // believe it leads until it hears it lost.
-func (z *ZKLocal) leaderOnce(ctx context.Context, except string) (Node, error) {
-	var best Node
+func (z *Local) leaderOnce(ctx context.Context, except string) (cluster.Node, error) {
+	var best cluster.Node
 	bestEpoch := int64(-1)
 	var errs []string
 	for _, n := range z.Nodes() {
@@ -353,29 +305,29 @@ func (z *ZKLocal) leaderOnce(ctx context.Context, except string) (Node, error) {
 		}
 	}
 	if bestEpoch < 0 {
-		return Node{}, fmt.Errorf("no member leads (%s)", strings.Join(errs, "; "))
+		return cluster.Node{}, fmt.Errorf("no member leads (%s)", strings.Join(errs, "; "))
 	}
 	return best, nil
 }
 
 // Primary is the Zab leader: the member whose srvr says Mode: leader.
-func (z *ZKLocal) Primary(ctx context.Context) (Node, error) {
-	return pollUntil(ctx, 10*time.Second, "no ZooKeeper leader", func(ctx context.Context) (Node, error) { return z.leaderOnce(ctx, "") })
+func (z *Local) Primary(ctx context.Context) (cluster.Node, error) {
+	return cluster.PollUntil(ctx, 10*time.Second, "no ZooKeeper leader", func(ctx context.Context) (cluster.Node, error) { return z.leaderOnce(ctx, "") })
 }
 
 // WaitFailover waits until a member other than from leads.
-func (z *ZKLocal) WaitFailover(ctx context.Context, from string) (Node, error) {
-	return pollUntil(ctx, readyTimeout, "no new ZooKeeper leader", func(ctx context.Context) (Node, error) { return z.leaderOnce(ctx, from) })
+func (z *Local) WaitFailover(ctx context.Context, from string) (cluster.Node, error) {
+	return cluster.PollUntil(ctx, cluster.ReadyTimeout, "no new ZooKeeper leader", func(ctx context.Context) (cluster.Node, error) { return z.leaderOnce(ctx, from) })
 }
 
 // WaitReady: every live, unpaused member serves, exactly one as leader.
-func (z *ZKLocal) WaitReady(ctx context.Context) error {
-	_, err := pollUntil(ctx, readyTimeout, "ZooKeeper ensemble not ready (see the logs under "+z.cfg.Dir+")",
-		func(ctx context.Context) (Node, error) { return Node{}, z.readyOnce(ctx) })
+func (z *Local) WaitReady(ctx context.Context) error {
+	_, err := cluster.PollUntil(ctx, cluster.ReadyTimeout, "ZooKeeper ensemble not ready (see the logs under "+z.cfg.Dir+")",
+		func(ctx context.Context) (cluster.Node, error) { return cluster.Node{}, z.readyOnce(ctx) })
 	return err
 }
 
-func (z *ZKLocal) readyOnce(ctx context.Context) error {
+func (z *Local) readyOnce(ctx context.Context) error {
 	leaders := 0
 	for _, n := range z.Nodes() {
 		if n.Paused || n.PID == 0 {
@@ -388,9 +340,11 @@ func (z *ZKLocal) readyOnce(ctx context.Context) error {
 		if s.Mode == "leader" || s.Mode == "standalone" {
 			leaders++
 		}
-		if s.Ver != "" && z.version == "" {
+		if s.Ver != "" {
 			z.mu.Lock()
-			z.version = s.Ver
+			if z.version == "" {
+				z.version = s.Ver
+			}
 			z.mu.Unlock()
 		}
 	}
@@ -400,25 +354,26 @@ func (z *ZKLocal) readyOnce(ctx context.Context) error {
 	return nil
 }
 
-func (z *ZKLocal) setPID(name string, pid int, killed bool) {
-	z.nodeSet.setPID(name, pid, killed)
+// SetPID records a member's process and saves the state file.
+func (z *Local) SetPID(name string, pid int, killed bool) {
+	z.NodeSet.SetPID(name, pid, killed)
 	_ = z.saveState()
 }
 
 // Kill sends SIGKILL and waits until the member is gone.
-func (z *ZKLocal) Kill(name string) error {
-	return killMember(z, name)
+func (z *Local) Kill(name string) error {
+	return cluster.KillMember(z, name)
 }
 
 // Stop sends SIGTERM (SIGCONT first) and waits.
-func (z *ZKLocal) Stop(name string) error {
-	return stopMember(z, name)
+func (z *Local) Stop(name string) error {
+	return cluster.StopMember(z, name)
 }
 
 // Restart starts a member again with its data dir: it rejoins as a
 // follower and syncs from the leader. The mode is a Valkey notion.
-func (z *ZKLocal) Restart(ctx context.Context, name string, _ RestartMode) error {
-	n, err := z.mustNode(name)
+func (z *Local) Restart(ctx context.Context, name string, _ cluster.RestartMode) error {
+	n, err := z.MustNode(name)
 	if err != nil {
 		return err
 	}
@@ -435,13 +390,13 @@ func (z *ZKLocal) Restart(ctx context.Context, name string, _ RestartMode) error
 
 // awaitServe waits until a restarted member answers srvr: a JVM takes a
 // second or two before it serves.
-func (z *ZKLocal) awaitServe(ctx context.Context, name string) error {
-	n, err := z.mustNode(name)
+func (z *Local) awaitServe(ctx context.Context, name string) error {
+	n, err := z.MustNode(name)
 	if err != nil {
 		return err
 	}
-	_, err = pollUntil(ctx, 20*time.Second, name+" did not serve after its restart; see "+n.LogFile,
-		func(ctx context.Context) (Node, error) {
+	_, err = cluster.PollUntil(ctx, 20*time.Second, name+" did not serve after its restart; see "+n.LogFile,
+		func(ctx context.Context) (cluster.Node, error) {
 			n, _ := z.Node(name)
 			_, err := z.srvr(ctx, n)
 			return n, err
@@ -450,18 +405,7 @@ func (z *ZKLocal) awaitServe(ctx context.Context, name string) error {
 }
 
 // Down SIGKILLs every member.
-func (z *ZKLocal) Down() error { return downAll(z) }
+func (z *Local) Down() error { return cluster.DownAll(z) }
 
 // CollectLogs copies every member's log into dst as <name>.log.
-func (z *ZKLocal) CollectLogs(dst string) error { return collectMemberLogs(z.Nodes(), dst) }
-
-// ClientTestLayout: the run's ensemble of three.
-func (zkDeployment) ClientTestLayout(*Config) {}
-
-// ClientTestHooks: the lease is the program's session, whose timeout is the
-// TTL: 3 s keeps the session-expiry case short and still outlasts a loaded
-// machine's stalls.
-func (zkDeployment) ClientTestHooks(_ context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
-	const ttl = 3 * time.Second
-	return ClientTestHooks{TTL: ttl, Against: fmt.Sprintf("%s (%d members, session timeout %v)", rt.Version(), len(ep.ZooKeeper), ttl)}
-}
+func (z *Local) CollectLogs(dst string) error { return cluster.CollectMemberLogs(z.Nodes(), dst) }

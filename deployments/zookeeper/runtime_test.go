@@ -1,12 +1,14 @@
-package cluster
+package zookeeper
 
 import (
 	"context"
 	"errors"
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 
 // Three real members: one leader, the others following; SIGKILL the leader
@@ -14,13 +16,13 @@ import (
 // ensemble is whole again; Down leaves no JVM behind.
 func TestZooKeeperLeaderFailover(t *testing.T) {
 	testslot.Parallel(t)
-	cfg := Defaults()
-	cfg.Topology, cfg.Dir = TopologyZooKeeper, t.TempDir()
-	rt, err := New(cfg, Binaries{})
+	cfg := cluster.Defaults()
+	cfg.Topology, cfg.Dir = Topology, t.TempDir()
+	rt, err := cluster.New(cfg, cluster.Binaries{})
 	if err != nil {
 		t.Fatalf("New (run 'make setup'): %v", err)
 	}
-	z := rt.(*ZKLocal)
+	z := rt.(*Local)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -36,12 +38,12 @@ func TestZooKeeperLeaderFailover(t *testing.T) {
 		for _, n := range nodes {
 			// Down waits until each is no longer running; the reaper
 			// may take a moment longer to collect the zombie.
-			if n.PID != 0 && !waitGone(n.PID, 2*time.Second) {
+			if n.PID != 0 && !cluster.WaitGone(n.PID, 2*time.Second) {
 				t.Errorf("%s (pid %d) outlived Down", n.Name, n.PID)
 			}
 		}
 	}()
-	if got := len(EtcdEndpoints(z)); got != 3 {
+	if got := len(cluster.MemberAddrs(z)); got != 3 {
 		t.Fatalf("%d endpoints, want 3", got)
 	}
 	if !strings.HasPrefix(z.Version(), "ZooKeeper 3.") {
@@ -63,13 +65,13 @@ func TestZooKeeperLeaderFailover(t *testing.T) {
 		t.Fatalf("the killed leader %s still leads", old.Name)
 	}
 	t.Logf("leader %s killed, %s elected in %v", old.Name, nl.Name, time.Since(start).Round(time.Millisecond))
-	if err := z.Restart(ctx, old.Name, AsReplica); err != nil {
+	if err := z.Restart(ctx, old.Name, cluster.AsReplica); err != nil {
 		t.Fatal(err)
 	}
 	if err := z.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := z.SetClockOffset(old.Name, "+10"); !errors.Is(err, ErrZooKeeperClock) {
+	if err := z.SetClockOffset(old.Name, "+10"); !errors.Is(err, ErrClock) {
 		t.Fatalf("SetClockOffset = %v, want the documented refusal", err)
 	}
 }
@@ -78,17 +80,17 @@ func TestZooKeeperLeaderFailover(t *testing.T) {
 func TestZooKeeperRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		set  func(*Config)
+		set  func(*cluster.Config)
 		want string
 	}{
-		{"members", func(c *Config) { c.Members = 8 }, "--members 8"},
-		{"docker-faketime", func(c *Config) { c.Runtime, c.FakeTime = "docker", true }, "monotonic clock"},
-		{"faketime", func(c *Config) { c.FakeTime = true }, "monotonic clock"},
-		{"appendonly", func(c *Config) { c.AppendOnly = true }, "Valkey knobs"},
+		{"members", func(c *cluster.Config) { c.Members = 8 }, "--members 8"},
+		{"docker-faketime", func(c *cluster.Config) { c.Runtime, c.FakeTime = "docker", true }, "monotonic clock"},
+		{"faketime", func(c *cluster.Config) { c.FakeTime = true }, "monotonic clock"},
+		{"appendonly", func(c *cluster.Config) { c.AppendOnly = true }, "Valkey knobs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Defaults()
-			c.Topology = TopologyZooKeeper
+			c := cluster.Defaults()
+			c.Topology = Topology
 			tc.set(&c)
 			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate = %v, want an error naming %q", err, tc.want)
