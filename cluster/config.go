@@ -62,7 +62,7 @@ type Config struct {
 	Topology string `json:"topology,omitempty"`
 	// Nodes is the number of independent primaries of the redlock topology.
 	Nodes int `json:"nodes,omitempty"`
-	// Members is the number of members of a consensus topology (etcd, zookeeper).
+	// Members is the number of members of a consensus topology (MemberLayout).
 	Members int `json:"members,omitempty"`
 	// Shards is the number of primaries of the cluster topology (Valkey
 	// Cluster), each with Replicas replicas; see vcluster.go.

@@ -10,9 +10,9 @@ import (
 )
 
 // Deployment is one shape a cluster can take, the value --topology names:
-// Sentinel's primary and replicas, Redlock's independent primaries, an etcd
-// cluster, Valkey Cluster, a standalone primary, and the deployments in
-// folders of their own under deployments/.
+// Sentinel's primary and replicas, Redlock's independent primaries, Valkey
+// Cluster, a standalone primary, and the deployments in folders of their own
+// under deployments/.
 // Everything that differs between them is a method here, so that a new
 // deployment is one folder (its type, registered by Register from its init,
 // its runtime, its faults and scenarios, under deployments/); callers ask the value, never the name. What only some
@@ -36,7 +36,8 @@ type Deployment interface {
 	// Endpoints says how a lock client reaches the lock service.
 	Endpoints(rt Runtime) Endpoints
 	// Expires reports whether the lock keys live on Valkey nodes with a
-	// PTTL a run's end can audit (etcd's keys live as long as their lease).
+	// PTTL a run's end can audit (a consensus service's keys live as long
+	// as their lease or session).
 	Expires() bool
 	// Offers reports whether the deployment has what a fault needs (a
 	// fault's Needs.Topology: "primary", "failover", "redlock", ...).
@@ -100,6 +101,9 @@ type Comparison struct {
 	Name, Recipe, Fence string
 	Opts                map[string]string
 	Note                string
+	// ClockNA is why the clock-jump fault kind has no counterpart here, as
+	// a table's n/a cell says it; "" falls back to ClockError's words.
+	ClockNA string
 }
 
 // Compared is a deployment in a folder of its own that joins the comparison

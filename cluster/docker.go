@@ -70,7 +70,7 @@ type Docker struct {
 	api   *client.Client
 	topo  *Local // node records and the admin client; never starts a process
 	// svc is the members' service when they are not Valkey (a deployment
-	// that is DockerServed: etcd, ZooKeeper); nil on the Valkey topologies.
+	// that is DockerServed); nil on the Valkey topologies.
 	svc DockerService
 	// set is the node list of whichever topology runs (topo's or the
 	// service's), and q its queries (primary or leader, readiness, logs).

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// What the consensus deployments (etcd, ZooKeeper, each in its folder under
+// What the consensus deployments (each in its folder under
 // deployments/) share from the runtimes: members as processes on loopback,
 // killed, stopped and collected the same way, a leader polled for by asking
 // each. The Docker runtime runs them in containers through DockerService.

@@ -1,5 +1,6 @@
 // Package cluster starts and breaks the deployments a lock runs on (a
-// Deployment each: Sentinel, Redlock, etcd, Valkey Cluster, standalone).
+// Deployment each: the Valkey ones here, Sentinel, Redlock, Valkey Cluster,
+// standalone; the others in their folders under deployments/).
 // Runtime is what the nemesis and runner use; Local runs the nodes as
 // processes on loopback, Docker as containers on private networks.
 package cluster

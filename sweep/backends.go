@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/deployments/etcd"
-	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -20,16 +18,14 @@ import (
 const (
 	BackendSentinel = cluster.TopologySentinel
 	BackendRedlock  = cluster.TopologyRedlock
-	BackendEtcd     = etcd.Topology
-	BackendZK       = zookeeper.Topology
 	BackendCluster  = cluster.TopologyCluster
 	BackendSQLLease = lock.SQLLease
 )
 
 // Backends lists them in the order the mapping table reads, then the
 // deployments in folders of their own that join the comparison
-// (cluster.Compared).
-var Backends = append([]string{BackendSentinel, BackendRedlock, BackendEtcd, BackendZK, BackendCluster, BackendSQLLease}, comparedBackends()...)
+// (cluster.Compared), by rank.
+var Backends = append([]string{BackendSentinel, BackendRedlock, BackendCluster, BackendSQLLease}, comparedBackends()...)
 
 func comparedBackends() []string {
 	var out []string
@@ -63,6 +59,11 @@ func clockNotOn(m map[string]string) map[string]string {
 		d, _ := cluster.Lookup(name)
 		if err := d.ClockError(); err != nil {
 			m[name] = err.Error()
+			for _, c := range d.(cluster.Compared).Comparisons() {
+				if c.ClockNA != "" {
+					m[name] = c.ClockNA
+				}
+			}
 		}
 	}
 	return m

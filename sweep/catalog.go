@@ -45,10 +45,6 @@ var Deployments = append([]Config{
 		Note: "Redlock over 5 independent primaries, no fence (--topology redlock --recipe redlock --fence none)"},
 	{Name: "redlock-dbfence", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
 		Note: "Redlock fenced by the database's sequence (--topology redlock --recipe redlock --fence-source resource)"},
-	{Name: "etcd", Topology: "etcd", Recipe: lock.EtcdMutex, Fence: knob.FenceReadWrite,
-		Note: "etcd, 3 members (Raft), concurrency.Mutex, fenced by the lock key's create revision (--topology etcd --recipe etcd-mutex)"},
-	{Name: "zookeeper", Topology: "zookeeper", Recipe: lock.ZKLock, Fence: knob.FenceReadWrite,
-		Note: "ZooKeeper, 3 members (Zab), the docs' lock recipe, fenced by the znode's czxid (--topology zookeeper --recipe zk-lock)"},
 	{Name: "sql-lease", Topology: "sentinel", Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
 		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"},
 }, comparedConfigs()...)
@@ -102,8 +98,6 @@ var FaultCatalog = []Fault{
 		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
 	{Name: "clock-jump", Faults: []string{"clock-bump"}, ByBackend: standFor("clock-jump"),
 		NotOn: clockNotOn(map[string]string{
-			BackendEtcd: "etcd-clock-bump is refused: libfaketime cannot move a Go program's clock (vDSO), and etcd's leases run on monotonic time",
-			BackendZK:   "no clock fault on ZooKeeper: its session expiry and elections count System.nanoTime, which libfaketime leaves true here",
 			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
 				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
 			BackendCluster: "no clock fault on Valkey Cluster nodes in this version",

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/deployments/etcd"
+	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 	"github.com/lockjepsen/lockjepsen/knob"
 )
 
@@ -54,12 +56,12 @@ func TestDeploymentFaultMapping(t *testing.T) {
 		{"redlock", "paused-client", "pause-client", BackendRedlock},
 		{"redlock", "clock-jump", "clock-bump-node", BackendRedlock},
 		{"redlock-dbfence", "failover", "crash-node", BackendRedlock},
-		{"etcd", "failover", "etcd-kill-leader", BackendEtcd},
-		{"etcd", "paused-client", "pause-client", BackendEtcd},
-		{"etcd", "clock-jump", "", BackendEtcd},
-		{"zookeeper", "failover", "zk-kill-leader", BackendZK},
-		{"zookeeper", "paused-client", "pause-client", BackendZK},
-		{"zookeeper", "clock-jump", "", BackendZK},
+		{"etcd", "failover", "etcd-kill-leader", etcd.Topology},
+		{"etcd", "paused-client", "pause-client", etcd.Topology},
+		{"etcd", "clock-jump", "", etcd.Topology},
+		{"zookeeper", "failover", "zk-kill-leader", zookeeper.Topology},
+		{"zookeeper", "paused-client", "pause-client", zookeeper.Topology},
+		{"zookeeper", "clock-jump", "", zookeeper.Topology},
 		{"sql-lease", "failover", "restart-db", BackendSQLLease},
 		{"sql-lease", "paused-client", "pause-client", BackendSQLLease},
 		{"sql-lease", "clock-jump", "", BackendSQLLease},
@@ -174,7 +176,7 @@ func TestDeploymentPairsRefused(t *testing.T) {
 	}
 	// A kind that knows neither the backend nor a reason names what it maps.
 	f := Fault{Name: "k", ByBackend: map[string][]string{BackendSentinel: {"clock-bump"}}}
-	_, err := f.On(BackendEtcd)
+	_, err := f.On(etcd.Topology)
 	var na *NotApplicableError
 	if err == nil || errors.As(err, &na) || !strings.Contains(err.Error(), "no meaning on a etcd deployment") {
 		t.Errorf("unmapped backend: %v", err)

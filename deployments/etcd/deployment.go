@@ -99,3 +99,12 @@ func (deployment) ClientTestHooks(ctx context.Context, rt cluster.Runtime, ep cl
 		},
 	}
 }
+
+// Comparisons is the deployment's row in the comparison of lock services
+// (cluster.Compared): its own recipe, fenced by the number the service
+// issues. Its clock-jump cell is n/a for ClockError's reason.
+func (deployment) Comparisons() []cluster.Comparison {
+	return []cluster.Comparison{{Name: "etcd", Recipe: "etcd-mutex", Fence: "read-write",
+		Note:    "etcd, 3 members (Raft), concurrency.Mutex, fenced by the lock key's create revision (--topology etcd --recipe etcd-mutex)",
+		ClockNA: "etcd-clock-bump is refused: libfaketime cannot move a Go program's clock (vDSO), and etcd's leases run on monotonic time"}}
+}

@@ -89,3 +89,12 @@ func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, ep clus
 	const ttl = 3 * time.Second
 	return cluster.ClientTestHooks{TTL: ttl, Against: fmt.Sprintf("%s (%d members, session timeout %v)", rt.Version(), len(ep.ZooKeeper), ttl)}
 }
+
+// Comparisons is the deployment's row in the comparison of lock services
+// (cluster.Compared): its own recipe, fenced by the number the service
+// issues. Its clock-jump cell is n/a for ClockError's reason.
+func (deployment) Comparisons() []cluster.Comparison {
+	return []cluster.Comparison{{Name: "zookeeper", Recipe: "zk-lock", Fence: "read-write",
+		Note:    "ZooKeeper, 3 members (Zab), the docs' lock recipe, fenced by the znode's czxid (--topology zookeeper --recipe zk-lock)",
+		ClockNA: "no clock fault on ZooKeeper: its session expiry and elections count System.nanoTime, which libfaketime leaves true here"}}
+}
