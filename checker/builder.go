@@ -259,6 +259,9 @@ func (b *Builder) Add(e *history.Event) error {
 	if e.Type == history.Fail {
 		r.err = b.id(e.Error)
 	}
+	if e.Reply != "" {
+		b.note(r, func(n *opNotes) { n.reply = e.Reply })
+	}
 	if e.Verdict != "" {
 		b.note(r, func(n *opNotes) {
 			n.verdict = e.Verdict
@@ -480,7 +483,7 @@ func (h *History) Before(t int64) int {
 // operation its invoke (index, time, process, f, client, key, token, ttl_ms,
 // node, a write's value) and its completion (index, time, type, the error of
 // a fail or of a rejected read or write, verdict, the fence and validity of
-// a grant, a read's value). Fields the checker does not keep (a
+// a grant, a read's value, the reply fault that reached it). Fields the checker does not keep (a
 // completion's node, an info's error text) are empty. This is how the
 // runner replays a checked history through the metrics without holding the
 // events. Replays may run concurrently.
@@ -528,7 +531,7 @@ func (h *History) replay(yield func(history.Event) bool) {
 			n := &h.notes[r.notes]
 			e = history.Event{Index: r.doneIndex, Time: r.done, Process: r.process, Type: history.Type(h.strs[r.outcome]),
 				F: h.strs[r.f], Client: r.client, Key: h.strs[r.key], Token: h.strs[r.token], Verdict: n.verdict,
-				Error: h.strs[r.err]}
+				Error: h.strs[r.err], Reply: n.reply}
 			if n.reason != "" {
 				e.Error = n.reason
 			}

@@ -116,7 +116,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	counts := make(map[string]*OpCounts)
 	var unknown []UnknownCommand
 	var acquires []int64
-	var held []heldSpan
+	var held, replied []heldSpan
 	var grants []keyGrants
 	for _, p := range parts {
 		lockKeys = append(lockKeys, p.lock...)
@@ -145,10 +145,11 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		unknown = append(unknown, p.unknown...)
 		acquires = append(acquires, p.acquires...)
 		held = append(held, p.held...)
+		replied = append(replied, p.replied...)
 		grants = append(grants, p.grants...)
 	}
 	regrant(res.FaultWindows, grants, t0)
-	res.Coverage = coverage(res.FaultWindows, fs, held)
+	res.Coverage = coverage(res.FaultWindows, fs, held, replied)
 	res.NotExercised = notExercised(res.Coverage)
 	res.Ops = counts
 	res.UnknownCommands = mergeUnknownCommands(unknown)
@@ -295,6 +296,7 @@ type groupResult struct {
 	unknown   []UnknownCommand
 	acquires  []int64 // latencies of completed acquires
 	held      []heldSpan
+	replied   []heldSpan // the ops a reply fault reached in flight, call to completion
 	grants    []keyGrants
 	reach     map[int]*reach // liveness.go
 }
@@ -317,7 +319,8 @@ type stuckOutcome struct {
 
 // checkGroup runs every rule on the Ops of one group of keys.
 func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evictions, slack int64, audited bool, audit map[string]map[string]int64, opts Options, t0 int64) *groupResult {
-	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire), reach: clientReach(ops)}
+	g := &groupResult{counts: opCounts(ops), unknown: unknownCommands(ops, t0), acquires: durations(ops, history.FAcquire), reach: clientReach(ops),
+		replied: repliedSpans(ops)}
 	g.expired, g.regranted = ownership(ops, t0)
 	draw := opts.Pictures
 	lockOps, lockKeys := byKey(ops, isLockOp)

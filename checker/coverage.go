@@ -35,15 +35,28 @@ type FaultCoverage struct {
 	Reached int    `json:"reached"`
 }
 
+// repliedSpans are the ops a reply fault reached in flight (Op.Reply).
+func repliedSpans(ops []Op) []heldSpan {
+	var out []heldSpan
+	for i := range ops {
+		if ops[i].Reply() != "" {
+			out = append(out, heldSpan{ops[i].Call, ops[i].Done, ops[i].Client})
+		}
+	}
+	return out
+}
+
 // momentWords says what a window must show, for the summary.
 var momentWords = map[string]string{
 	marks.MomentHeld:  "a lease alive when it began",
 	marks.MomentGrant: "a grant inside it",
+	marks.MomentReply: "a call it reached in flight",
 }
 
 // coverage marks each window that reached its fault's moment and tallies
-// them by fault, in the order the faults first fired.
-func coverage(ws []FaultWindow, fs []fault, held []heldSpan) []FaultCoverage {
+// them by fault, in the order the faults first fired. replied are the ops
+// a reply fault reached (MomentReply's windows).
+func coverage(ws []FaultWindow, fs []fault, held, replied []heldSpan) []FaultCoverage {
 	sort.Slice(held, func(i, j int) bool { return held[i].start < held[j].start })
 	out := []FaultCoverage{}
 	at := map[string]int{}
@@ -59,6 +72,16 @@ func coverage(ws []FaultWindow, fs []fault, held []heldSpan) []FaultCoverage {
 		switch w.Moment {
 		case marks.MomentGrant:
 			w.Reached = w.Grants > 0
+		case marks.MomentReply:
+			// The fault's client's operation that overlaps the window: the
+			// fault is armed just before its start is logged, and taken by
+			// the client's next call.
+			for _, r := range replied {
+				if r.client == f.client && r.end >= f.start && (f.end == never || r.start <= f.end) {
+					w.Reached = true
+					break
+				}
+			}
 		default:
 			for _, h := range held {
 				if h.start > f.start {

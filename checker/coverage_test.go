@@ -3,6 +3,8 @@ package checker
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // A valid run says which faults had their chance: a cut with a grant inside,
@@ -43,6 +45,26 @@ func TestCoverage(t *testing.T) {
 				nem("pause-client", "client-1", 500).
 				nem("resume-client", "client-1", 3500),
 			map[string][2]int{"pause-client": {0, 1}}, false},
+		{"a cancel that reached its client's acquire in flight",
+			newHB().
+				nem("cancel-acquire", "client-0", 500).
+				op(0, history.Event{F: history.FAcquire, Token: "A", TTLMs: 2000}, 490, 700, history.Info, history.Event{Reply: history.ReplyCancel}).
+				nem("cancel-acquire-done", "client-0", 2500),
+			map[string][2]int{"cancel-acquire": {1, 1}}, true},
+		{"a cancel whose call was answered before it went out",
+			newHB().
+				nem("cancel-acquire", "client-0", 500).
+				acq(0, "A", 2000, 600, 601, ok, 1).
+				rel(0, "A", 700, 701, ok).
+				nem("cancel-acquire-done", "client-0", 2500),
+			map[string][2]int{"cancel-acquire": {0, 1}}, false},
+		{"a dropped reply of another client's release",
+			newHB().
+				acq(1, "B", 3000, 100, 101, ok, 1).
+				nem("drop-release-reply", "client-0", 500).
+				op(1, history.Event{F: history.FRelease, Token: "B"}, 600, 700, history.Info, history.Event{Reply: history.ReplyDrop}).
+				nem("drop-release-reply-done", "client-0", 2500),
+			map[string][2]int{"drop-release-reply": {0, 1}}, false},
 		{"no fault: nothing to cover",
 			newHB().acq(0, "A", 2000, 100, 101, ok, 1).rel(0, "A", 200, 201, ok),
 			map[string][2]int{}, true},

@@ -42,6 +42,8 @@ type Op struct {
 
 type opNotes struct {
 	fenceSource, verdict, reason, node string
+	// reply: the reply fault that reached the op in flight (Event.Reply).
+	reply string
 	// Builder only (History's records): a Redlock grant's validity (ns),
 	// whether the op has a value, whether its invoke had no key.
 	validity          int64
@@ -89,6 +91,15 @@ func (o *Op) Node() string {
 		return ""
 	}
 	return o.notes.node
+}
+
+// Reply is the reply fault that reached the op in flight (history.ReplyCancel,
+// history.ReplyDrop), "" for none.
+func (o *Op) Reply() string {
+	if o.notes == nil {
+		return ""
+	}
+	return o.notes.reply
 }
 
 // Known reports whether the op's outcome is definite.

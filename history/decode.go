@@ -109,6 +109,8 @@ func decodeFast(b []byte, e *Event, in *interner) error {
 			e.Error, i, err = str(b, i, in)
 		case "verdict":
 			e.Verdict, i, err = str(b, i, in)
+		case "reply":
+			e.Reply, i, err = str(b, i, in)
 		case "role":
 			e.Role, i, err = str(b, i, in)
 		case "detail":

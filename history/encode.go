@@ -42,6 +42,7 @@ func AppendJSON(b []byte, e *Event) []byte {
 	b = appendInt(b, `,"validity_ms":`, e.ValidityMs)
 	b = appendOmit(b, `,"expiry":`, e.Expiry)
 	b = appendOmit(b, `,"verdict":`, e.Verdict)
+	b = appendOmit(b, `,"reply":`, e.Reply)
 	b = appendOmit(b, `,"role":`, e.Role)
 	b = appendOmit(b, `,"detail":`, e.Detail)
 	return append(b, '}')

@@ -24,7 +24,7 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 		{"html characters", Event{Time: 5, Process: 1, Type: Fail, F: FAcquire, Key: "k<&>", Token: "A", Error: "a <b> & c"}},
 		{"non-ascii and line separators", Event{Time: 5, Process: 1, Type: Info, F: "clock", Detail: "skew ±1.5 s\u2028next\u2029 é \x01"}},
 		{"invalid utf-8", Event{Time: 5, Process: 1, Type: Info, F: "note", Detail: "bad \xff\xfe byte"}},
-		{"every field", Event{Index: 1, Time: 2, Process: 3, Type: OK, F: FRead, Client: 4, Key: "k", Token: "t", TTLMs: 5, Fence: 6, FenceSource: FenceResource, Value: Int64(7), Node: "n", Error: "e", ValidityMs: 8, Expiry: ExpiryNone, Verdict: Rejected, Role: "r", Detail: "d"}},
+		{"every field", Event{Index: 1, Time: 2, Process: 3, Type: OK, F: FRead, Client: 4, Key: "k", Token: "t", TTLMs: 5, Fence: 6, FenceSource: FenceResource, Value: Int64(7), Node: "n", Error: "e", ValidityMs: 8, Expiry: ExpiryNone, Verdict: Rejected, Reply: ReplyCancel, Role: "r", Detail: "d"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

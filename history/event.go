@@ -114,11 +114,23 @@ type Event struct {
 	Expiry string `json:"expiry,omitempty"`
 	// Verdict is the resource's answer to a read or write: accepted or rejected.
 	Verdict string `json:"verdict,omitempty"`
+	// Reply on an acquire's or release's completion: the reply fault that
+	// reached the operation in flight (ReplyCancel, ReplyDrop), the command
+	// having been sent: what the cancel-*/drop-* faults' coverage counts.
+	// Absent when no fault was armed, or the operation ended before it
+	// could act (a program that answered before its cancel went out).
+	Reply string `json:"reply,omitempty"`
 
 	// Nemesis fields.
 	Role   string `json:"role,omitempty"`   // target's role when the fault began (primary, replica, client)
 	Detail string `json:"detail,omitempty"` // free text: offsets, durations, what was observed
 }
+
+// The reply faults that can reach an operation (Event.Reply).
+const (
+	ReplyCancel = "cancel"
+	ReplyDrop   = "drop"
+)
 
 // ExpiryNone is Expiry's one value: the lock server never expires the lock.
 const ExpiryNone = "none"

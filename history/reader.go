@@ -307,6 +307,12 @@ func Validate(e *Event) error {
 	case e.Expiry != "" && e.F != FAcquire && e.F != FExtend:
 		return fmt.Errorf(`%s with "expiry": only an acquire or an extend asks for a lease`, e.F)
 	}
+	switch {
+	case e.Reply != "" && e.Reply != ReplyCancel && e.Reply != ReplyDrop:
+		return fmt.Errorf(`"reply" must be %q, %q or absent, got %q`, ReplyCancel, ReplyDrop, e.Reply)
+	case e.Reply != "" && (e.Type == Invoke || e.F != FAcquire && e.F != FRelease && e.F != FExtend):
+		return fmt.Errorf(`%s %s with "reply": only an acquire's, an extend's or a release's completion is reached by a reply fault`, e.Type, e.F)
+	}
 	return nil
 }
 

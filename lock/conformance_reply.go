@@ -74,7 +74,7 @@ func (t *suite) faulted(mode, what string, op func(context.Context) Result) Resu
 	ctx, cancel := context.WithTimeout(t.ctx, t.opTimeout)
 	defer cancel()
 	r := op(ctx)
-	if !disarm() {
+	if !disarm().Fired {
 		panic(caseErr{fmt.Sprintf("%s: the fault never reached the program", what)})
 	}
 	// No answer at all is info too, and proves nothing either way: the case

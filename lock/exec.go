@@ -361,19 +361,30 @@ func (l *execLock) noteAnswerTime(d time.Duration) {
 
 // call is an operation's request with the armed reply fault, if the
 // program takes it: drop_reply in the request, or a cancel after it.
+//
+// The fault lands when it reaches the operation in flight: a drop_reply
+// the program declared it takes, or a cancel sent before its answer came.
+// A cancel whose moment comes after the answer is not sent at all (it
+// would cancel nothing).
 func (l *execLock) call(ctx context.Context, req execRequest) (execReply, error) {
 	var sent func(int64)
+	var timer *time.Timer
+	inFlight := make(chan bool, 1)
 	switch armedReply.takeExec(l.takes) {
 	case ReplyDrop:
 		req.DropReply = true
+		armedReply.land()
 	case ReplyCancel:
 		lag := l.cancelLag()
-		sent = func(id int64) { time.AfterFunc(lag, func() { l.conn.cancel(id) }) }
+		sent = func(id int64) { timer = time.AfterFunc(lag, func() { inFlight <- l.conn.cancel(id) }) }
 	}
 	start := time.Now()
 	rep, err := l.conn.callThen(ctx, req, sent)
 	if err == nil && sent == nil {
 		l.noteAnswerTime(time.Since(start))
+	}
+	if timer != nil && !timer.Stop() && <-inFlight {
+		armedReply.land()
 	}
 	return rep, err
 }

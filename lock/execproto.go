@@ -265,20 +265,23 @@ func (c *execConn) callThen(ctx context.Context, req execRequest, sent func(id i
 
 // cancel tells the program that the application gave up on request id. It
 // has no answer: its own id is recorded as timed out, so that a program
-// that answers it anyway is not stopped for it (the answer is ignored).
-func (c *execConn) cancel(id int64) {
+// that answers it anyway is not stopped for it (the answer is ignored). It
+// reports whether the cancel went out while id was still unanswered.
+func (c *execConn) cancel(id int64) (inFlight bool) {
 	c.mu.Lock()
 	// A cancel drawn after the program was told to end is not sent: its
 	// stdin is closed, and the failed write would read as a program gone.
 	if c.err != nil || c.closing {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.nextID++
 	req := execRequest{ID: c.nextID, Op: "cancel", Cancels: id}
 	c.state[req.ID] = idExpired
+	_, pending := c.waiting[id]
 	c.mu.Unlock()
-	_, _ = c.send(req)
+	written, _ := c.send(req)
+	return pending && written
 }
 
 // send writes req as one line. A failed write is fatal: the request may be

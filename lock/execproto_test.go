@@ -144,23 +144,29 @@ func TestExecProtocol(t *testing.T) {
 // operation once, and only when the program took its mode at init: drop as
 // the request's drop_reply field, cancel as a cancel request naming the
 // operation's id after it, whose own id a stray answer may use. The
-// operation's outcome is the program's answer to it.
+// operation's outcome is the program's answer to it. A cancel whose moment
+// comes after the answer is not sent: it fired without landing.
 func TestExecReplyFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		mode           string
 		cancels, drops bool // what the program said at init
-		fires          bool
+		answerFirst    bool // the program answers before the cancel's moment
+		fires, lands   bool
 	}{
-		{"drop taken", ReplyDrop, false, true, true},
-		{"cancel taken", ReplyCancel, true, false, true},
-		{"drop not taken", ReplyDrop, true, false, false},
-		{"cancel not taken", ReplyCancel, false, true, false},
+		{"drop taken", ReplyDrop, false, true, false, true, true},
+		{"cancel taken", ReplyCancel, true, false, false, true, true},
+		{"cancel answered first", ReplyCancel, true, false, true, true, false},
+		{"drop not taken", ReplyDrop, true, false, false, false, false},
+		{"cancel not taken", ReplyCancel, false, true, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prog := &fakeProgram{got: make(chan execRequest, 8)}
 			l := &execLock{cfg: Config{Recipe: "exec:prog"}, conn: newExecConn("prog", prog), tokens: map[string]string{},
 				validity: map[string]time.Duration{}, cancels: tc.cancels, drops: tc.drops}
+			if tc.answerFirst {
+				l.usual = time.Hour // the cancel's moment, drawn within it, comes long after the answer
+			}
 			pr, pw := io.Pipe()
 			defer pw.Close()
 			go func() { _ = l.conn.read(pr) }()
@@ -174,7 +180,7 @@ func TestExecReplyFaults(t *testing.T) {
 			if req.Op != "release" || req.DropReply != (tc.fires && tc.mode == ReplyDrop) {
 				t.Fatalf("request %+v: drop_reply %v, want %v", req, req.DropReply, tc.fires && tc.mode == ReplyDrop)
 			}
-			if tc.fires && tc.mode == ReplyCancel {
+			if tc.fires && tc.mode == ReplyCancel && !tc.answerFirst {
 				c := <-prog.got
 				if c.Op != "cancel" || c.Cancels != req.ID || c.ID == req.ID {
 					t.Fatalf("after the release: %+v, want a cancel of id %d", c, req.ID)
@@ -190,8 +196,8 @@ func TestExecReplyFaults(t *testing.T) {
 			if r := <-done; r.Outcome != history.Info {
 				t.Fatalf("outcome %v, want the program's info", r)
 			}
-			if fired := disarm(); fired != tc.fires {
-				t.Fatalf("fired %v, want %v", fired, tc.fires)
+			if fate := disarm(); fate.Fired != tc.fires || fate.Landed != tc.lands {
+				t.Fatalf("%+v, want fired %v, landed %v", fate, tc.fires, tc.lands)
 			}
 			// Fired or not, the next operation carries nothing.
 			go func() { done <- l.Release(context.Background(), "lock:{k}", "t") }()

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/history"
 )
 
 // Reply faults: what happens to the reply of the next request a lock's
@@ -22,12 +24,12 @@ const (
 	// ReplyDrop: the reply is taken off the wire and the connection closed,
 	// as a reset would: the command ran, the client learns nothing, and a
 	// library that retries on a broken connection sends it again.
-	ReplyDrop = "drop"
+	ReplyDrop = history.ReplyDrop
 	// ReplyCancel: the caller's context is cancelled with the reply on the
 	// wire and the library not yet holding it, as an application that gives
 	// up on a slow call does (a request-scoped context ending); the reply
 	// reaches the library 50 ms later.
-	ReplyCancel = "cancel"
+	ReplyCancel = history.ReplyCancel
 )
 
 // cancelLag is how long a cancelled call's reply is held back: long enough
@@ -41,28 +43,37 @@ type replyFault struct {
 	cancel context.CancelFunc
 	conn   *faultConn // the connection that carried the armed request
 	fired  bool
+	// landed: the fault reached its operation in flight, the command sent
+	// (an exec program's cancel can go out after the program answered;
+	// then it is not sent, and the fault fired without landing).
+	landed bool
 }
+
+// ReplyFate is what an armed reply fault did to the operation it waited
+// for: Fired, it was taken for it; Landed, it reached it in flight.
+type ReplyFate struct{ Fired, Landed bool }
 
 var armedReply replyFault
 
 // ArmReply arms mode (ReplyDrop or ReplyCancel) for the next request any of
 // the lock's connections write; cancel is the operation's context's cancel
-// (ReplyCancel calls it). The returned function disarms and reports whether
-// the fault fired: a recipe that wrote nothing on a hooked connection (an
+// (ReplyCancel calls it). The returned function disarms and reports what
+// the fault did: a recipe that wrote nothing on a hooked connection (an
 // etcd, ZooKeeper, SQL or exec recipe) leaves it unfired.
-func ArmReply(mode string, cancel context.CancelFunc) (disarm func() bool, err error) {
+func ArmReply(mode string, cancel context.CancelFunc) (disarm func() ReplyFate, err error) {
 	if mode != ReplyDrop && mode != ReplyCancel {
 		return nil, fmt.Errorf("reply fault %q: want %s or %s", mode, ReplyDrop, ReplyCancel)
 	}
 	armedReply.mu.Lock()
-	armedReply.mode, armedReply.cancel, armedReply.conn, armedReply.fired = mode, cancel, nil, false
+	armedReply.mode, armedReply.cancel, armedReply.conn = mode, cancel, nil
+	armedReply.fired, armedReply.landed = false, false
 	armedReply.mu.Unlock()
-	return func() bool {
+	return func() ReplyFate {
 		armedReply.mu.Lock()
 		defer armedReply.mu.Unlock()
-		fired := armedReply.fired
+		fate := ReplyFate{Fired: armedReply.fired, Landed: armedReply.landed}
 		armedReply.mode, armedReply.cancel, armedReply.conn = "", nil, nil
-		return fired
+		return fate
 	}, nil
 }
 
@@ -94,7 +105,9 @@ func (f *replyFault) take(c *faultConn) (string, context.CancelFunc) {
 	if f.conn != c || f.fired {
 		return "", nil
 	}
-	f.fired = true
+	// The hook holds the reply the command's run produced: the fault
+	// lands as it fires.
+	f.fired, f.landed = true, true
 	return f.mode, f.cancel
 }
 
@@ -109,6 +122,14 @@ func (f *replyFault) takeExec(takes func(mode string) bool) string {
 	}
 	f.fired = true
 	return f.mode
+}
+
+// land notes that the fault taken by takeExec reached its operation in
+// flight.
+func (f *replyFault) land() {
+	f.mu.Lock()
+	f.landed = true
+	f.mu.Unlock()
 }
 
 // ExecReplyField is the exec protocol's name for a reply fault mode: the

@@ -46,7 +46,7 @@ func TestReplyFaults(t *testing.T) {
 					} else {
 						r = l.Release(ctx, key, tok)
 					}
-					if !disarm() {
+					if !disarm().Fired {
 						t.Fatalf("the fault never fired: no reply of the %s reached the hook (outcome %s)", op, r.Outcome)
 					}
 					if !rc.keyed || r.Outcome == history.Info {
@@ -110,7 +110,7 @@ func TestReplyFaultPassesOverLibraryCommands(t *testing.T) {
 				t.Fatalf("the fault fired on the library's own %q", tc.reply)
 			}
 			mustIO(t)(op.Read(buf))
-			if !disarm() || !cancelled {
+			if fate := disarm(); !fate.Fired || !fate.Landed || !cancelled {
 				t.Fatal("the fault did not fire on the operation's reply")
 			}
 		})

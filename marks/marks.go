@@ -25,7 +25,7 @@ type Mark struct {
 	Event, Heal, Cause string
 	// Moment is the fault's dangerous moment, what a window must reach for
 	// a valid verdict to mean the fault had its chance: MomentHeld (the
-	// default) or MomentGrant.
+	// default), MomentGrant or MomentReply.
 	Moment string
 	// Revokes: the event ends the lock its Key and Token name, at its time,
 	// as the server's contract says it does: a lock that lives and dies
@@ -41,6 +41,11 @@ const (
 	// targeted client's own for a fault on a client. A kill, a pause, a
 	// clock jump or a slot move that finds no holder can lose no lock.
 	MomentHeld = "held"
+	// MomentReply: the fault reached its client's operation in flight,
+	// the command sent (history.Event.Reply on the operation's completion):
+	// a cancel that came after the answer, or an operation the fault never
+	// met, gave the library nothing to mishandle.
+	MomentReply = "reply"
 	// MomentGrant: a grant returned inside the window. The cut replication
 	// links are harmless unless the primary grants a lock they do not carry.
 	MomentGrant = "grant"

@@ -252,10 +252,9 @@ var (
 // holder near the end of its job would release before the fault is armed),
 // or any live client's next acquire.
 func replyFault(name, op, mode, doc string) *Fault {
-	m := Mark{Event: name, Heal: name + "-done", Cause: CauseReply}
-	if op == history.FAcquire {
-		m.Moment = marks.MomentGrant
-	}
+	// The moment is the fault reaching the call in flight: an exec
+	// program's cancel drawn after the answer reaches nothing.
+	m := Mark{Event: name, Heal: name + "-done", Cause: CauseReply, Moment: marks.MomentReply}
 	return &Fault{
 		Name:  name,
 		Needs: Needs{Topology: TopologyAny, Replies: mode},

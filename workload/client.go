@@ -210,7 +210,7 @@ func (c *client) cycle(ctx context.Context) bool {
 	disarm := c.armReply(history.FAcquire, cancel)
 	fence, r := c.lk.Acquire(lock.WithStep(octx, c.stepHook), key, tok, ttl)
 	cancel()
-	disarm()
+	ev.Reply = disarm()
 	ev.Fence, ev.Error = fence, r.Error()
 	if fence != 0 {
 		ev.FenceSource = lock.FenceSource(c.cfg.Lock)
@@ -320,7 +320,7 @@ func (c *client) release(ctx context.Context, key, tok string) {
 	disarm := c.armReply(history.FRelease, cancel)
 	r := c.lk.Release(octx, key, tok)
 	cancel()
-	disarm()
+	ev.Reply = disarm()
 	ev.Error = r.Error()
 	c.em.completeLater(p, r.Outcome, ev) // every caller returns to run
 }

@@ -115,28 +115,35 @@ func (c *client) starved(ctx context.Context) error {
 }
 
 // armReply arms the reply fault waiting for op, if any, on the operation
-// about to go out (cancel is its context's); the returned function disarms
-// and logs whether it fired (it does nothing when nothing was armed).
-func (c *client) armReply(op string, cancel context.CancelFunc) func() {
+// about to go out (cancel is its context's); the returned function disarms,
+// logs what the fault did and returns its mode when it reached the
+// operation in flight, for the operation's completion event (Event.Reply),
+// "" otherwise (it does nothing when nothing was armed).
+func (c *client) armReply(op string, cancel context.CancelFunc) func() string {
 	c.replyMu.Lock()
 	rc := c.replyArmed
 	if rc.Op != op {
 		c.replyMu.Unlock()
-		return func() {}
+		return func() string { return "" }
 	}
 	c.replyArmed = ReplyControl{}
 	c.replyMu.Unlock()
 	disarm, err := lock.ArmReply(rc.Mode, cancel)
 	if err != nil {
 		c.logf("reply fault: %v", err)
-		return func() {}
+		return func() string { return "" }
 	}
-	return func() {
-		if disarm() {
+	return func() string {
+		switch fate := disarm(); {
+		case fate.Landed:
 			c.logf("reply fault: %s the reply of this %s", rc.Mode, op)
-		} else {
+			return rc.Mode
+		case fate.Fired:
+			c.logf("reply fault: %s the reply of this %s: answered before the %s went out, so it did not land", rc.Mode, op, rc.Mode)
+		default:
 			c.logf("reply fault: the %s wrote nothing on a connection the fault reaches; not fired", op)
 		}
+		return ""
 	}
 }
 

@@ -214,8 +214,13 @@ func faultsTable() string {
 			}
 		}
 		moment := "a lease alive when it begins"
-		if len(f.Marks) > 0 && f.Marks[0].MomentOf() == marks.MomentGrant {
-			moment = "a grant inside it"
+		if len(f.Marks) > 0 {
+			switch f.Marks[0].MomentOf() {
+			case marks.MomentGrant:
+				moment = "a grant inside it"
+			case marks.MomentReply:
+				moment = "a call it reaches in flight"
+			}
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", f.Name, cell(f.Doc), code(faultDeployments(f)), faultNeeds(f), counts, moment, code(causes))
 	}
