@@ -74,6 +74,15 @@ func (standaloneDeployment) NewLocal(c Config, bins Binaries) (Runtime, error) {
 }
 func (standaloneDeployment) up(ctx context.Context, l *Local) error { return l.upReplicated(ctx) }
 
+// Comparisons is the standalone row of the comparison of lock services
+// (Compared): the native lock on the one primary, fenced by INCR; its
+// failover is the operator's promotion (promote-replica), its clock jump
+// the primary's (clock-bump).
+func (standaloneDeployment) Comparisons() []Comparison {
+	return []Comparison{{Name: "standalone-fence", Recipe: "native", Fence: "read-write",
+		Note: "one primary and 2 replicas, no Sentinel, fence read-write from INCR; the failover is an operator's promotion (--topology standalone --fence read-write)"}}
+}
+
 // readyOnce: one live node answers as primary and every other live node
 // replicates it with its link up.
 func (standaloneDeployment) readyOnce(ctx context.Context, l *Local) error {

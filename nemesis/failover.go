@@ -114,7 +114,8 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 }
 
 var faultPromoteReplica = &Fault{
-	Name:     "promote-replica",
+	Name: "promote-replica",
+	Kind: "failover", On: []string{cluster.TopologyStandalone},
 	Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
 	Marks: []Mark{{Event: "promote-replica", Heal: "promoted", Cause: CauseFailover}},
 	Doc: "an operator's manual promotion (standalone): the replicas' links cut, a fresh grant on the primary alone, " +
