@@ -178,6 +178,9 @@ func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "promoted", r.Name, cluster.RolePrimary, "REPLICAOF NO ONE on %s, the service address moved to it (an acquire landed on %s after the cut: %v)", r.Name, p.Name, got)
+	// No Sentinel watches a standalone primary: the promotion is the
+	// failover, and the sweep counts it as its opportunity.
+	logf(env, history.NFailover, r.Name, cluster.RolePrimary, "the operator promoted %s; %s was primary", r.Name, p.Name)
 	host, port, _ := strings.Cut(r.Reach(), ":")
 	for _, n := range append([]cluster.Node{p}, replicas[1:]...) {
 		if n.Name != p.Name {

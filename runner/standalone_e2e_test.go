@@ -32,7 +32,7 @@ func TestStandaloneScenarios(t *testing.T) {
 			c.Cluster.AppendOnly, c.Cluster.AppendFsync = true, "always"
 		}, 0, []string{"fast-restart", "restarted"}},
 		// The operator promotes a replica that never saw the fresh grant.
-		{"promote", "standalone-promote", nil, 1, []string{"promote-replica", "promoted", "demote"}},
+		{"promote", "standalone-promote", nil, 1, []string{"promote-replica", "promoted", history.NFailover, "demote"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
