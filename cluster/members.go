@@ -119,6 +119,25 @@ func StopMember(m MemberProcs, name string) error {
 	return nil
 }
 
+// RestartMember starts a member again with its data dir, SIGKILLing it
+// first if it runs, and waits until it answers (await): it rejoins as a
+// follower and catches up from the leader.
+func RestartMember(ctx context.Context, m MemberProcs, name string, start func(string) error, await func(context.Context, string) error) error {
+	n, err := m.MustNode(name)
+	if err != nil {
+		return err
+	}
+	if n.PID != 0 {
+		if err := KillMember(m, name); err != nil {
+			return err
+		}
+	}
+	if err := start(name); err != nil {
+		return err
+	}
+	return await(ctx, name)
+}
+
 // DownAll SIGKILLs every node still running and waits until each is gone.
 func DownAll(m interface {
 	Nodes() []Node

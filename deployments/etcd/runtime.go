@@ -301,19 +301,7 @@ func (e *Local) Stop(name string) error { return cluster.StopMember(e, name) }
 // Restart starts a member again with its data dir: it rejoins as a follower
 // and catches up from the leader. The mode is a Valkey notion and ignored.
 func (e *Local) Restart(ctx context.Context, name string, _ cluster.RestartMode) error {
-	n, err := e.MustNode(name)
-	if err != nil {
-		return err
-	}
-	if n.PID != 0 {
-		if err := e.Kill(name); err != nil {
-			return err
-		}
-	}
-	if err := e.start(name); err != nil {
-		return err
-	}
-	return e.awaitAnswer(ctx, name)
+	return cluster.RestartMember(ctx, e, name, e.start, e.awaitAnswer)
 }
 
 // awaitAnswer waits until a (re)started member answers Status.

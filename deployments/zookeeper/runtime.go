@@ -373,19 +373,7 @@ func (z *Local) Stop(name string) error {
 // Restart starts a member again with its data dir: it rejoins as a
 // follower and syncs from the leader. The mode is a Valkey notion.
 func (z *Local) Restart(ctx context.Context, name string, _ cluster.RestartMode) error {
-	n, err := z.MustNode(name)
-	if err != nil {
-		return err
-	}
-	if n.PID != 0 {
-		if err := z.Kill(name); err != nil {
-			return err
-		}
-	}
-	if err := z.start(name); err != nil {
-		return err
-	}
-	return z.awaitServe(ctx, name)
+	return cluster.RestartMember(ctx, z, name, z.start, z.awaitServe)
 }
 
 // awaitServe waits until a restarted member answers srvr: a JVM takes a
