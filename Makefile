@@ -130,7 +130,7 @@ reference-join: build
 ## than 0.2, or with no hit until it is below 4% (~93 opportunities), at most 40 trials a cell. `lockjepsen sweep
 ## --until-ci 0.2 --below 0.04 --max-trials 40 --parallel 3 --dry-run` prints the estimate (docs/sweep.md). Restartable: a second
 ## call resumes results/reference-sweep. Only the summary, CSV and plots go to results/reference/ (the trial folders
-## stay in results/reference-sweep, too large to commit). On Kubernetes: deploy/kubernetes/README.md.
+## stay in results/reference-sweep, too large to commit). On Kubernetes: kubernetes/README.md.
 .PHONY: reference-sweep
 reference-sweep: setup build
 	@if [ -f results/reference-sweep/plan.json ]; then ./$(BIN) sweep --resume results/reference-sweep; \

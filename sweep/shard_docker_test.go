@@ -19,7 +19,7 @@ import (
 // the runner image (built here by scripts/build-images.sh --runner-only, FROM
 // scratch) runs two shards of one tiny sweep side by side as two `docker run`
 // containers with JOB_COMPLETION_INDEX=0 and 1, exactly the arguments
-// deploy/kubernetes/sweep-job.yaml gives its pods; `lockjepsen sweep merge`
+// kubernetes/sweep-job.yaml gives its pods; `lockjepsen sweep merge`
 // joins their folders. The merged plan must equal the unsharded plan of the
 // same flags, and every trial of it must appear once. Outside CI it skips
 // when Docker is absent; in CI it fails instead. About a minute once the image
