@@ -12,6 +12,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/runner"
 )
 
 func init() {
@@ -124,8 +125,8 @@ func runClientTest(args []string) int {
 	if own {
 		hooks = tester.ClientTestHooks(ctx, cl, ep)
 	}
-	lc := lock.Config{Recipe: recipe, ExecArgs: execArgs, Sentinels: ep.Sentinels, MasterSet: ep.MasterSet, Addr: ep.Addr,
-		Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd, ZooKeeper: ep.ZooKeeper, DSN: ep.DSN, TTL: 5 * time.Second, OpTimeout: opTimeout}
+	lc := runner.LockEndpoints(recipe, ep)
+	lc.ExecArgs, lc.TTL, lc.OpTimeout = execArgs, 5*time.Second, opTimeout
 	if hooks.TTL > 0 {
 		lc.TTL = hooks.TTL
 	}
