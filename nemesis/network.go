@@ -2,11 +2,13 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/marks"
 )
 
@@ -90,6 +92,86 @@ var networkFaults = []*Fault{
 					{Name: "-up", Type: "latency", Stream: "upstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true}},
 				fmt.Sprintf("the replication stream and its acknowledgements delayed %v ± %v each way (replicas and Sentinels; not the clients)", n.Latency, n.Jitter)
 		})),
+	faultSlowLinkFailover,
+}
+
+// faultSlowLinkFailover is the failover race with the replication link
+// slowed, not cut: what a failover inside a slow link loses, against
+// kill-primary on the same proxies (the fast link).
+var faultSlowLinkFailover = &Fault{
+	Name:     "slow-link-failover",
+	Failover: true, Needs: Needs{NetProxy: true, Replicas: 1, DialMap: true},
+	Marks: []Mark{{Event: "slow-link-failover", Heal: "slow-link-healed", Cause: CauseFailover, Moment: marks.MomentGrant},
+		{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Doc: "the primary's replication links (and Sentinel's) delayed --net-latency ± --net-jitter each way (the clients' " +
+		"path untouched), a fresh grant awaited, then the primary SIGKILLed: Sentinel promotes a replica a link's delay " +
+		"behind; against kill-primary on the same proxies, what a slow link loses",
+	PlanStep: func(_ *rand.Rand, p PlanParams) Step {
+		n := p.Net
+		if n == (NetSizes{}) {
+			n = DefaultNetSizes
+		}
+		return Step{Net: &n}
+	},
+	Span:    func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 6*time.Second },
+	Inject:  runSlowLinkFailover,
+	Restore: clearToxics,
+}
+
+// runSlowLinkFailover slows the primary's replication both ways, waits for
+// a grant made from then on (its copy now travels the slow link) and kills
+// the primary at once, before the delay has passed. The link stays slow
+// until Sentinel has promoted a replica (a network does not speed up when
+// a node dies), then the toxics come off and the old primary rejoins as a
+// replica, as after kill-primary.
+func runSlowLinkFailover(ctx context.Context, env Env, s Step) error {
+	c := env.Cluster()
+	sh, ok := c.(cluster.NetShaper)
+	if !ok {
+		return fmt.Errorf("slow-link-failover needs a proxy in front of the primary: add --net-proxy")
+	}
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	n := s.sizes()
+	attrs := map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}
+	for _, t := range []cluster.Toxic{
+		{Name: "slow-link-failover-down", Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
+		{Name: "slow-link-failover-up", Type: "latency", Stream: "upstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
+	} {
+		if err := sh.AddToxic(p.Name, t); err != nil {
+			_ = sh.ClearToxics(p.Name)
+			return err
+		}
+	}
+	logf(env, "slow-link-failover", p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas and Sentinels; not the clients)",
+		p.Name, n.Latency, n.Jitter)
+	why, err := awaitFreshGrant(ctx, env, 2*env.TTL()+2*time.Second)
+	if err != nil {
+		_ = sh.ClearToxics(p.Name)
+		return err
+	}
+	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the slow link: %s", p.Name, p.PID, why)
+	if err := c.Kill(p.Name); err != nil {
+		return errors.Join(err, sh.ClearToxics(p.Name))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	np, werr := c.WaitFailover(wctx, p.Name)
+	cancel()
+	if err := sh.ClearToxics(p.Name); err != nil {
+		return errors.Join(werr, err)
+	}
+	logf(env, "slow-link-healed", p.Name, cluster.RolePrimary, "toxics removed from %s's proxy", p.Name)
+	if werr != nil {
+		return werr
+	}
+	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s; %s was primary", np.Name, p.Name)
+	if err := c.Restart(ctx, p.Name, cluster.AsReplica); err != nil {
+		return err
+	}
+	logf(env, "restart", p.Name, cluster.RoleReplica, "%s restarted as a replica of %s", p.Name, np.Name)
+	return nil
 }
 
 // needs sets what a fault needs beyond the network faults' own.
