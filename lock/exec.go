@@ -369,13 +369,14 @@ func (l *execLock) noteAnswerTime(d time.Duration) {
 func (l *execLock) call(ctx context.Context, req execRequest) (execReply, error) {
 	var sent func(int64)
 	var timer *time.Timer
-	inFlight := make(chan bool, 1)
+	var inFlight chan bool
 	switch armedReply.takeExec(l.takes) {
 	case ReplyDrop:
 		req.DropReply = true
 		armedReply.land()
 	case ReplyCancel:
 		lag := l.cancelLag()
+		inFlight = make(chan bool, 1)
 		sent = func(id int64) { timer = time.AfterFunc(lag, func() { inFlight <- l.conn.cancel(id) }) }
 	}
 	start := time.Now()
