@@ -41,6 +41,7 @@ func (t *suite) replyCases() {
 			}
 			return replyCounts(n)
 		})
+		t.check("a cancelled release, released again: the key ends free", t.releaseAfterCancel)
 	}
 	if t.l.drops {
 		t.check("releases whose reply was lost: each definite answer matches the key", func() string {
@@ -62,6 +63,76 @@ func (t *suite) replyCases() {
 			return replyCounts(n)
 		})
 	}
+}
+
+// releaseAfterCancel: an application whose release was cancelled does not
+// know whether its lock is free, so it releases again with the same token.
+// That second release must free a key the first left held: a library that
+// forgot the grant's token when the first call began (redis/redis-py#3847,
+// the asyncio Lock before PR #3900) refuses it, and the lock stays taken
+// until its TTL with nobody able to give it back. Only a cancel that lands
+// before the command runs leaves the key held.
+func (t *suite) releaseAfterCancel() string {
+	landed, freed, tries := 0, 0, 0
+	// Until five cancels landed before their release ran (what the case is
+	// about), up to five times the other cases' tries: how many land so
+	// varies from run to run (1 to 10 of 20 on 20 runs of the asyncio
+	// example).
+	for ; tries < 5*replyCaseTries && freed < 5; tries++ {
+		k, tok := t.fresh(5 * time.Second)
+		if t.l.drops {
+			// The connection lost first (an extend's reply dropped with
+			// it), so the release must connect again before it sends:
+			// what an application's deadline cuts short in practice is a
+			// call still waiting for its connection.
+			t.faulted(ReplyDrop, "extend with its reply lost", func(ctx context.Context) Result {
+				return t.l.Extend(ctx, k, tok, t.ttl(5*time.Second))
+			})
+		}
+		r := t.faulted(ReplyCancel, "cancelled release", func(ctx context.Context) Result {
+			return t.l.Release(ctx, k, tok)
+		})
+		if r.Outcome != history.Info {
+			t.drop(k)
+			continue // answered before the cancel: the release cases judge it
+		}
+		landed++
+		r2 := t.expectNot("second release", history.Info, func(ctx context.Context) Result {
+			return t.l.Release(ctx, k, tok)
+		})
+		if r2.Outcome == history.OK {
+			freed++
+			t.absent(k, "the second release answered ok, so the key must be free")
+			t.drop(k)
+			continue
+		}
+		// A first release sent before its cancel may still run after the
+		// second's answer on a busy server (seen with the machine's two
+		// cores loaded: the server took a GET from another connection
+		// first); a moment later it has, or it never will.
+		time.Sleep(100 * time.Millisecond)
+		if t.heldBy(k, tok) {
+			t.drop(k)
+			panic(caseErr{fmt.Sprintf("after a cancelled release, releasing again with the same token answered fail (%v) while the key still held that token 100 ms later: the program lost its grant's token to the cancel, and the lock stays taken until its TTL (redis/redis-py#3847)", r2.Err)})
+		}
+		t.drop(k)
+	}
+	return fmt.Sprintf("%d tries: %d cancels landed mid-call; the second release freed the key after %d of them (the first had not run) and said not held after the rest", tries, landed, freed)
+}
+
+// heldBy asks the server whether key holds tok's grant, without failing
+// the case when it does not.
+func (t *suite) heldBy(key, tok string) (held bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if _, isCase := v.(caseErr); !isCase {
+				panic(v)
+			}
+			held = false
+		}
+	}()
+	t.holds(key, tok)
+	return true
 }
 
 // faulted runs op with the reply fault mode armed, and fails the case if

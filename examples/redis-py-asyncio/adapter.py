@@ -18,6 +18,14 @@ Options (each through --exec-arg):
     --deadline-ms N      every call gets N ms (asyncio.wait_for), as an
                          application with a request deadline does; a call
                          past it is cancelled and answered info
+    --lock-objects       keep each grant's Lock object from its acquire to
+                         its release and extend and release through it, as
+                         an application does (by default each request builds
+                         a Lock from the request's token); a token this
+                         process never acquired still gets a Lock built from
+                         it. With it, redis-py before PR #3900 forgets the
+                         token of a release that was cancelled
+                         (redis/redis-py#3847, results/findings/007)
 
 Debian's python3-redis (4.3.4) is enough; PYTHONPATH may point at another
 redis-py source tree (results/findings/candidates.md, entry J).
@@ -32,11 +40,12 @@ import redis
 import redis.asyncio as aredis
 import redis.asyncio.client
 from redis.asyncio.lock import Lock
-from redis.exceptions import (ConnectionError, LockNotOwnedError, RedisError,
-                              ResponseError, TimeoutError)
+from redis.exceptions import (ConnectionError, LockError, LockNotOwnedError,
+                              RedisError, ResponseError, TimeoutError)
 
 args = sys.argv[1:]
 single = "--single-connection" in args
+objects = "--lock-objects" in args
 deadline = None
 if "--deadline-ms" in args:
     deadline = int(args[args.index("--deadline-ms") + 1]) / 1000
@@ -90,9 +99,12 @@ class Client(aredis.Redis):
 
 
 valkey = None
+grants = {}  # --lock-objects: token -> the Lock object that acquired it
 
 
 def lock(key, ttl_ms, token=None):
+    if objects and token in grants:
+        return grants[token]
     lk = Lock(valkey, key, timeout=ttl_ms / 1000, thread_local=False)
     if token is not None:
         lk.local.token = token.encode()  # a grant made by an earlier request
@@ -105,7 +117,10 @@ async def serve(req):
     if req.get("drop_reply"):
         dropping.set([True])
     if op == "acquire":
-        if await lock(key, ttl_ms).acquire(blocking=False, token=token):
+        lk = lock(key, ttl_ms)
+        if await lk.acquire(blocking=False, token=token):
+            if objects:
+                grants[token] = lk
             return {"type": "ok"}
         return {"type": "fail", "error": "SET NX PX: held by another client"}
     if op == "extend":
@@ -113,6 +128,7 @@ async def serve(req):
         return {"type": "ok"}
     if op == "release":
         await lock(key, ttl_ms, token).release()
+        grants.pop(token, None)
         return {"type": "ok"}
     return {"type": "fail", "error": "unknown op " + op}
 
@@ -135,6 +151,11 @@ async def answer(req):
         rep = {"type": "info", "error": "deadline of %d ms passed" % (deadline * 1000)}
     except LockNotOwnedError as e:  # the script returned 0: not this token's lock
         rep = {"type": "fail", "error": str(e), "not_held": True}
+    except LockError as e:
+        # Raised before any command: the Lock object holds no token ("Cannot
+        # release an unlocked lock"). The library tells its caller the lock
+        # is not its own, and an application stops there.
+        rep = {"type": "fail", "error": "LockError: %s" % e, "not_held": True}
     except ResponseError as e:  # an error reply (READONLY, NOSCRIPT...): nothing done
         rep = {"type": "fail", "error": str(e)}
     except TimeoutError as e:  # sent, no reply: unknown
