@@ -42,7 +42,20 @@ var findings = []finding{
 		pin: "github.com/go-redsync/redsync/v4@v4.12.1", tags: "redsync_goredis",
 		args: []string{"run", "--scenario", "failover-race", "--topology", "redlock", "--recipe", "redsync", "--fence", "none", "--faults", "crash-node"},
 		lock: checker.Valid},
+	// valkey-go's go.mod since v1.0.77 is required by valkeycompat and by
+	// redsync v4.17.0's valkeygo adapter: both sides drop the one and build
+	// redsync v4.15.0 over go-redis, so that only valkey-go differs.
+	{folder: "008-valkey-go-923-renewal-drift", side: "before",
+		pin: "github.com/valkey-io/valkey-go@v1.0.69," + valkeyGoPinRest, tags: "redsync_goredis",
+		args: []string{"run", "--scenario", "renewal-drift"},
+		lock: checker.Invalid},
+	{folder: "008-valkey-go-923-renewal-drift", side: "after",
+		pin: "github.com/valkey-io/valkey-go@v1.0.70," + valkeyGoPinRest, tags: "redsync_goredis",
+		args: []string{"run", "--scenario", "renewal-drift"},
+		lock: checker.Valid},
 }
+
+const valkeyGoPinRest = "github.com/go-redsync/redsync/v4@v4.15.0,-github.com/valkey-io/valkey-go/valkeycompat"
 
 // pinnedBuilds builds each pinned binary once for the whole package.
 var pinnedBuilds sync.Map // pin → func() (string, error)

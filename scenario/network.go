@@ -50,6 +50,20 @@ var networkScenarios = map[string]Scenario{
 			"untouched: grants go on at full speed (without WAIT nothing waits for a replica), the replicas lag by the "+
 			"link's delay, and nothing is granted twice while the primary lives",
 		"valid (grants during every net-slow-replication)", GrantsDuring("net-slow-replication")),
+	"renewal-drift": {
+		Teaches: "the primary's replies 300 ms ± 100 ms late while each holder keeps valkeylock's lock for a dozen " +
+			"renewal periods: the library renews on its own, slower; before valkey-go v1.0.70 it counted each new " +
+			"deadline from the last one rather than from now, fell behind by a round trip every renewal, and its key " +
+			"expired under a holder the library still called live (redis/rueidis#923, results/findings/008)",
+		// TTL 1 s: renewals every 333 ms, a slack of 667 ms that a 300 ms
+		// reply delay eats in about three renewals; the fault lasts 3-6
+		// renewal periods, and a job of 80 steps holds for ~10 s.
+		Recipe: "valkeylock", Fence: "none", Faults: []string{"net-latency"}, NetProxy: true, DownAfter: 3 * time.Second,
+		Clients: 4, Keys: 1, TTL: 1 * time.Second, TimeLimit: 25 * time.Second, Interval: 3 * time.Second,
+		Job:    Job{Steps: 80, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
+		Expect: "valid (grants during every net-latency)",
+		expect: always(ValidIs(checker.Valid), GrantsDuring("net-latency")),
+	},
 }
 
 func init() {
