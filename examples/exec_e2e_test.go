@@ -94,6 +94,10 @@ func assertNoneLeft(t *testing.T, program string) {
 	}
 }
 
+// failedOrBroke is the exit of a row whose program may die mid-case: 1 (a
+// case failed) or 254 (the protocol broke with it).
+const failedOrBroke = -1
+
 // TestClientTest: the adapters conform, each against its server; the broken
 // ones give the documented outcomes (a protocol error naming the line: exit
 // 254; silence: failed cases, exit 1) and leave no process behind.
@@ -107,9 +111,17 @@ func TestClientTest(t *testing.T) {
 		says    []string
 	}{
 		// redis-py takes drop_reply: one more case, every release whose
-		// reply was lost answered unknown.
-		{adapters[0], nil, 0, []string{"PASS  releases whose reply was lost", "12 passed, 0 failed"}},
-		{adapters[1], nil, 0, []string{"11 passed, 0 failed"}},
+		// reply was lost answered unknown. On one server every program
+		// gets the refused-connection case: a release the server refused
+		// at its maxclients, then a second release that must free the key.
+		{adapters[0], nil, 0, []string{"PASS  releases whose reply was lost", "PASS  a release refused a connection", "13 passed, 0 failed"}},
+		{adapters[1], nil, 0, []string{"12 passed, 0 failed"}},
+		// Keeping each grant's Lock object, redis-py's sync Lock drops the
+		// token when the release cannot reach the server, and the second
+		// release is refused while the key holds it (redis/redis-py PR
+		// #4258, results/findings/009): 10 of 10 runs here.
+		{adapters[0], []string{"--exec-arg", "--lock-objects"}, 1, []string{"FAIL  a release refused a connection",
+			"(redis-py's Lock before redis/redis-py PR #4258 drops the token so)", "12 passed, 1 failed"}},
 		// redis-py's asyncio Lock takes cancel too: three more cases, each
 		// definite answer to a faulted call checked against the key. On one
 		// connection (--single-connection) Debian's 4.3.4 fails the
@@ -119,13 +131,13 @@ func TestClientTest(t *testing.T) {
 		// release released again is the third case: the adapter hands
 		// each call a Lock built from the request's token).
 		{asyncioAdapter, nil, 0, []string{"PASS  cancelled acquires", "PASS  a cancelled release, released again",
-			"PASS  releases whose reply was lost", "14 passed, 0 failed"}},
+			"PASS  releases whose reply was lost", "15 passed, 0 failed"}},
 		// Keeping each grant's Lock object, as an application does, the
 		// cancelled release forgets its token and the second release is
 		// refused while the key holds it (redis/redis-py#3847,
 		// results/findings/007): 10 of 10 runs here.
 		{asyncioAdapter, []string{"--exec-arg", "--lock-objects"}, 1, []string{"FAIL  a cancelled release, released again",
-			"(redis/redis-py#3847)", "13 passed, 1 failed"}},
+			"(redis/redis-py#3847)", "FAIL  a release refused a connection", "13 passed, 2 failed"}},
 		// redis-py's RedisCluster, seeded with LOCKJEPSEN_CLUSTER_NODES.
 		// The slot case moves the key's slot mid-grant: the extend and a
 		// refused acquire must follow ASK, the release MOVED.
@@ -135,7 +147,14 @@ func TestClientTest(t *testing.T) {
 		// Given Sentinels only, it exits before init and says why.
 		{nodeAdapter, nil, exitcode.BadInput, []string{"node-redis 4 has no Sentinel client"}},
 		// One server, named directly (LOCKJEPSEN_ADDR).
-		{nodeAdapter, []string{"--topology", "standalone"}, 0, []string{"1 primary, no Sentinel", "11 passed, 0 failed"}},
+		// At the server's maxclients node-redis 4.5.1 either dies on the
+		// refused connection's error reply ("Got an unexpected reply from
+		// Redis", thrown outside any call: the protocol breaks, exit 254)
+		// or hands that reply to the next command, the second release
+		// (exit 1); FAIL either way, 10 of 10 runs here
+		// (results/findings/candidates.md, L).
+		{nodeAdapter, []string{"--topology", "standalone"}, failedOrBroke, []string{"1 primary, no Sentinel", "PASS  expiry",
+			"FAIL  a release refused a connection"}},
 		// Redlock over 3 primaries, one of them stopped in one case.
 		{redlockAdapter, []string{"--topology", "redlock"}, 0, []string{"3 independent primaries",
 			"PASS  a minority of the nodes stopped: 1 of 3 nodes stopped", "12 passed, 0 failed; fences not returned"}},
@@ -166,12 +185,12 @@ func TestClientTest(t *testing.T) {
 		{zkAdapter, nil, exitcode.BadInput, []string{"LOCKJEPSEN_ZK_SERVERS is not set: run with --topology zookeeper"}},
 		{"testdata/twice.sh", nil, exitcode.BadInput, []string{"stdout line 2: second answer to id 1"}},
 		{"testdata/garble.sh", nil, exitcode.BadInput, []string{"stdout line 1: not a JSON object"}},
-		{"testdata/silent.sh", nil, 1, []string{"0 passed, 11 failed"}},
+		{"testdata/silent.sh", nil, 1, []string{"0 passed, 12 failed"}},
 		// DEL for DELIFEQ: the foreign-token release wrongly succeeds, and
 		// so does the expired grant's release in the expiry case; the case
 		// after the first (release with its own token) passes, from a fresh
 		// key (it once failed too, on the key the broken release deleted).
-		{"testdata/plain-del.sh", nil, 1, []string{"PASS  release with its own token", "9 passed, 2 failed"}},
+		{"testdata/plain-del.sh", nil, 1, []string{"PASS  release with its own token", "10 passed, 2 failed"}},
 		// kazoo's Lock trusted after its session expired: the lost grant's
 		// extend says ok, which only the session-expiry case can see.
 		{"testdata/kazoo-trusting.py", zk, 1, []string{"FAIL  session expiry: extend of the lost grant ended ok", "10 passed, 1 failed"}},
@@ -180,7 +199,7 @@ func TestClientTest(t *testing.T) {
 		t.Run(tt.program+strings.Join(tt.flags, ""), func(t *testing.T) {
 			testslot.Parallel(t)
 			code, out := lockjepsen(t, append(append([]string{"client-test"}, tt.flags...), tt.program)...)
-			if code != tt.exit {
+			if code != tt.exit && (tt.exit != failedOrBroke || code != 1 && code != exitcode.BadInput) {
 				t.Fatalf("client-test %s: exit %d, want %d:\n%s", tt.program, code, tt.exit, out)
 			}
 			for _, says := range tt.says {

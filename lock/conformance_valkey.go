@@ -138,6 +138,9 @@ func (v *valkeyServer) cases(t *suite) []tcase {
 	if len(v.raws) > 1 && t.opt.PauseNode != nil {
 		cs = append(cs, tcase{"a minority of the nodes stopped", func() string { return v.minorityDown(t) }})
 	}
+	if len(v.raws) == 1 && len(t.cfg.ClusterAddrs) == 0 {
+		cs = append(cs, tcase{"a release refused a connection, released again: the key ends free", func() string { return v.refusedRelease(t) }})
+	}
 	if t.opt.MoveSlot != nil {
 		cs = append(cs, tcase{"the key's slot moved mid-grant (ASK, then MOVED)", func() string { return slotMoved(t) }})
 	}
@@ -225,6 +228,55 @@ func slotMoved(t *suite) string {
 	t.release("release after the move (MOVED)", k, a, history.OK)
 	t.absent(k, "the release must free the key on its new primary")
 	return "extend and a refused acquire followed ASK, the release MOVED"
+}
+
+// refusedRelease: the server at its maxclients when a grant's release
+// needs a new connection (the program's connections were closed, as after a
+// failover or a restart), so the release is refused before its command
+// runs; once the server takes connections again the application releases
+// again with the same token, and that must free the key. A library that
+// drops the grant's token before the release's round trip refuses it
+// (redis-py's Lock before PR #4258: "Cannot release an unlocked lock"),
+// and the lock stays taken until its TTL. "max number of clients reached"
+// is what a connection storm gives every client of the server.
+func (v *valkeyServer) refusedRelease(t *suite) string {
+	raw := v.raws[0]
+	ctx := context.WithoutCancel(t.ctx)
+	limit, err := raw.Do(ctx, raw.B().ConfigGet().Parameter("maxclients").Build()).AsStrMap()
+	if err != nil || limit["maxclients"] == "" {
+		panic(caseErr{fmt.Sprintf("CONFIG GET maxclients: %v", err)})
+	}
+	restore := func() {
+		_ = raw.Do(ctx, raw.B().ConfigSet().ParameterValue().ParameterValue("maxclients", limit["maxclients"]).Build()).Error()
+	}
+	defer restore()
+	k, tok := t.fresh(5 * time.Second)
+	defer t.drop(k)
+	// maxclients 1: the connections open now stay (this one among them),
+	// every new one is refused with an error and closed.
+	for _, cmd := range []valkey.Completed{
+		raw.B().ConfigSet().ParameterValue().ParameterValue("maxclients", "1").Build(),
+		raw.B().ClientKill().TypeNormal().SkipmeYes().Build(),
+	} {
+		if err := raw.Do(ctx, cmd).Error(); err != nil {
+			panic(caseErr{fmt.Sprintf("refuse new connections: %v", err)})
+		}
+	}
+	r := t.expectNot("release while the server refuses connections", history.OK, func(ctx context.Context) Result {
+		return t.l.Release(ctx, k, tok)
+	})
+	restore()
+	if !t.heldBy(k, tok) {
+		panic(caseErr{fmt.Sprintf("the release answered %s, yet the key no longer holds the token: the server took its command", r.Outcome)})
+	}
+	r2 := t.expectNot("second release", history.Info, func(ctx context.Context) Result {
+		return t.l.Release(ctx, k, tok)
+	})
+	if r2.Outcome == history.Fail && t.heldBy(k, tok) {
+		panic(caseErr{fmt.Sprintf("after a release refused a connection, releasing again with the same token answered fail (%v) while the key still held that token: the program would not release a lock its token holds, and the lock stays taken until its TTL (redis-py's Lock before redis/redis-py PR #4258 drops the token so)", r2.Err)})
+	}
+	t.absent(k, "the second release must free the key")
+	return fmt.Sprintf("the first release ended %s with the key still held; the second freed it", r.Outcome)
 }
 
 // countHolding is how many nodes hold key with the program's token for tok.

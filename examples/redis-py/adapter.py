@@ -12,6 +12,12 @@ Requests are served by a small thread pool, so an extend never waits behind a
 slow acquire; answers are matched by id. It takes the "drop_reply" field (the
 reply is read, then lost with its connection); not "cancel": a thread cannot
 be cancelled mid-call (examples/redis-py-asyncio can). Logs go to stderr.
+
+Option (through --exec-arg): --lock-objects keeps each grant's Lock object
+from its acquire to its release and extends and releases through it, as an
+application does (by default each request builds a Lock from the request's
+token). With it, redis-py before PR #4258 forgets the token of a release that
+failed to reach the server (results/findings/009).
 """
 import json
 import os
@@ -20,12 +26,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import redis
-from redis.exceptions import (ConnectionError, LockNotOwnedError, RedisError,
-                              ResponseError, TimeoutError)
+from redis.exceptions import (ConnectionError, LockError, LockNotOwnedError,
+                              RedisError, ResponseError, TimeoutError)
 from redis.lock import Lock
 from redis.sentinel import Sentinel
 
 op_timeout = int(os.environ.get("LOCKJEPSEN_OP_TIMEOUT_MS", "1000")) / 1000
+objects = "--lock-objects" in sys.argv[1:]
 # No retries: a retried SET NX after a lost reply would hide an unknown outcome.
 if os.environ.get("LOCKJEPSEN_CLUSTER_NODES"):
     # Valkey Cluster: the nodes are seeds. RedisCluster is driven as shipped:
@@ -76,7 +83,12 @@ def parse_response(self, connection, command_name, **options):
 redis.Redis.parse_response = parse_response
 
 
+grants = {}  # --lock-objects: token -> the Lock object that acquired it
+
+
 def lock(key, ttl_ms, token=None):
+    if objects and token in grants:
+        return grants[token]
     # thread_local=False: the grant is extended and released from other threads.
     lk = Lock(valkey, key, timeout=ttl_ms / 1000, thread_local=False)
     if token is not None:
@@ -91,7 +103,10 @@ def serve(req):
         return {"type": "ok", "drop_reply": True}
     dropping.armed, dropping.broke = bool(req.get("drop_reply")), False
     if op == "acquire":
-        if lock(key, ttl_ms).acquire(blocking=False, token=token):
+        lk = lock(key, ttl_ms)
+        if lk.acquire(blocking=False, token=token):
+            if objects:
+                grants[token] = lk
             return {"type": "ok"}
         return {"type": "fail", "error": "SET NX PX: held by another client"}
     if op == "extend":
@@ -99,6 +114,7 @@ def serve(req):
         return {"type": "ok"}
     if op == "release":
         lock(key, ttl_ms, token).release()
+        grants.pop(token, None)
         return {"type": "ok"}
     return {"type": "fail", "error": "unknown op " + op}
 
@@ -114,6 +130,11 @@ def answer(req):
             rep = {"type": "info", "error": "%s, after a lost connection and a retry" % e}
         else:  # the script returned 0: not this token's lock
             rep = {"type": "fail", "error": str(e), "not_held": True}
+    except LockError as e:
+        # Raised before any command: the Lock object holds no token ("Cannot
+        # release an unlocked lock"). The library tells its caller the lock
+        # is not its own, and an application stops there.
+        rep = {"type": "fail", "error": "LockError: %s" % e, "not_held": True}
     except ResponseError as e:  # an error reply (READONLY, NOSCRIPT...): nothing done
         rep = {"type": "fail", "error": str(e)}
     except TimeoutError as e:  # sent, no reply: unknown
