@@ -54,6 +54,7 @@ mu = threading.Lock()
 epoch = 0      # LOST states seen: a session expiry took every grant with it
 grants = {}    # token -> (kazoo Lock, epoch of its session)
 orphans = {}   # lock path -> grants whose release lost its answer
+acquiring = {}  # token -> Event set once its acquire has returned
 
 
 def on_state(state):
@@ -118,6 +119,18 @@ def reap(path):
 
 
 def acquire(key, token, ttl_ms):
+    done = threading.Event()
+    with mu:
+        acquiring[token] = done
+    try:
+        return take(key, token, ttl_ms)
+    finally:
+        with mu:
+            acquiring.pop(token, None)
+        done.set()
+
+
+def take(key, token, ttl_ms):
     if ttl_ms > session_s * 1000:
         return fail("ttl_ms %d: the lease is the session, %d ms" % (ttl_ms, session_s * 1000))
     path = lock_path(key)
@@ -173,6 +186,17 @@ def extend(token, ttl_ms):
 
 
 def release(token):
+    with mu:
+        running = acquiring.get(token)
+    if running is not None:
+        # lockjepsen gave up on this token's acquire and releases it, but
+        # the acquire still runs: kazoo's calls have no deadline and wait
+        # through a reconnect (seen under zk-pause-leader: a delete answered
+        # 2.5 s after its request). Answered now, "no grant" would leave a
+        # znode the acquire makes later to hold the lock for the session's
+        # life (20 s of a 25 s run). The release waits for the acquire's
+        # outcome and gives back whatever it took.
+        running.wait()
     lk, why = held(token)
     with mu:
         grants.pop(token, None)
