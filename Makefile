@@ -35,7 +35,7 @@ all: build
 setup:
 	@bash scripts/setup.sh >/dev/null
 
-## setup-ci: setup plus what the tests need (PostgreSQL, bookworm's redis-server 7.0, Chromium, the adapters' libraries,
+## setup-ci: setup plus what the tests need (PostgreSQL, bookworm's redis-server 7.0, Chromium, the adapters' libraries and sid's redis-py source,
 ## etcd-server for the etcd backend) and the two extra Valkey builds of setup-builds
 setup-ci:
 	@bash scripts/setup.sh --ci >/dev/null

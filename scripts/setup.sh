@@ -116,6 +116,36 @@ fetch_valkey() {
   FETCH_DIR="$src/build"
 }
 
+# fetch_redis_py unpacks Debian sid's redis-py source (pure Python, run from
+# its tree with PYTHONPATH) into $CACHE/redis-py-VERSION: the "after" of the
+# findings that bookworm's python3-redis 4.3.4 predates
+# (results/findings/006-*, 007-*). Once per cache. The mirror serves sid's
+# orig tarball but not always its .dsc, so apt-get source may fail after
+# downloading the tarball, which is all this needs.
+fetch_redis_py() {
+  ls -d "$CACHE"/redis-py-*/redis >/dev/null 2>&1 && return 0
+  need_root_apt
+  local list=/etc/apt/sources.list.d/lockjepsen-sid-src.list
+  if [[ ! -f $list ]]; then
+    echo "deb-src http://deb.debian.org/debian sid main" > "$list"
+    apt_updated=0
+  fi
+  if ((apt_updated == 0)); then apt-get update -qq >&2; apt_updated=1; fi
+  local tmp orig
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get source -qq --download-only python-redis >/dev/null 2>&1) || true
+  orig=$(ls "$tmp"/python-redis_*.orig.tar.* 2>/dev/null | head -1)
+  [[ -n $orig ]] || die "could not fetch python-redis's source from Debian sid (apt-cache showsrc python-redis lists what there is)"
+  tar -xf "$orig" -C "$tmp"
+  local tree
+  tree=$(ls -d "$tmp"/redis-py-*/ | head -1)
+  [[ -d $tree/redis ]] || die "no redis/ package in $(basename "$orig")"
+  rm -rf "$CACHE/$(basename "$tree")"
+  mv "$tree" "$CACHE/"
+  rm -rf "$tmp"
+  log "redis-py $(basename "$tree") from Debian sid in $CACHE"
+}
+
 # compile_valkey SRC PREFIX [MAKE ARGS...]: no apt, so that it can run in
 # the background; the binaries appear in PREFIX/bin only when all are there.
 compile_valkey() {
@@ -165,6 +195,7 @@ if ((CI_EXTRAS)); then
   # needs only its own modules), python3-etcd3 for examples/etcd-py,
   # python3-psycopg2 for examples/pg-py.
   apt_install redis-server chromium python3-redis node-redis python3-etcd3 python3-psycopg2
+  fetch_redis_py
 fi
 
 # install_quiet installs packages without leaving their services running:
