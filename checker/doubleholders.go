@@ -174,7 +174,7 @@ func doubleHolders(ops []Op, fs []fault, idx *AttemptIndex, grants map[[2]string
 					(b.grant.Call > a.grant.Return && b.grant.Return < a.leaseEnd-eps))
 				cause, names := attribute(fs, a.grant.Call, b.start, end, slack, []int{a.client, b.client}, dg)
 				d := DoubleHolder{Key: key, StaleClient: a.client, NewClient: b.client, StaleToken: a.token,
-					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6,
+					NewToken: b.token, Start: b.start, End: end, OverlapMs: float64(end-b.start) / 1e6, StaleGranted: a.grant.Return,
 					DoubleGrant: dg, Revoked: revoked, Cause: cause, Faults: names, StaleWrite: "none", FenceSource: b.fenceSource,
 					staleCall: a.grant.Call, staleGrant: a.grant.Return}
 				for _, w := range a.writes {

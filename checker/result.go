@@ -296,6 +296,10 @@ type DoubleHolder struct {
 	Start       int64   `json:"start"`
 	End         int64   `json:"end"`
 	OverlapMs   float64 `json:"overlap_ms"`
+	// StaleGranted is when the stale holder's grant returned: a sweep
+	// credits a double grant to the fault injection that lost that grant,
+	// not to a later one the overlap ran into.
+	StaleGranted int64 `json:"stale_granted,omitempty"`
 	// DoubleGrant is true when the lock service granted both at once (a lock
 	// violation); false when the stale holder's lease had expired honestly.
 	DoubleGrant bool `json:"double_grant"`
