@@ -10,16 +10,7 @@ import (
 // runs past the next cut, and the grants made over it then are still the
 // first failover's doing.
 func TestCreditedInjection(t *testing.T) {
-	starts := []int64{100, 200, 300} // three injections (cuts, pauses)
-	injection := func(at int64) int {
-		a := -1
-		for i, s := range starts {
-			if s <= at {
-				a = i
-			}
-		}
-		return a
-	}
+	injection := latestInjection([]int64{100, 200, 300}) // three injections (cuts, pauses)
 	for _, tt := range []struct {
 		name    string
 		d       checker.DoubleHolder

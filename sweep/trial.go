@@ -278,16 +278,7 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 	} else {
 		t.Opportunities = t.Faults
 	}
-	// The latest injection that began at or before time at, or -1.
-	injection := func(at int64) int {
-		a := -1
-		for i, s := range starts {
-			if s <= at {
-				a = i
-			}
-		}
-		return a
-	}
+	injection := latestInjection(starts)
 	hit, stale := map[int]bool{}, map[int]bool{}
 	for _, d := range t.Result.DoubleHolderList {
 		a := creditedInjection(injection, d, byGrant)
@@ -323,6 +314,20 @@ func (t *Trial) fromResult(events []history.Event, fault Fault) {
 		}
 	}
 	t.ClosedHit = min(t.ClosedHit, t.Closed)
+}
+
+// latestInjection returns, for a time, the latest of the injections
+// beginning at starts (in time order) that began at or before it, or -1.
+func latestInjection(starts []int64) func(int64) int {
+	return func(at int64) int {
+		a := -1
+		for i, s := range starts {
+			if s <= at {
+				a = i
+			}
+		}
+		return a
+	}
 }
 
 // creditedInjection is the injection a double holding is credited to:
