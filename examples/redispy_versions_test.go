@@ -1,18 +1,14 @@
 package examples
 
 import (
-	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/internal/testvalkey"
 )
 
 // TestRedisPyReconnectRace is results/findings/006 before and after: redis-py's
@@ -23,7 +19,12 @@ import (
 func TestRedisPyReconnectRace(t *testing.T) {
 	t.Parallel()
 	tree := redisPyTree(t)
-	port := valkeyServer(t)
+	b, err := cluster.FindBinaries()
+	if err != nil {
+		t.Fatalf("valkey-server (make setup): %v", err)
+	}
+	addr := testvalkey.Start(t, b.Server)
+	port := addr[strings.LastIndexByte(addr, ':')+1:]
 	for _, tt := range []struct {
 		name, pythonpath string
 		exit             int
@@ -33,7 +34,7 @@ func TestRedisPyReconnectRace(t *testing.T) {
 		{"sid", tree, 0, "8 of 8 GETs right; none wrong"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command("redis-py-asyncio/reconnect_race.py", strconv.Itoa(port)) // its #! names Debian's python3
+			cmd := exec.Command("redis-py-asyncio/reconnect_race.py", port) // its #! names Debian's python3
 			cmd.Env = append(os.Environ(), "PYTHONPATH="+tt.pythonpath)
 			out, err := cmd.CombinedOutput()
 			code := 0
@@ -65,40 +66,4 @@ func redisPyTree(t *testing.T) string {
 		t.Fatalf("no redis-py source tree under %s (make setup-ci unpacks Debian sid's)", cache)
 	}
 	return filepath.Dir(trees[0])
-}
-
-// valkeyServer starts one Valkey with no persistence for the test's life
-// and returns its port.
-func valkeyServer(t *testing.T) int {
-	t.Helper()
-	b, err := cluster.FindBinaries()
-	if err != nil {
-		t.Fatalf("valkey-server (make setup): %v", err)
-	}
-	ports, err := cluster.FreePorts(0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(b.Server, "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for ctx.Err() == nil {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return ports[0]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("valkey-server did not listen on %s", addr)
-	return 0
 }

@@ -3,8 +3,6 @@ package lock
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/testvalkey"
 )
 
 func TestFenceKey(t *testing.T) {
@@ -155,33 +154,7 @@ func startRedis7(t *testing.T) string {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is needed for the refusal test (apt-get install redis-server): %v", bin, err)
 	}
-	return startServer(t, bin)
-}
-
-// startServer runs one standalone server binary on a free port.
-func startServer(t *testing.T, bin string) string {
-	t.Helper()
-	port := freePort(t)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := Connect(Config{Addr: addr})
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not come up: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testvalkey.Start(t, bin)
 }
 
 // TestLualessBuildRefusesEvalRecipes runs the check against Valkey 9.1.2 built
@@ -192,7 +165,7 @@ func TestLualessBuildRefusesEvalRecipes(t *testing.T) {
 	if err != nil || bins.NoLuaServer == "" {
 		t.Fatalf("the Lua-less build is needed (make setup-ci builds it): %v", err)
 	}
-	addr := startServer(t, bins.NoLuaServer)
+	addr := testvalkey.Start(t, bins.NoLuaServer)
 	caps, err := Check(context.Background(), Config{Recipe: Native, Addr: addr})
 	if err != nil || caps.Lua {
 		t.Fatalf("native on the Lua-less build: %v (caps %+v)", err, caps)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/testvalkey"
 )
 
 // TestRedlockAcquireOutcome: an acquire's outcome follows what a majority
@@ -25,7 +26,7 @@ func TestRedlockAcquireOutcome(t *testing.T) {
 	}
 	var addrs []string
 	for range 5 {
-		addrs = append(addrs, startServer(t, bins.Server))
+		addrs = append(addrs, testvalkey.Start(t, bins.Server))
 	}
 	tests := []struct {
 		name     string
