@@ -78,14 +78,10 @@ start_build() {
   BUILD_NAMES+=("$(basename "$prefix")")
 }
 
-# fetch_valkey VERSION SUITE sets FETCH_DIR to the unpacked source tree,
-# fetched once per run (not in a $(...) subshell: apt_updated and FETCHED
-# must outlive the call, and die must end setup).
-fetch_valkey() {
-  local version=$1 suite=$2 key="$1-$2"
-  if [[ -n ${FETCHED[$key]:-} ]]; then FETCH_DIR=${FETCHED[$key]}; return 0; fi
-  command -v cc >/dev/null && command -v make >/dev/null || apt_install build-essential
-  apt_install dpkg-dev pkg-config
+# use_src_suite SUITE makes Debian SUITE's source packages known to apt
+# (apt-get update once per run after a new list).
+use_src_suite() {
+  local suite=$1
   need_root_apt
   local list=/etc/apt/sources.list.d/lockjepsen-$suite-src.list
   if [[ ! -f $list ]]; then
@@ -94,6 +90,17 @@ fetch_valkey() {
     apt_updated=0
   fi
   if ((apt_updated == 0)); then apt-get update -qq >&2; apt_updated=1; fi
+}
+
+# fetch_valkey VERSION SUITE sets FETCH_DIR to the unpacked source tree,
+# fetched once per run (not in a $(...) subshell: apt_updated and FETCHED
+# must outlive the call, and die must end setup).
+fetch_valkey() {
+  local version=$1 suite=$2 key="$1-$2"
+  if [[ -n ${FETCHED[$key]:-} ]]; then FETCH_DIR=${FETCHED[$key]}; return 0; fi
+  command -v cc >/dev/null && command -v make >/dev/null || apt_install build-essential
+  apt_install dpkg-dev pkg-config
+  use_src_suite "$suite"
   local src="$CACHE/src-$version-$suite"
   rm -rf "$src"; mkdir -p "$src"
   log "fetching valkey $version source package from Debian $suite"
@@ -124,13 +131,7 @@ fetch_valkey() {
 # downloading the tarball, which is all this needs.
 fetch_redis_py() {
   ls -d "$CACHE"/redis-py-*/redis >/dev/null 2>&1 && return 0
-  need_root_apt
-  local list=/etc/apt/sources.list.d/lockjepsen-sid-src.list
-  if [[ ! -f $list ]]; then
-    echo "deb-src http://deb.debian.org/debian sid main" > "$list"
-    apt_updated=0
-  fi
-  if ((apt_updated == 0)); then apt-get update -qq >&2; apt_updated=1; fi
+  use_src_suite sid
   local tmp orig
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get source -qq --download-only python-redis >/dev/null 2>&1) || true
