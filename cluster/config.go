@@ -191,8 +191,6 @@ func (c *Config) Validate() error {
 	}
 	if c.NetProxy {
 		switch {
-		case c.TopologyName() == TopologyStandalone && c.runtime() != "local":
-			return fmt.Errorf("--net-proxy with --topology standalone runs on --runtime local (as standalone does)")
 		case !c.Deployment().Offers(NeedNetProxy):
 			return fmt.Errorf("--net-proxy puts proxies in front of Valkey nodes: drop it with --topology %s", c.TopologyName())
 		case c.Detached:

@@ -104,6 +104,11 @@ type Comparison struct {
 	// ClockNA is why the clock-jump fault kind has no counterpart here, as
 	// a table's n/a cell says it; "" falls back to ClockError's words.
 	ClockNA string
+	// StandIns names, per deployment-neutral fault kind, faults declared
+	// elsewhere that stand for it here (standalone's clock jump is the
+	// Sentinel primary's clock-bump), beside the faults whose own Kind and
+	// On name this deployment.
+	StandIns map[string][]string
 }
 
 // Compared is a deployment in a folder of its own that joins the comparison
@@ -112,22 +117,27 @@ type Compared interface {
 	Comparisons() []Comparison
 }
 
-// builtin is a deployment of this package, which the Local and Docker
-// runtimes start: what those runtimes ask of it beyond Deployment.
-type builtin interface {
+// ValkeyDeployment is a deployment of Valkey nodes, which the Local and
+// Docker runtimes start: what those runtimes ask of it beyond Deployment.
+// Embedding ValkeyBase gives the common answers.
+type ValkeyDeployment interface {
 	Deployment
-	up(ctx context.Context, l *Local) error
-	readyOnce(ctx context.Context, l *Local) error
-	primary(ctx context.Context, l *Local) (Node, error)
-	waitFailover(ctx context.Context, l *Local, from string) (Node, error)
-	// rejoinsAsReplica: Restart(AsReplica) rewrites a data node's config to
+	// Start starts l's nodes in order and returns once they are ready.
+	Start(ctx context.Context, l *Local) error
+	// ReadyOnce is nil when the deployment is ready now (WaitReady polls it).
+	ReadyOnce(ctx context.Context, l *Local) error
+	// FindPrimary is the node the deployment's clients write to.
+	FindPrimary(ctx context.Context, l *Local) (Node, error)
+	// AwaitFailover waits for a primary other than from.
+	AwaitFailover(ctx context.Context, l *Local, from string) (Node, error)
+	// RejoinsAsReplica: Restart(AsReplica) rewrites a data node's config to
 	// follow the current primary (a redlock node comes back as the primary
 	// it was; a cluster node is demoted by the cluster bus).
-	rejoinsAsReplica() bool
-	// meshed (docker runtime): every node sits on every node's network.
-	meshed() bool
-	// layoutDocker lays out the docker runtime's containers.
-	layoutDocker(d *Docker)
+	RejoinsAsReplica() bool
+	// Meshed (docker runtime): every node sits on every node's network.
+	Meshed() bool
+	// LayoutDocker lays out the docker runtime's containers.
+	LayoutDocker(d *Docker)
 }
 
 // Endpoints is how clients reach a deployment; runner copies it into the
@@ -233,16 +243,16 @@ func (c *Config) TopologyName() string {
 	return c.Topology
 }
 
-// builtin is the config's deployment as the Local and Docker runtimes
-// drive it; only this package's deployments get there.
-func (c *Config) builtin() builtin { return c.Deployment().(builtin) }
+// valkey is the config's deployment as the Local and Docker runtimes
+// drive it; only Valkey deployments get there.
+func (c *Config) valkey() ValkeyDeployment { return c.Deployment().(ValkeyDeployment) }
 
 func (c *Config) validateTopology() error {
 	d, err := Lookup(c.Topology)
 	if err != nil {
 		return err
 	}
-	_, valkey := d.(builtin)
+	_, valkey := d.(ValkeyDeployment)
 	_, served := d.(DockerServed)
 	if !valkey && !served && c.runtime() != RuntimeLocal {
 		return fmt.Errorf("--runtime %s: --topology %s runs on --runtime local only (drop --runtime)", c.runtime(), d.Name())
@@ -250,18 +260,18 @@ func (c *Config) validateTopology() error {
 	return d.Validate(c)
 }
 
-// valkeyDeployment holds what most Valkey deployments share: a local runtime
+// ValkeyBase holds what most Valkey deployments share: a local runtime
 // of Valkey processes, a primary found by its role, every node meshed.
-type valkeyDeployment struct{}
+type ValkeyBase struct{}
 
-func (valkeyDeployment) Expires() bool                       { return true }
-func (valkeyDeployment) Note(Config, bool) string            { return "" }
-func (valkeyDeployment) ClockError() error                   { return nil }
-func (valkeyDeployment) Replicated() bool                    { return true }
-func (valkeyDeployment) meshed() bool                        { return true }
-func (valkeyDeployment) Defaults(*Config, func(string) bool) {}
-func (valkeyDeployment) NewLocal(c Config, bins Binaries) (Runtime, error) {
+func (ValkeyBase) Expires() bool                       { return true }
+func (ValkeyBase) Note(Config, bool) string            { return "" }
+func (ValkeyBase) ClockError() error                   { return nil }
+func (ValkeyBase) Replicated() bool                    { return true }
+func (ValkeyBase) Meshed() bool                        { return true }
+func (ValkeyBase) Defaults(*Config, func(string) bool) {}
+func (ValkeyBase) NewLocal(c Config, bins Binaries) (Runtime, error) {
 	return newLocal(c, bins)
 }
-func (valkeyDeployment) rejoinsAsReplica() bool { return true }
-func (valkeyDeployment) layoutDocker(d *Docker) { d.layoutValkey() }
+func (ValkeyBase) RejoinsAsReplica() bool { return true }
+func (ValkeyBase) LayoutDocker(d *Docker) { d.layoutValkey() }

@@ -195,7 +195,7 @@ func NewDocker(cfg Config, bins Binaries) (*Docker, error) {
 		return d, nil
 	}
 	d.set, d.q = &d.topo.NodeSet, d.topo
-	cfg.builtin().layoutDocker(d)
+	cfg.valkey().LayoutDocker(d)
 	return d, nil
 }
 
@@ -211,7 +211,7 @@ func (d *Docker) layoutValkey() {
 
 // meshed reports whether every node is attached to every other node's home
 // network (the deployment says: not Redlock's, whose primaries never talk).
-func (d *Docker) meshed() bool { return d.svc != nil || d.cfg.builtin().meshed() }
+func (d *Docker) meshed() bool { return d.svc != nil || d.cfg.valkey().Meshed() }
 
 // RunID is the prefix of every container and network name of this run, and the
 // value of their org.lockjepsen.run label.
@@ -869,7 +869,7 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 	}
 	// A redlock node comes back as the primary it was (its own config; the
 	// nemesis's kill-node says so); a service's member with its data dir.
-	if d.svc == nil && n.Kind != RoleSentinel && mode == AsReplica && d.cfg.builtin().rejoinsAsReplica() {
+	if d.svc == nil && n.Kind != RoleSentinel && mode == AsReplica && d.cfg.valkey().RejoinsAsReplica() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
 		}

@@ -91,15 +91,15 @@ func allocateNodePorts(cfg Config, n int) ([]int, error) {
 // layoutSentinel is the Sentinel topology's node list: valkey-0 the first
 // primary, its replicas, then the Sentinels.
 func layoutSentinel(c Config) []Node {
-	nodes := layoutValkey(c, 1, c.Replicas)
+	nodes := LayoutValkey(c, 1, c.Replicas)
 	for s := 0; s < c.Sentinels; s++ {
 		nodes = append(nodes, Node{Name: fmt.Sprintf("sentinel-%d", s), Kind: RoleSentinel})
 	}
 	return nodes
 }
 
-// layoutValkey lists primaries valkey-0..p-1 then replicas valkey-p..p+r-1.
-func layoutValkey(_ Config, primaries, replicas int) []Node {
+// LayoutValkey lists primaries valkey-0..p-1 then replicas valkey-p..p+r-1.
+func LayoutValkey(_ Config, primaries, replicas int) []Node {
 	var nodes []Node
 	for i := 0; i < primaries+replicas; i++ {
 		kind := RolePrimary
@@ -296,12 +296,12 @@ func (l *Local) Up(ctx context.Context) error {
 		l.initialPrimary = l.nodes[0].Reach()
 		l.mu.Unlock()
 	}
-	return l.cfg.builtin().up(ctx, l)
+	return l.cfg.valkey().Start(ctx, l)
 }
 
-// upReplicated starts the primary, the replicas and the Sentinels (if any)
+// UpReplicated starts the primary, the replicas and the Sentinels (if any)
 // in order, and returns once WaitReady holds.
-func (l *Local) upReplicated(ctx context.Context) error {
+func (l *Local) UpReplicated(ctx context.Context) error {
 	for _, n := range l.Nodes() {
 		if n.Kind == RoleSentinel && n.Name == "sentinel-0" {
 			// Sentinels learn replicas from the primary's INFO, which they
@@ -551,7 +551,7 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.builtin().rejoinsAsReplica() {
+	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.valkey().RejoinsAsReplica() {
 		if err := l.writeConfig(n, true); err != nil {
 			return err
 		}
@@ -657,4 +657,34 @@ func replyText(r valkey.ValkeyMessage) string {
 		return strings.Join(parts, "\n")
 	}
 	return ""
+}
+
+// PrimaryByRole finds the one live, unpaused data node whose INFO says
+// role:master.
+func (l *Local) PrimaryByRole(ctx context.Context) (Node, error) {
+	var found []Node
+	for _, n := range l.ValkeyNodes() {
+		if n.PID == 0 || n.Paused {
+			continue
+		}
+		if inf, err := l.adm.info(ctx, n.Addr, "replication"); err == nil && inf["role"] == "master" {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return Node{}, fmt.Errorf("no live node answers as primary")
+	}
+	var names []string
+	for _, n := range found {
+		names = append(names, n.Name)
+	}
+	return Node{}, fmt.Errorf("%s all answer as primary", strings.Join(names, ", "))
+}
+
+// Info returns INFO <section> of the node at addr as a field map.
+func (l *Local) Info(ctx context.Context, addr, section string) (map[string]string, error) {
+	return l.adm.info(ctx, addr, section)
 }

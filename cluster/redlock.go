@@ -20,7 +20,7 @@ const DefaultRedlockNodes = 5
 // where every node is a primary of its own: faults name nodes instead.
 var errNoPrimary = errors.New("the redlock topology has no single primary (N independent primaries): use a per-node fault (kill-node, pause-node, clock-bump-node)")
 
-type redlockDeployment struct{ valkeyDeployment }
+type redlockDeployment struct{ ValkeyBase }
 
 func (redlockDeployment) Name() string { return TopologyRedlock }
 func (redlockDeployment) Doc() string {
@@ -79,28 +79,28 @@ func (redlockDeployment) Validate(c *Config) error {
 }
 
 // layout: valkey-0..N-1, every one a primary.
-func (redlockDeployment) Layout(c Config) []Node { return layoutValkey(c, c.Nodes, 0) }
-func (redlockDeployment) up(ctx context.Context, l *Local) error {
+func (redlockDeployment) Layout(c Config) []Node { return LayoutValkey(c, c.Nodes, 0) }
+func (redlockDeployment) Start(ctx context.Context, l *Local) error {
 	return l.upRedlock(ctx)
 }
-func (redlockDeployment) readyOnce(ctx context.Context, l *Local) error {
+func (redlockDeployment) ReadyOnce(ctx context.Context, l *Local) error {
 	return l.redlockReadyOnce(ctx)
 }
-func (redlockDeployment) primary(context.Context, *Local) (Node, error) {
+func (redlockDeployment) FindPrimary(context.Context, *Local) (Node, error) {
 	return Node{}, errNoPrimary
 }
-func (redlockDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
+func (redlockDeployment) AwaitFailover(context.Context, *Local, string) (Node, error) {
 	return Node{}, errNoPrimary
 }
 
 // rejoinsAsReplica is false: a redlock node comes back as the primary it was
 // (its own config; the nemesis's kill-node says so).
-func (redlockDeployment) rejoinsAsReplica() bool { return false }
+func (redlockDeployment) RejoinsAsReplica() bool { return false }
 
 // meshed is false: Redlock's primaries never talk to each other, so each
 // sits on its home network alone (the host reaches it there); Partition has
 // nothing to cut on that topology, Isolate cuts the node off from the clients.
-func (redlockDeployment) meshed() bool { return false }
+func (redlockDeployment) Meshed() bool { return false }
 
 // upRedlock starts every primary and waits until each answers PING.
 func (l *Local) upRedlock(ctx context.Context) error {

@@ -131,3 +131,11 @@ func nodeReaching(rt Runtime, addr string) string {
 	}
 	return ""
 }
+
+// Repointer is a runtime whose clients reach the primary at a service
+// address the operator can move (the standalone topology).
+type Repointer interface {
+	// Repoint sends new connections to node and drops the open ones, as a
+	// moved virtual IP does: each client reconnects to node.
+	Repoint(node string) error
+}

@@ -15,7 +15,7 @@ func init() { Register(0, sentinelDeployment{}) }
 // them.
 const TopologySentinel = "sentinel"
 
-type sentinelDeployment struct{ valkeyDeployment }
+type sentinelDeployment struct{ ValkeyBase }
 
 func (sentinelDeployment) Name() string { return TopologySentinel }
 func (sentinelDeployment) Doc() string {
@@ -37,16 +37,16 @@ func (sentinelDeployment) ValidateRun(k RunKnobs) error {
 	}
 	return nil
 }
-func (sentinelDeployment) Validate(*Config) error                 { return nil }
-func (sentinelDeployment) Layout(c Config) []Node                 { return layoutSentinel(c) }
-func (sentinelDeployment) up(ctx context.Context, l *Local) error { return l.upReplicated(ctx) }
-func (sentinelDeployment) readyOnce(ctx context.Context, l *Local) error {
+func (sentinelDeployment) Validate(*Config) error                    { return nil }
+func (sentinelDeployment) Layout(c Config) []Node                    { return layoutSentinel(c) }
+func (sentinelDeployment) Start(ctx context.Context, l *Local) error { return l.UpReplicated(ctx) }
+func (sentinelDeployment) ReadyOnce(ctx context.Context, l *Local) error {
 	return l.readyOnce(ctx)
 }
-func (sentinelDeployment) primary(ctx context.Context, l *Local) (Node, error) {
+func (sentinelDeployment) FindPrimary(ctx context.Context, l *Local) (Node, error) {
 	return l.sentinelPrimary(ctx)
 }
-func (sentinelDeployment) waitFailover(ctx context.Context, l *Local, from string) (Node, error) {
+func (sentinelDeployment) AwaitFailover(ctx context.Context, l *Local, from string) (Node, error) {
 	return l.sentinelWaitFailover(ctx, from)
 }
 
@@ -80,13 +80,13 @@ func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
 // Primary returns the deployment's primary: the node a majority of
 // Sentinels names, the lock key's shard's primary, the standalone primary.
 func (l *Local) Primary(ctx context.Context) (Node, error) {
-	return l.cfg.builtin().primary(ctx, l)
+	return l.cfg.valkey().FindPrimary(ctx, l)
 }
 
 // WaitFailover waits until the deployment has a primary other than the node
 // `from`, and that node answers as a primary.
 func (l *Local) WaitFailover(ctx context.Context, from string) (Node, error) {
-	return l.cfg.builtin().waitFailover(ctx, l, from)
+	return l.cfg.valkey().AwaitFailover(ctx, l, from)
 }
 
 // sentinelPrimary is Primary on the Sentinel topology.
@@ -131,10 +131,10 @@ func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, er
 func (l *Local) WaitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
-	d := l.cfg.builtin()
+	d := l.cfg.valkey()
 	var last error
 	for {
-		if last = d.readyOnce(ctx, l); last == nil {
+		if last = d.ReadyOnce(ctx, l); last == nil {
 			return nil
 		}
 		select {

@@ -34,7 +34,7 @@ const LockKey = "lock:{job-1}"
 
 func init() { Register(3, clusterDeployment{}) }
 
-type clusterDeployment struct{ valkeyDeployment }
+type clusterDeployment struct{ ValkeyBase }
 
 func (clusterDeployment) Name() string { return TopologyCluster }
 func (clusterDeployment) Doc() string {
@@ -72,22 +72,22 @@ func (clusterDeployment) Validate(c *Config) error { return c.validateCluster() 
 
 // layout: the shards' primaries valkey-0..S-1, then their replicas.
 func (clusterDeployment) Layout(c Config) []Node {
-	return layoutValkey(c, c.Shards, c.Shards*c.Replicas)
+	return LayoutValkey(c, c.Shards, c.Shards*c.Replicas)
 }
-func (clusterDeployment) up(ctx context.Context, l *Local) error { return l.upCluster(ctx) }
-func (clusterDeployment) readyOnce(ctx context.Context, l *Local) error {
+func (clusterDeployment) Start(ctx context.Context, l *Local) error { return l.upCluster(ctx) }
+func (clusterDeployment) ReadyOnce(ctx context.Context, l *Local) error {
 	return l.clusterReadyOnce(ctx)
 }
-func (clusterDeployment) primary(ctx context.Context, l *Local) (Node, error) {
+func (clusterDeployment) FindPrimary(ctx context.Context, l *Local) (Node, error) {
 	return l.clusterPrimary(ctx)
 }
-func (clusterDeployment) waitFailover(ctx context.Context, l *Local, from string) (Node, error) {
+func (clusterDeployment) AwaitFailover(ctx context.Context, l *Local, from string) (Node, error) {
 	return l.clusterWaitFailover(ctx, from)
 }
 
 // rejoinsAsReplica is false: a cluster node keeps its nodes.conf and
 // rejoins as a replica of whoever took its slots (the cluster bus demotes it).
-func (clusterDeployment) rejoinsAsReplica() bool { return false }
+func (clusterDeployment) RejoinsAsReplica() bool { return false }
 
 // Replicated is false here although every shard has replicas: "one primary
 // with every live replica linked to it" reads the other shards' primaries as

@@ -15,7 +15,7 @@ var nowTrue = truetime.Now
 
 var faultClockBump = &Fault{
 	Name: "clock-bump",
-	Kind: "clock-jump", On: []string{cluster.TopologySentinel, cluster.TopologyStandalone},
+	Kind: "clock-jump", On: []string{cluster.TopologySentinel},
 	Needs: Needs{FakeTime: true},
 	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 	Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",

@@ -29,24 +29,19 @@ var faultFailoverCoordinated = &Fault{
 		"coordinated failover (SENTINEL FAILOVER ... COORDINATED; FAILOVER TO on standalone): writes paused until the replica caught up",
 	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
 	Span:     func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
-	Inject:   func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, false) },
+	Inject:   CoordinatedSwitch(false),
 }
 
-var faultFailoverCoordinatedForce = &Fault{
-	Name:     "failover-coordinated-force",
-	Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
-	Marks: []Mark{{Event: "failover-coordinated-force", Heal: "coordinated-done", Cause: CauseFailover, Moment: marks.MomentGrant}},
-	Doc: "the same switch with the replica paused behind the fresh grant: FAILOVER TO ... TIMEOUT 300 FORCE on the " +
-		"primary switches when the timeout expires (a paused target still reads the stream waiting in its socket first)",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
-	Inject:   func(ctx context.Context, env Env, s Step) error { return runCoordinated(ctx, env, true) },
-}
-
-// runCoordinated is both faults: the graceful one cuts the replicas' links,
+// CoordinatedSwitch is the mechanism of both switches (the forced one is
+// declared by the deployment whose primary takes it, standalone): the
+// graceful one cuts the replicas' links,
 // lets a grant land on the primary alone, restores the links and switches;
 // the forced one pauses the target replica behind that grant and switches
 // with FAILOVER TO ... TIMEOUT 300 FORCE.
+func CoordinatedSwitch(force bool) func(ctx context.Context, env Env, _ Step) error {
+	return func(ctx context.Context, env Env, _ Step) error { return runCoordinated(ctx, env, force) }
+}
+
 func runCoordinated(ctx context.Context, env Env, force bool) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
@@ -57,7 +52,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	if len(replicas) == 0 {
 		return fmt.Errorf("a coordinated failover needs a live replica of %s", p.Name)
 	}
-	// The forced switch runs on standalone only (its catalog entry):
+	// The forced switch runs on standalone only (its fault declares so):
 	// Sentinel's own switch has no FORCE, and a FAILOVER it did not order
 	// would be fought over by its next check.
 	sentinels := liveSentinels(c)

@@ -113,19 +113,9 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	return failoverAndRejoin(ctx, env, p)
 }
 
-var faultPromoteReplica = &Fault{
-	Name: "promote-replica",
-	Kind: "failover", On: []string{cluster.TopologyStandalone},
-	Failover: true, Needs: Needs{Replicas: 1, Topology: cluster.TopologyStandalone},
-	Marks: []Mark{{Event: "promote-replica", Heal: "promoted", Cause: CauseFailover}},
-	Doc: "an operator's manual promotion (standalone): the replicas' links cut, a fresh grant on the primary alone, " +
-		"then REPLICAOF NO ONE on a replica that never saw it, the service address moved to it, the old primary demoted",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     func(_ Step, p PlanParams) time.Duration { return 2*p.TTL + 6*time.Second },
-	Inject:   runPromoteReplica,
-}
-
-// runPromoteReplica is the Sentinel race done by hand. The replicas are
+// PromoteReplica is the Sentinel race done by hand, over a runtime whose
+// clients reach the primary at a service address it can move (Repointer;
+// the standalone deployment declares the fault, promote-replica). The replicas are
 // paused and their links dropped (as cut-replication does), so a grant made
 // now lives on the primary alone; once one is made, the operator promotes a
 // replica that never saw it. REPLICAOF NO ONE is queued on the stopped
@@ -134,7 +124,7 @@ var faultPromoteReplica = &Fault{
 // landed (what cluster.Queued says of TAKEOVER). Then the service address
 // moves to it, dropping every client's connection, and the old primary and
 // the other replicas are made its replicas.
-func runPromoteReplica(ctx context.Context, env Env, _ Step) error {
+func PromoteReplica(ctx context.Context, env Env, _ Step) error {
 	c := env.Cluster()
 	rp, ok := c.(cluster.Repointer)
 	if !ok {

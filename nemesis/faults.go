@@ -20,8 +20,8 @@ func HeldSpan(s Step, _ PlanParams) time.Duration { return s.Duration + time.Sec
 // (declared in its folder under deployments/) after them, by Register.
 var catalog = append([]*Fault{
 	faultKillPrimary, faultCutReplication, faultResyncWindow, faultPauseReplicas,
-	faultClockStrobe, faultFastRestart, faultFailoverCoordinated, faultFailoverCoordinatedForce,
-	faultMemoryPressure, faultMemoryPressureDedicated, faultPromoteReplica, faultPausePrimary,
+	faultClockStrobe, faultFastRestart, faultFailoverCoordinated,
+	faultMemoryPressure, faultMemoryPressureDedicated, faultPausePrimary,
 	faultPauseClient, faultClockBump, faultSkewClient, faultStarveRenewals, faultPartition,
 	faultKillNode, faultCrashNode, faultPauseNode, faultClockBumpNode,
 	faultRedlockClockJump, faultRedlockRestart, faultPartitionMinority, faultClusterKillPrimary,

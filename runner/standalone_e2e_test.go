@@ -1,17 +1,17 @@
 package runner
 
 import (
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"testing"
 	"time"
 
-	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/standalone"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 
 // The standalone primary end to end: one real primary and two replicas, no
 // Sentinel, the clients at the service address in front of the primary. The
-// expectations are the scenarios' own (scenario/standalone.go), each
+// expectations are the scenarios' own (deployments/standalone/scenarios.go), each
 // measured over 10 seeds before it went in (docs/deployments.md, "A
 // standalone primary").
 func TestStandaloneScenarios(t *testing.T) {
@@ -38,7 +38,7 @@ func TestStandaloneScenarios(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			testslot.Parallel(t)
 			cfg := config(t, tt.scenario, tt.mutate)
-			if cfg.Cluster.TopologyName() != cluster.TopologyStandalone {
+			if cfg.Cluster.TopologyName() != standalone.Topology {
 				t.Fatalf("scenario %s runs on topology %q, want standalone", tt.scenario, cfg.Cluster.Topology)
 			}
 			expectLesson(t, cfg, tt.exit)

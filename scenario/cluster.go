@@ -18,18 +18,18 @@ var clusterScenarios = map[string]Scenario{
 		// As failover-race: the TTL outlasts the failover (cluster-node-timeout
 		// 1 s, then the election) and the jobs outlast the TTL.
 		Faults: []string{"cluster-cut-replication"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: longJob,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: LongJob,
 		Expect: "lock invalid (double grant, failover)",
-		expect: grantLostInFailover,
+		expect: GrantLostInFailover,
 	},
 	"cluster-graceful-failover": {
 		Teaches: "the same cut and fresh grant, then a graceful CLUSTER FAILOVER: the replica catches up with the " +
 			"primary before it takes over, so no grant is lost (FORCE and TAKEOVER do not wait: --faults cluster-takeover)",
 		Topology: "cluster",
 		Faults:   []string{"cluster-failover"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: longJob,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: LongJob,
 		Expect: "lock valid (no double grant)",
-		expect: always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid)),
+		expect: Always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid)),
 	},
 }
 

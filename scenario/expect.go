@@ -276,8 +276,8 @@ func (s Scenario) Expected(k Knobs) []Predicate {
 	return s.expect(k)
 }
 
-// always is an expectation that the knobs do not change.
-func always(ps ...Predicate) Expectation { return func(Knobs) []Predicate { return ps } }
+// Always is an expectation that the knobs do not change.
+func Always(ps ...Predicate) Expectation { return func(Knobs) []Predicate { return ps } }
 
 // clientSide is the expectation of a fault that only makes a client outlive
 // its lease: the lock stays valid (its lease expired honestly), and only a
@@ -324,12 +324,12 @@ func LockValidOrBlamedOn(cause string) Predicate {
 	}}
 }
 
-// grantLostInFailover is the failover race's prediction where the fence
+// GrantLostInFailover is the failover race's prediction where the fence
 // counter lives on the lock's own nodes (Valkey Cluster, a standalone
 // primary promoted by hand): a double grant blamed on the failover; fenced
 // from Valkey, the resource stays valid and someone is turned away (which of
 // the two depends on the counter the promotion set back).
-func grantLostInFailover(k Knobs) []Predicate {
+func GrantLostInFailover(k Knobs) []Predicate {
 	ps := []Predicate{LockIs(checker.Invalid), DoubleGrantBy("failover")}
 	if k.Fenced && k.FenceSource != "resource" {
 		return append(ps, ResourceIs(checker.Valid), SomeoneTurnedAway())

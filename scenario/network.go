@@ -22,7 +22,7 @@ func netRun(fault, teaches, expect string, ps ...Predicate) Scenario {
 		Teaches: teaches, Faults: []string{fault}, NetProxy: true, DownAfter: 3 * time.Second, Clients: 8, Keys: 2, TTL: 3 * time.Second,
 		TimeLimit: 25 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 8, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
-		Expect: expect, expect: always(append([]Predicate{ValidIs(checker.Valid)}, ps...)...),
+		Expect: expect, expect: Always(append([]Predicate{ValidIs(checker.Valid)}, ps...)...),
 	}
 }
 
@@ -30,8 +30,8 @@ var networkScenarios = map[string]Scenario{
 	"net-baseline": {
 		Teaches: "baseline through the proxies (--net-proxy, no fault): clients, Sentinels and replication all cross a " +
 			"proxy in front of each node, and everything still checks valid",
-		NetProxy: true, Clients: 16, Keys: 4, TTL: 2 * time.Second, TimeLimit: 30 * time.Second, Job: shortJob,
-		Expect: "valid", expect: always(ValidIs(checker.Valid)),
+		NetProxy: true, Clients: 16, Keys: 4, TTL: 2 * time.Second, TimeLimit: 30 * time.Second, Job: ShortJob,
+		Expect: "valid", expect: Always(ValidIs(checker.Valid)),
 	},
 	"net-latency": netRun("net-latency",
 		"the primary's replies 300 ms ± 100 ms late for 3-6 renewal periods: grants and renewals go on, slower, and a "+
@@ -62,7 +62,7 @@ var networkScenarios = map[string]Scenario{
 		Clients: 4, Keys: 1, TTL: 1 * time.Second, TimeLimit: 25 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 80, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "valid (grants during every net-latency)",
-		expect: always(ValidIs(checker.Valid), GrantsDuring("net-latency")),
+		expect: Always(ValidIs(checker.Valid), GrantsDuring("net-latency")),
 	},
 }
 

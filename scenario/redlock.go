@@ -14,27 +14,27 @@ var redlockScenarios = map[string]Scenario{
 		Teaches: "Redlock on five independent primaries with no faults: the lock, the resource and the checker agree " +
 			"that all is well (the client's lease is the validity, TTL − elapsed − drift; a false alarm here is a bug)",
 		Topology: "redlock", Recipe: "redlock", Fence: "none",
-		Clients: 8, Keys: 2, TTL: 2 * time.Second, TimeLimit: 20 * time.Second, Job: shortJob,
-		Expect: "valid", expect: always(ValidIs(checker.Valid)),
+		Clients: 8, Keys: 2, TTL: 2 * time.Second, TimeLimit: 20 * time.Second, Job: ShortJob,
+		Expect: "valid", expect: Always(ValidIs(checker.Valid)),
 	},
 	"redlock-clock-jump": {
 		Teaches: "Kleppmann's scenario: client 1 locks A,B,C (D,E unreachable to it); C's clock jumps forward and its " +
 			"copy expires; client 2 locks C,D,E (A,B unreachable to it) while client 1 still holds a valid-looking lock",
 		Topology: "redlock", Recipe: "redlock", Fence: "none",
 		Faults: []string{"redlock-clock-jump"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: longJob, FakeTime: true,
+		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: LongJob, FakeTime: true,
 		// A double grant, or lock-not-linearizable when the first holder's
 		// extend failed on the jumped node and its release (2 of 5) failed too:
 		// the lock was still its own when the other side was granted it.
 		Expect: "lock invalid (double grant, server-clock)",
-		expect: always(LockIs(checker.Invalid), LockViolationBy("server-clock")),
+		expect: Always(LockIs(checker.Invalid), LockViolationBy("server-clock")),
 	},
 	"redlock-restart": {
 		Teaches: "a node restarted without persistence forgets a lock it granted, and a second client gets a majority; " +
 			"with antirez's remedy (--appendfsync always, or --delayed-restart longer than the TTL) it does not",
 		Topology: "redlock", Recipe: "redlock", Fence: "none",
 		Faults: []string{"redlock-restart"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: longJob,
+		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: LongJob,
 		Expect: "lock invalid (double grant, node-restart); lock valid with AOF always or --delayed-restart > TTL",
 		expect: func(k Knobs) []Predicate {
 			if k.Persistent {
@@ -59,7 +59,7 @@ var redlockScenarios = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 5 * time.Second,
 		Job:    Job{Steps: 10, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "valid; acquires keep succeeding on the majority",
-		expect: always(ValidIs(checker.Valid), GrantsDuring("isolate-node")),
+		expect: Always(ValidIs(checker.Valid), GrantsDuring("isolate-node")),
 	},
 	"redlock-paused-client": {
 		Teaches: "a Redlock holder paused past its validity (a GC pause) wakes and writes: the lock check is valid, the " +

@@ -35,8 +35,8 @@ import (
 func reshardRun(fault string, limit time.Duration, teaches, expect string) Scenario {
 	return Scenario{
 		Teaches: teaches, Topology: "cluster", Faults: []string{fault}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: limit, Interval: 6 * time.Second, Job: longJob, Expect: expect,
-		expect: always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid), NoFenceRegression()),
+		TimeLimit: limit, Interval: 6 * time.Second, Job: LongJob, Expect: expect,
+		expect: Always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid), NoFenceRegression()),
 	}
 }
 

@@ -62,24 +62,24 @@ type Scenario struct {
 	expect Expectation
 }
 
-// short jobs: a section or two, for throughput and for lessons about expiry.
 // DefaultFaultInterval is the mean gap between faults given (run --faults,
 // a sweep's fault entries) to a scenario that has none of its own: 5 s, the
 // middle of the 3-6 s the fault scenarios use. Without it such a scenario's
 // gap is 0, and the run was refused for an --interval the user never typed.
 const DefaultFaultInterval = 5 * time.Second
 
-var shortJob = Job{Steps: 1, Think: 10 * time.Millisecond, Pause: 20 * time.Millisecond}
+// ShortJob: a section or two, for throughput and for lessons about expiry.
+var ShortJob = Job{Steps: 1, Think: 10 * time.Millisecond, Pause: 20 * time.Millisecond}
 
-// long jobs outlast a failover, renewing every TTL/3 as the Valkey 9 lock article's invoice run
+// LongJob outlasts a failover, renewing every TTL/3 as the Valkey 9 lock article's invoice run
 // does: without them the first holder finishes before the second grant.
-var longJob = Job{Steps: 60, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond}
+var LongJob = Job{Steps: 60, Think: 100 * time.Millisecond, Pause: 50 * time.Millisecond}
 
 var all = map[string]Scenario{
 	"baseline": {
 		Teaches: "no faults: the lock, the resource and the checker agree that all is well (a false alarm here is a bug)",
-		Clients: 16, Keys: 4, TTL: 2 * time.Second, TimeLimit: 30 * time.Second, Job: shortJob,
-		Expect: "valid", expect: always(ValidIs(checker.Valid)),
+		Clients: 16, Keys: 4, TTL: 2 * time.Second, TimeLimit: 30 * time.Second, Job: ShortJob,
+		Expect: "valid", expect: Always(ValidIs(checker.Valid)),
 	},
 	"failover-race": {
 		Teaches: "asynchronous replication: a lock acknowledged by a primary that dies before replicating it is granted " +
@@ -88,7 +88,7 @@ var all = map[string]Scenario{
 		// the new primary, plus the clients' reconnect): a shorter lease
 		// expires honestly before the second grant and shows nothing.
 		Faults: []string{"cut-replication"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: longJob,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: LongJob,
 		Expect: "lock invalid (double grant, failover)",
 		expect: func(k Knobs) []Predicate {
 			ps := []Predicate{LockIs(checker.Invalid), DoubleGrantBy("failover")}
@@ -111,19 +111,19 @@ var all = map[string]Scenario{
 		Teaches: "a primary restarted faster than down-after, without persistence, comes back empty and its replicas " +
 			"resync from it: every lock vanishes, even WAIT-acknowledged ones",
 		Faults: []string{"fast-restart"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 20 * time.Second, Interval: 5 * time.Second, Job: longJob,
+		TimeLimit: 20 * time.Second, Interval: 5 * time.Second, Job: LongJob,
 		Expect: "lock invalid (double grant, fast-restart)",
-		expect: always(LockIs(checker.Invalid)),
+		expect: Always(LockIs(checker.Invalid)),
 	},
 	"split-brain": {
 		Teaches: "a paused primary is replaced; resumed, it still serves the clients connected to it until Sentinel demotes it",
 		Faults:  []string{"pause-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob,
+		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: LongJob,
 		// On loopback valkey-go's Sentinel client follows +switch-master, so
 		// few clients still talk to the resumed old primary; the docker
 		// runtime's partition shows split brain more reliably.
 		Expect: "lock may be invalid (split brain)",
-		expect: always(LockIs(checker.Invalid)),
+		expect: Always(LockIs(checker.Invalid)),
 	},
 	"paused-client": {
 		Teaches: "a client paused past its TTL loses its lock honestly (the lock check stays valid) but wakes up and " +
@@ -138,9 +138,9 @@ var all = map[string]Scenario{
 		Teaches: "Valkey expires keys by its wall clock: a jump forward on the primary ends a lease early and the lock " +
 			"is granted twice",
 		Faults: []string{"clock-bump"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: longJob, FakeTime: true,
+		TimeLimit: 20 * time.Second, Interval: 4 * time.Second, Job: LongJob, FakeTime: true,
 		Expect: "lock invalid (double grant, server-clock)",
-		expect: always(LockIs(checker.Invalid), DoubleGrantBy("server-clock")),
+		expect: Always(LockIs(checker.Invalid), DoubleGrantBy("server-clock")),
 	},
 	"client-clock-skew": {
 		Teaches: "a client whose clock runs slow believes its lease lasts longer than it does and keeps writing after it expired",
@@ -168,7 +168,7 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "valid; the releases whose reply was dropped ended info",
-		expect: always(ValidIs(checker.Valid), OpEndedInfo("release")),
+		expect: Always(ValidIs(checker.Valid), OpEndedInfo("release")),
 	},
 	"cancelled-calls": {
 		Teaches: "an application cancels an acquire or a release with its reply on the wire (the command ran): the " +
@@ -178,7 +178,7 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "valid",
-		expect: always(ValidIs(checker.Valid)),
+		expect: Always(ValidIs(checker.Valid)),
 	},
 	"partition": {
 		Teaches: "a network partition cuts the primary off from Sentinels and replicas while clients still reach it: " +
@@ -189,9 +189,9 @@ var all = map[string]Scenario{
 		// replica. At 2 s a fast failover sometimes beat the expiry and the
 		// holder renewed on the promoted replica: no violation.
 		Faults: []string{"partition"}, Clients: 8, Keys: 1, TTL: 1 * time.Second,
-		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: longJob, Runtime: "docker",
+		TimeLimit: 25 * time.Second, Interval: 5 * time.Second, Job: LongJob, Runtime: "docker",
 		Expect: "lock invalid (double grant, split-brain)",
-		expect: always(LockIs(checker.Invalid), DoubleGrantBy("split-brain")),
+		expect: Always(LockIs(checker.Invalid), DoubleGrantBy("split-brain")),
 	},
 	"sql-lease-restart": {
 		Teaches: "the database's own lease lock (recipe sql-lease: a row UPDATEd in the resource's database) has no " +
@@ -200,7 +200,7 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 4 * time.Second,
 		Job:    Job{Steps: 10, Think: 50 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "lock valid (no double grant); acquires fail while the database is down",
-		expect: always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid), Unavailable()),
+		expect: Always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid), Unavailable()),
 	},
 	"skewed-replica": {
 		Teaches: "a replica whose wall clock runs ahead is promoted: SET ... PX reached it as an absolute PXAT time, so on " +
@@ -208,17 +208,17 @@ var all = map[string]Scenario{
 		// The TTL outlasts the failover so that the holder's lease is still
 		// alive when the promoted clock calls it over.
 		Faults: []string{"replica-clock-ahead"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: 30 * time.Second, Interval: 6 * time.Second, Job: longJob, FakeTime: true,
+		TimeLimit: 30 * time.Second, Interval: 6 * time.Second, Job: LongJob, FakeTime: true,
 		Expect: "lock invalid (double grant, replica-clock)",
-		expect: always(LockIs(checker.Invalid), DoubleGrantBy("replica-clock")),
+		expect: Always(LockIs(checker.Invalid), DoubleGrantBy("replica-clock")),
 	},
 	"skewed-replica-behind": {
 		Teaches: "the same failover to a replica whose clock runs behind: locks outlive their TTL there, which costs " +
 			"availability but hands no lock out twice",
 		Faults: []string{"replica-clock-behind"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: 30 * time.Second, Interval: 6 * time.Second, Job: longJob, FakeTime: true,
+		TimeLimit: 30 * time.Second, Interval: 6 * time.Second, Job: LongJob, FakeTime: true,
 		Expect: "lock valid",
-		expect: always(LockIs(checker.Valid)),
+		expect: Always(LockIs(checker.Valid)),
 	},
 	"rolling-upgrade": {
 		Teaches: "halfway through a rolling upgrade a failover promotes the replica still on Valkey 8.1: DELIFEQ is an " +
@@ -230,21 +230,21 @@ var all = map[string]Scenario{
 		// primary the first one chose, and locks granted on that one were
 		// lost (seed 1, 25 s). A lesson of its own, not this one's.
 		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
-		TimeLimit: 18 * time.Second, Interval: 5 * time.Second, Job: shortJob, OldReplica: true,
+		TimeLimit: 18 * time.Second, Interval: 5 * time.Second, Job: ShortJob, OldReplica: true,
 		Expect: "releases fail on the 8.1 primary (unknown command); the lock stays valid unless a failover nobody drove loses grants",
 		// Not "lock valid": in about one run in four (seen in CI) a Sentinel
 		// re-ran the failover seconds after the first one and promoted a
 		// second replica beside the 8.1 primary; the grants that primary had
 		// acknowledged were lost. The runner logs that failover (nobody drove
 		// it), and the violations must be blamed on it.
-		expect: always(UnknownCommandFails("DELIFEQ", "release"), LockValidOrBlamedOn("failover")),
+		expect: Always(UnknownCommandFails("DELIFEQ", "release"), LockValidOrBlamedOn("failover")),
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
 		Faults: []string{"kill-primary", "cut-replication", "resync-window", "fast-restart", "pause-primary", "pause-replicas",
 			"pause-client", "clock-bump", "clock-strobe", "skew-client"},
 		Clients: 16, Keys: 2, TTL: 3 * time.Second, TimeLimit: 60 * time.Second, Interval: 3 * time.Second,
-		Job: longJob, FakeTime: true, Expect: "depends on the seed",
+		Job: LongJob, FakeTime: true, Expect: "depends on the seed",
 	},
 }
 

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"slices"
+
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
@@ -68,7 +70,17 @@ func standFor(kind string) map[string][]string {
 		if err != nil {
 			continue
 		}
-		if fs := nemesis.StandsFor(kind, b, d); len(fs) > 0 {
+		fs := nemesis.StandsFor(kind, b, d)
+		if c, ok := d.(cluster.Compared); ok {
+			for _, row := range c.Comparisons() {
+				for _, f := range row.StandIns[kind] {
+					if !slices.Contains(fs, f) {
+						fs = append(fs, f)
+					}
+				}
+			}
+		}
+		if len(fs) > 0 {
 			out[b] = fs
 		}
 	}

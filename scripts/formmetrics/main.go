@@ -26,7 +26,7 @@ var deployments = []struct {
 	home     []string
 }{
 	{"sentinel", `(?i)sentinel`, []string{"cluster/sentinel.go", "lock/native.go"}},
-	{"standalone", `(?i)standalone`, []string{"cluster/standalone.go"}},
+	{"standalone", `(?i)standalone`, []string{"deployments/standalone/"}},
 	{"redlock", `(?i)redlock`, []string{"cluster/redlock.go", "lock/redlock.go"}},
 	{"valkey cluster", `(?i)vcluster|topologycluster|valkey cluster|"cluster"`, []string{"cluster/vcluster.go", "lock/cluster.go"}},
 	{"etcd", `(?i)etcd`, []string{"deployments/etcd/", "lock/etcdmutex.go", "lock/conformance_etcd.go"}},

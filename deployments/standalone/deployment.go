@@ -1,4 +1,9 @@
-package cluster
+// Package standalone is the single primary both seed documents start from:
+// one primary and --replicas replicas as Valkey processes on loopback, no
+// Sentinel, the clients at one service address (a forwarder in lockjepsen's
+// own process); its faults (faults.go: the operator's promotion and the
+// forced switch) and scenarios (scenarios.go).
+package standalone
 
 import (
 	"context"
@@ -6,87 +11,92 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
+	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
 )
 
-func init() { Register(4, standaloneDeployment{}) }
+func init() { cluster.Register(4, deployment{}) }
 
-// TopologyStandalone is the single-instance lock both seed documents start
+// Topology is the single-instance lock both seed documents start
 // from ("SET key token NX EX ttl is an atomic best-effort lock on a single
 // Redis"): one primary and optional replicas, no Sentinel, no automatic
 // failover. Clients reach the primary at one service address, as they would
 // through a DNS name or a virtual IP; an operator who promotes a replica
 // moves that address (Repoint), and the clients' open connections drop.
-const TopologyStandalone = "standalone"
+const Topology = "standalone"
 
 // errNoFailover answers WaitFailover: nothing promotes a replica on its own.
 var errNoFailover = errors.New("the standalone topology has no automatic failover (no Sentinel): use promote-replica, the operator's manual promotion")
 
-type standaloneDeployment struct{ valkeyDeployment }
+type deployment struct{ cluster.ValkeyBase }
 
-func (standaloneDeployment) Name() string { return TopologyStandalone }
-func (standaloneDeployment) Doc() string {
+func (deployment) Name() string { return Topology }
+func (deployment) Doc() string {
 	return "one primary and --replicas replicas, no Sentinel, no automatic failover; clients reach the primary at one service address"
 }
-func (standaloneDeployment) Banner(c Config, version string) string {
+func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: standalone, 1 primary and %d replica(s), no Sentinel, no automatic failover; clients reach the primary at one service address (Valkey %s)", c.Replicas, version)
 }
-func (standaloneDeployment) Settled() string {
+func (deployment) Settled() string {
 	return "waiting for one primary with its replicas in sync"
 }
 
 // Endpoints is the service address on the runner's runtime; a runtime made
 // without one (NewLocal, `cluster up`) hands out the first primary directly.
-func (standaloneDeployment) Endpoints(rt Runtime) Endpoints {
+func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
 	if s, ok := rt.(*standaloneLocal); ok && s.front != nil {
-		return Endpoints{Addr: s.front.addr()}
+		return cluster.Endpoints{Addr: s.front.addr()}
 	}
 	for _, n := range rt.Nodes() {
-		if n.Kind == RolePrimary {
-			return Endpoints{Addr: n.Addr}
+		if n.Kind == cluster.RolePrimary {
+			return cluster.Endpoints{Addr: n.Addr}
 		}
 	}
-	return Endpoints{}
+	return cluster.Endpoints{}
 }
-func (standaloneDeployment) Offers(need string) bool {
-	return need == NeedPrimary || need == TopologyStandalone || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
+func (deployment) Offers(need string) bool {
+	return need == cluster.NeedPrimary || need == Topology || need == cluster.NeedAny || need == cluster.NeedReplicas || need == cluster.NeedNetProxy
 }
-func (standaloneDeployment) ValidateRun(k RunKnobs) error {
+func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	if k.DelayedRestart > 0 {
 		return fmt.Errorf("--delayed-restart is a redlock-topology knob (a standalone primary comes back at once): add --topology redlock")
 	}
 	return nil
 }
-func (standaloneDeployment) Validate(c *Config) error {
-	if c.runtime() != "local" {
+func (deployment) Validate(c *cluster.Config) error {
+	if c.Runtime != "" && c.Runtime != cluster.RuntimeLocal {
 		return fmt.Errorf("--topology standalone runs on --runtime local only in this version (its service address is a forwarder in lockjepsen's own process)")
 	}
 	return nil
 }
-func (standaloneDeployment) Layout(c Config) []Node { return layoutValkey(c, 1, c.Replicas) }
-func (standaloneDeployment) NewLocal(c Config, bins Binaries) (Runtime, error) {
-	l, err := NewLocal(c, bins)
+func (deployment) Layout(c cluster.Config) []cluster.Node {
+	return cluster.LayoutValkey(c, 1, c.Replicas)
+}
+func (deployment) NewLocal(c cluster.Config, bins cluster.Binaries) (cluster.Runtime, error) {
+	l, err := cluster.NewLocal(c, bins)
 	if err != nil {
 		return nil, err
 	}
 	return &standaloneLocal{Local: l}, nil
 }
-func (standaloneDeployment) up(ctx context.Context, l *Local) error { return l.upReplicated(ctx) }
+func (deployment) Start(ctx context.Context, l *cluster.Local) error { return l.UpReplicated(ctx) }
 
 // Comparisons is the standalone row of the comparison of lock services
 // (Compared): the native lock on the one primary, fenced by INCR; its
 // failover is the operator's promotion (promote-replica), its clock jump
 // the primary's (clock-bump).
-func (standaloneDeployment) Comparisons() []Comparison {
-	return []Comparison{{Name: "standalone-fence", Recipe: "native", Fence: "read-write",
-		Note: "one primary and 2 replicas, no Sentinel, fence read-write from INCR; the failover is an operator's promotion (--topology standalone --fence read-write)"}}
+func (deployment) Comparisons() []cluster.Comparison {
+	return []cluster.Comparison{{Name: "standalone-fence", Recipe: "native", Fence: "read-write",
+		Note:     "one primary and 2 replicas, no Sentinel, fence read-write from INCR; the failover is an operator's promotion (--topology standalone --fence read-write)",
+		StandIns: map[string][]string{"clock-jump": {"clock-bump"}}}}
 }
 
 // readyOnce: one live node answers as primary and every other live node
 // replicates it with its link up.
-func (standaloneDeployment) readyOnce(ctx context.Context, l *Local) error {
-	p, err := l.rolePrimary(ctx)
+func (deployment) ReadyOnce(ctx context.Context, l *cluster.Local) error {
+	p, err := l.PrimaryByRole(ctx)
 	if err != nil {
 		return err
 	}
@@ -94,7 +104,7 @@ func (standaloneDeployment) readyOnce(ctx context.Context, l *Local) error {
 		if n.Name == p.Name || n.PID == 0 || n.Paused {
 			continue
 		}
-		ri, err := l.adm.info(ctx, n.Addr, "replication")
+		ri, err := l.Info(ctx, n.Addr, "replication")
 		if err != nil {
 			return err
 		}
@@ -107,55 +117,22 @@ func (standaloneDeployment) readyOnce(ctx context.Context, l *Local) error {
 
 // primary is the one live node that answers as a primary: nobody else names
 // it, so its own word is all there is.
-func (standaloneDeployment) primary(ctx context.Context, l *Local) (Node, error) {
-	return l.rolePrimary(ctx)
+func (deployment) FindPrimary(ctx context.Context, l *cluster.Local) (cluster.Node, error) {
+	return l.PrimaryByRole(ctx)
 }
-func (standaloneDeployment) waitFailover(context.Context, *Local, string) (Node, error) {
-	return Node{}, errNoFailover
-}
-
-// rolePrimary finds the one live, unpaused data node whose INFO says
-// role:master.
-func (l *Local) rolePrimary(ctx context.Context) (Node, error) {
-	var found []Node
-	for _, n := range l.ValkeyNodes() {
-		if n.PID == 0 || n.Paused {
-			continue
-		}
-		if inf, err := l.adm.info(ctx, n.Addr, "replication"); err == nil && inf["role"] == "master" {
-			found = append(found, n)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return Node{}, fmt.Errorf("no live node answers as primary")
-	}
-	var names []string
-	for _, n := range found {
-		names = append(names, n.Name)
-	}
-	return Node{}, fmt.Errorf("%s all answer as primary", strings.Join(names, ", "))
-}
-
-// Repointer is a runtime whose clients reach the primary at a service
-// address the operator can move (the standalone topology).
-type Repointer interface {
-	// Repoint sends new connections to node and drops the open ones, as a
-	// moved virtual IP does: each client reconnects to node.
-	Repoint(node string) error
+func (deployment) AwaitFailover(context.Context, *cluster.Local, string) (cluster.Node, error) {
+	return cluster.Node{}, errNoFailover
 }
 
 // standaloneLocal is the local runtime with the service address in front.
 type standaloneLocal struct {
-	*Local
+	*cluster.Local
 	front *frontDoor
 }
 
 var (
-	_ Runtime   = (*standaloneLocal)(nil)
-	_ Repointer = (*standaloneLocal)(nil)
+	_ cluster.Runtime   = (*standaloneLocal)(nil)
+	_ cluster.Repointer = (*standaloneLocal)(nil)
 )
 
 // Up starts the nodes, then opens the service address on the first primary.
@@ -198,7 +175,7 @@ func (s *standaloneLocal) Repoint(node string) error {
 
 // clientAddr is where the service address forwards to reach n: its client
 // proxy with --net-proxy (the announced one carries replication), else n.
-func (s *standaloneLocal) clientAddr(n Node) string {
+func (s *standaloneLocal) clientAddr(n cluster.Node) string {
 	if c, ok := s.DialMap()[n.Reach()]; ok {
 		return c
 	}
@@ -208,6 +185,10 @@ func (s *standaloneLocal) clientAddr(n Node) string {
 // frontDoor forwards each connection on a loopback port to the current
 // target. It is the service address, not a network fault: it adds nothing
 // to a connection but a copy in each direction.
+// dialTimeout bounds the forwarder's dial of the primary, as the
+// harness's own commands are bounded.
+const dialTimeout = 2 * time.Second
+
 type frontDoor struct {
 	ln     net.Listener
 	mu     sync.Mutex
@@ -242,7 +223,7 @@ func (f *frontDoor) forward(c net.Conn) {
 	f.mu.Lock()
 	target := f.target
 	f.mu.Unlock()
-	u, err := net.DialTimeout("tcp", target, commandDeadline)
+	u, err := net.DialTimeout("tcp", target, dialTimeout)
 	if err != nil {
 		c.Close() // the client sees what a dead primary gives it
 		return
@@ -307,8 +288,8 @@ func (f *frontDoor) close() {
 }
 
 // ClientTestLayout: the primary alone.
-func (standaloneDeployment) ClientTestLayout(c *Config) { c.Replicas = 0 }
+func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas = 0 }
 
-func (standaloneDeployment) ClientTestHooks(_ context.Context, rt Runtime, _ Endpoints) ClientTestHooks {
-	return ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, no Sentinel)", rt.Version())}
+func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, _ cluster.Endpoints) cluster.ClientTestHooks {
+	return cluster.ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, no Sentinel)", rt.Version())}
 }
