@@ -69,3 +69,9 @@ func sentinelConf(c *Config, n *Node, port int, primary string) string {
 func writeFile(path, content string) error {
 	return runfolder.Replace(path, []byte(content), 0o644)
 }
+
+// ValkeyConf is the config every Valkey node of a run starts with, for a
+// deployment outside this package that adds lines of its own.
+func ValkeyConf(c *Config, n *Node, port int, replicaOf string) string {
+	return valkeyConf(c, n, port, replicaOf)
+}

@@ -65,7 +65,7 @@ type Config struct {
 	// Members is the number of members of a consensus topology (MemberLayout).
 	Members int `json:"members,omitempty"`
 	// Shards is the number of primaries of the cluster topology (Valkey
-	// Cluster), each with Replicas replicas; see vcluster.go.
+	// Cluster), each with Replicas replicas; see deployments/valkeycluster.
 	Shards int `json:"shards,omitempty"`
 
 	// Opts are the options of a deployment that owns flags of its own
@@ -246,3 +246,8 @@ func (c *Config) validateOpts() error {
 	}
 	return nil
 }
+
+// DefaultShards is the cluster topology's 3 shards: the fewest with which
+// the other primaries still form a majority to elect a replica when one
+// primary dies.
+const DefaultShards = 3

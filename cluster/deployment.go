@@ -138,6 +138,9 @@ type ValkeyDeployment interface {
 	Meshed() bool
 	// LayoutDocker lays out the docker runtime's containers.
 	LayoutDocker(d *Docker)
+	// BusPorts: each node also listens on its port + 10000 (Valkey
+	// Cluster's bus), which must be free too.
+	BusPorts() bool
 }
 
 // Endpoints is how clients reach a deployment; runner copies it into the
@@ -162,8 +165,8 @@ type Endpoints struct {
 // dialMapper is a runtime with client proxies (--net-proxy).
 type dialMapper interface{ DialMap() map[string]string }
 
-// dialMapOf is rt's dial map, nil when it has none.
-func dialMapOf(rt Runtime) map[string]string {
+// DialMapOf is rt's dial map, nil when it has none.
+func DialMapOf(rt Runtime) map[string]string {
 	if d, ok := rt.(dialMapper); ok {
 		return d.DialMap()
 	}
@@ -274,4 +277,5 @@ func (ValkeyBase) NewLocal(c Config, bins Binaries) (Runtime, error) {
 	return newLocal(c, bins)
 }
 func (ValkeyBase) RejoinsAsReplica() bool { return true }
+func (ValkeyBase) BusPorts() bool         { return false }
 func (ValkeyBase) LayoutDocker(d *Docker) { d.layoutValkey() }

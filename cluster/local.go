@@ -82,7 +82,7 @@ func newLocal(cfg Config, bins Binaries) (Runtime, error) {
 // allocateNodePorts picks the nodes' ports; a Valkey Cluster node's bus port
 // (+10000) must be free too.
 func allocateNodePorts(cfg Config, n int) ([]int, error) {
-	if cfg.Deployment().Offers(TopologyCluster) {
+	if cfg.valkey().BusPorts() {
 		return allocateClusterPorts(cfg.BasePort, n)
 	}
 	return allocatePorts(cfg.BasePort, n)
@@ -687,4 +687,28 @@ func (l *Local) PrimaryByRole(ctx context.Context) (Node, error) {
 // Info returns INFO <section> of the node at addr as a field map.
 func (l *Local) Info(ctx context.Context, addr, section string) (map[string]string, error) {
 	return l.adm.info(ctx, addr, section)
+}
+
+// What a Valkey deployment outside this package starts its nodes with
+// (deployments/valkeycluster writes its own config and joins its nodes).
+
+// StartNode starts the node's process with the config in its directory.
+func (l *Local) StartNode(name string) error { return l.start(name) }
+
+// SaveState writes the runtime's state file (what `cluster down` reads).
+func (l *Local) SaveState() error { return l.saveState() }
+
+// WaitPing waits until the server at addr answers PING.
+func (l *Local) WaitPing(ctx context.Context, addr string) error { return l.waitPing(ctx, addr) }
+
+// WriteOffset sets the libfaketime offset n starts with (--fake-time).
+func (l *Local) WriteOffset(n Node, offset string) error { return l.writeOffset(n, offset) }
+
+// NodeByAddr is the node one of whose addresses is addr.
+func (l *Local) NodeByAddr(addr string) (Node, bool) { return l.nodeByAddr(addr) }
+
+// Do runs one command on the server at addr through the harness's own
+// connection.
+func (l *Local) Do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
+	return l.adm.do(ctx, addr, args...)
 }

@@ -46,7 +46,7 @@ func (redlockDeployment) Settled() string { return "waiting for every node to an
 // answering PING is the whole wait.
 func (redlockDeployment) Replicated() bool { return false }
 func (redlockDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{Addrs: Addrs(rt), DialMap: dialMapOf(rt)}
+	return Endpoints{Addrs: Addrs(rt), DialMap: DialMapOf(rt)}
 }
 func (redlockDeployment) Offers(need string) bool {
 	return need == TopologyRedlock || need == NeedAny || need == NeedNetProxy

@@ -139,3 +139,37 @@ type Repointer interface {
 	// moved virtual IP does: each client reconnects to node.
 	Repoint(node string) error
 }
+
+// Shard is the primary and replicas serving one slot, as one node sees it.
+type Shard struct {
+	Slot     int    `json:"slot"`
+	Primary  Node   `json:"primary"`
+	Replicas []Node `json:"replicas"`
+	// Failing: the node asked flags the primary fail or fail?.
+	Failing bool `json:"failing,omitempty"`
+}
+
+// Sharded is a runtime whose topology has shards: the nemesis asks it for
+// the shard that owns the lock key's slot.
+type Sharded interface {
+	Shard(ctx context.Context, key string) (Shard, error)
+}
+
+// ShardFinder is a Valkey deployment with shards (Valkey Cluster): Local
+// is Sharded through it, whoever holds the Local (a run, `cluster up`, a
+// test).
+type ShardFinder interface {
+	Shard(ctx context.Context, l *Local, key string) (Shard, error)
+}
+
+var _ Sharded = (*Local)(nil)
+
+// Shard asks the deployment which primary owns key's slot, and which
+// replicas follow that primary.
+func (l *Local) Shard(ctx context.Context, key string) (Shard, error) {
+	f, ok := l.cfg.Deployment().(ShardFinder)
+	if !ok {
+		return Shard{}, fmt.Errorf("the %s topology has no shards", l.cfg.TopologyName())
+	}
+	return f.Shard(ctx, l, key)
+}

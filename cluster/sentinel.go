@@ -26,7 +26,7 @@ func (sentinelDeployment) Banner(c Config, version string) string {
 }
 func (sentinelDeployment) Settled() string { return "waiting for one primary with replicas in sync" }
 func (sentinelDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{Sentinels: rt.SentinelAddrs(), MasterSet: MasterName, DialMap: dialMapOf(rt)}
+	return Endpoints{Sentinels: rt.SentinelAddrs(), MasterSet: MasterName, DialMap: DialMapOf(rt)}
 }
 func (sentinelDeployment) Offers(need string) bool {
 	return need == NeedPrimary || need == NeedFailover || need == NeedAny || need == NeedReplicas || need == NeedNetProxy

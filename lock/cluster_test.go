@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRecipesOnCluster(t *testing.T) {
 	ctx, vc := upValkeyCluster(t)
 	lc := Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true}
-	vd, err := cluster.Lookup(cluster.TopologyCluster)
+	vd, err := cluster.Lookup(valkeycluster.Topology)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestRecipesOnCluster(t *testing.T) {
 		t.Fatalf("capability check over the cluster client: %v", err)
 	}
 	l := open(t, lc)
-	key, tok := cluster.LockKey, NewToken()
+	key, tok := valkeycluster.LockKey, NewToken()
 	fence, r := l.Acquire(ctx, key, tok, 5*time.Second)
 	mustOutcome(t, "fenced acquire", r, history.OK)
 	if fence != 1 {
@@ -42,7 +43,7 @@ func TestRecipesOnCluster(t *testing.T) {
 	mustOutcome(t, "second acquire", r, history.Fail)
 	// Another key, another shard: the client routes it by its own slot.
 	if f, r := l.Acquire(ctx, "lock:{job-2}", NewToken(), 5*time.Second); !r.Ok() || f != 1 {
-		t.Fatalf("lock:{job-2} (slot %d): fence %d, %v", cluster.KeySlot("lock:{job-2}"), f, r.Err)
+		t.Fatalf("lock:{job-2} (slot %d): fence %d, %v", valkeycluster.KeySlot("lock:{job-2}"), f, r.Err)
 	}
 
 	// A graceful failover moves the slot; the client's next command goes to
@@ -86,7 +87,7 @@ func upValkeyCluster(t *testing.T) (context.Context, *cluster.Local) {
 		t.Fatal(err)
 	}
 	cfg := cluster.Defaults()
-	cfg.Dir, cfg.Topology, cfg.Replicas = t.TempDir(), cluster.TopologyCluster, 1
+	cfg.Dir, cfg.Topology, cfg.Replicas = t.TempDir(), valkeycluster.Topology, 1
 	vc, err := cluster.NewLocal(cfg, bins)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestRecipesDuringSlotMigration(t *testing.T) {
 	// pinned to one node, which follows a redirect only because the recipe
 	// sends it on again (basic.Acquire).
 	lw := open(t, Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true, Wait: WaitOpt{Replicas: 1, TimeoutMs: 1000}})
-	key, slot := cluster.LockKey, strconv.Itoa(cluster.KeySlot(cluster.LockKey))
+	key, slot := valkeycluster.LockKey, strconv.Itoa(valkeycluster.KeySlot(valkeycluster.LockKey))
 	cmd := func(node string, args ...string) string {
 		t.Helper()
 		out, err := vc.Command(ctx, node, args...)
@@ -126,7 +127,7 @@ func TestRecipesDuringSlotMigration(t *testing.T) {
 	}
 	ids := map[string]string{}
 	var primaries []string
-	for _, v := range cluster.ParseClusterNodes(cmd(sh.Primary.Name, "CLUSTER", "NODES")) {
+	for _, v := range valkeycluster.ParseClusterNodes(cmd(sh.Primary.Name, "CLUSTER", "NODES")) {
 		for _, n := range vc.Nodes() {
 			if n.Addr == v.Addr {
 				ids[n.Name] = v.ID

@@ -12,8 +12,8 @@ import (
 	"github.com/lockjepsen/lockjepsen/marks"
 )
 
-// failoverSpan covers detection (down-after), election and the old node's rejoin.
-func failoverSpan(_ Step, p PlanParams) time.Duration { return p.DownAfter + 5*time.Second }
+// FailoverSpan covers detection (down-after), election and the old node's rejoin.
+func FailoverSpan(_ Step, p PlanParams) time.Duration { return p.DownAfter + 5*time.Second }
 
 // failoverAndRejoin waits for Sentinel to promote a replica away from old,
 // logs it, and restarts old as a replica of the new primary.
@@ -40,7 +40,7 @@ var faultKillPrimary = &Fault{
 	Marks:    []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
 	Doc:      "SIGKILL the primary; Sentinel promotes a replica; the old primary rejoins as a replica",
 	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	Span:     FailoverSpan,
 	Inject:   runKillPrimary,
 }
 
@@ -68,7 +68,7 @@ var faultCutReplication = &Fault{
 	Doc: "the failover race: pause the replicas, drop their links, let a client acquire on the primary alone, " +
 		"SIGKILL the primary, resume the replicas 50ms later; the promoted replica never saw the lock",
 	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	Span:     FailoverSpan,
 	Inject:   runCutReplication,
 }
 
@@ -90,8 +90,8 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	// With long jobs a new grant comes only when a holder finishes; wait for
 	// one, or the kill would lose nothing. Under a setting that asks for a
 	// replica none can come: the wait ends at the guard's first refusal
-	// (awaitGrantAlone), and the primary is killed all the same.
-	got, closed, err := awaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, closedAlone)
+	// (AwaitGrantAlone), and the primary is killed all the same.
+	got, closed, err := AwaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, ClosedAlone)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func PromoteReplica(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	logf(env, "promote-replica", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
-	got, _, err := awaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, closedAlone)
+	got, _, err := AwaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, ClosedAlone)
 	if err != nil {
 		return err
 	}
@@ -246,16 +246,16 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 // linked (fast-restart, partition) end at no refusal: there a WAIT shortfall
 // is a slow acknowledgement, and the next grant may well pass.
 var (
-	closedAlone  = []string{GuardNoReplicas, GuardWait, GuardWaitAOF}
+	ClosedAlone  = []string{GuardNoReplicas, GuardWait, GuardWaitAOF}
 	closedWindow = []string{GuardWait, GuardWaitAOF}
 )
 
-// awaitGrantAlone waits up to timeout for an acquire granted after `after` on
+// AwaitGrantAlone waits up to timeout for an acquire granted after `after` on
 // a primary whose replicas the fault cut off, and ends early at the first
 // acquire the replication guard refused for one of the closing reasons,
 // which it logs as the opportunity closed by the setting (logClosed). An
 // error only when ctx ends.
-func awaitGrantAlone(ctx context.Context, env Env, primary string, after int64, timeout time.Duration, closing []string) (granted, closed bool, err error) {
+func AwaitGrantAlone(ctx context.Context, env Env, primary string, after int64, timeout time.Duration, closing []string) (granted, closed bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	granted, r := env.AwaitGrant(actx, after, closing)
 	cancel()

@@ -24,9 +24,7 @@ var catalog = append([]*Fault{
 	faultMemoryPressure, faultMemoryPressureDedicated, faultPausePrimary,
 	faultPauseClient, faultClockBump, faultSkewClient, faultStarveRenewals, faultPartition,
 	faultKillNode, faultCrashNode, faultPauseNode, faultClockBumpNode,
-	faultRedlockClockJump, faultRedlockRestart, faultPartitionMinority, faultClusterKillPrimary,
-	faultClusterCutReplication, faultClusterFailover, faultClusterFailoverForce, faultClusterTakeover,
-	faultMigrateSlot, faultMigrateSlotAtomic, faultCrashClient, faultKillHolder,
+	faultRedlockClockJump, faultRedlockRestart, faultPartitionMinority, faultCrashClient, faultKillHolder,
 	faultCancelAcquire, faultCancelRelease, faultDropReleaseReply,
 	faultReplicaClockAhead, faultReplicaClockBehind, faultRestartDB,
 }, networkFaults...)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/cluster/clustertest"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -18,27 +19,9 @@ import (
 // it the detached replica refused the diverging write, and every
 // resync-window trial of those sweep cells ended with no verdict).
 func TestForceFullSync(t *testing.T) {
-	bins, err := cluster.FindBinaries()
-	if err != nil {
-		t.Fatalf("find Valkey (run 'make setup'): %v", err)
-	}
-	cfg := cluster.Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.MinReplicasToWrite = 1
-	l, err := cluster.NewLocal(cfg, bins)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := clustertest.Up(t, func(c *cluster.Config) { c.MinReplicasToWrite = 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := l.Up(ctx); err != nil {
-		t.Fatalf("Up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("Down: %v", err)
-		}
-	})
 	p, err := l.Primary(ctx)
 	if err != nil {
 		t.Fatal(err)

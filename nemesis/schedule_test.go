@@ -167,7 +167,7 @@ func TestPlanAtRepeatsARecordedSchedule(t *testing.T) {
 func TestPlanAtErrors(t *testing.T) {
 	p := params(1, "cut-replication")
 	p.TimeLimit = 25 * time.Second
-	span := failoverSpan(Step{}, p) // 6 s with a 1 s down-after
+	span := FailoverSpan(Step{}, p) // 6 s with a 1 s down-after
 	tests := []struct {
 		name string
 		at   string

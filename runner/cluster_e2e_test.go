@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -13,7 +13,7 @@ import (
 // (cluster-enabled, failover by the cluster bus), real client processes on
 // valkey-go's cluster client, the real resource. Each fault targets the
 // shard that owns lock:{job-1}'s slot. The expectations are the scenarios'
-// own (scenario/cluster.go).
+// own (deployments/valkeycluster/scenarios.go).
 func TestClusterScenarios(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -32,7 +32,7 @@ func TestClusterScenarios(t *testing.T) {
 		{"graceful-failover", "cluster-graceful-failover", nil, 0, nil},
 		// The same with TAKEOVER: no catch-up, the grant is lost.
 		{"takeover", "cluster-failover-race", []string{"cluster-takeover"}, 1, nil},
-		// The lock key's slot moved while held (scenario/reshard.go): valid,
+		// The lock key's slot moved while held (deployments/valkeycluster): valid,
 		// the holder renewed across the move, and in the legacy window the
 		// fenced acquires were refused.
 		{"reshard-legacy", "cluster-reshard-legacy", nil, 0, slotMoved("migrate-slot", "slot-keys-migrated", "EXEC without MULTI")},
@@ -46,7 +46,7 @@ func TestClusterScenarios(t *testing.T) {
 					c.Faults = tt.faults
 				}
 			})
-			if cfg.Cluster.TopologyName() != cluster.TopologyCluster || cfg.Cluster.Shards != 3 || cfg.Cluster.Replicas != 1 {
+			if cfg.Cluster.TopologyName() != valkeycluster.Topology || cfg.Cluster.Shards != 3 || cfg.Cluster.Replicas != 1 {
 				t.Fatalf("scenario %s runs on topology %q, %d shards of %d replicas; want cluster, 3 of 1", tt.scenario, cfg.Cluster.Topology, cfg.Cluster.Shards, cfg.Cluster.Replicas)
 			}
 			expectLesson(t, cfg, tt.exit)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
@@ -57,4 +58,34 @@ func Start(name string) (_ *cluster.Local, _ func(), err error) {
 		fmt.Fprintln(os.Stderr, "cluster up failed, retrying:", err)
 	}
 	return l, func() { l.Down(); os.RemoveAll(dir); release() }, nil
+}
+
+// Up brings up the default topology, changed by mutate, in t's temporary
+// directory for one test, and takes it down when the test ends.
+func Up(t testing.TB, mutate func(*cluster.Config)) *cluster.Local {
+	t.Helper()
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		t.Fatalf("find Valkey (run 'make setup'): %v", err)
+	}
+	cfg := cluster.Defaults()
+	cfg.Dir = t.TempDir()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	l, err := cluster.NewLocal(cfg, bins)
+	if err != nil {
+		t.Fatalf("NewLocal: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := l.Up(ctx); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("Down: %v", err)
+		}
+	})
+	return l
 }

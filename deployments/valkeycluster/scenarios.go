@@ -1,14 +1,38 @@
-package scenario
+package valkeycluster
 
 import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
+// Valkey Cluster's lessons (--topology cluster: 3 shards of a primary and a
+// replica, failover by the cluster bus, no Sentinel). Every fault targets
+// the shard that owns lock:{job-1}'s slot.
+var scenarios = map[string]scenario.Scenario{
+	"cluster-failover-race": {
+		Teaches: "Valkey Cluster keeps Sentinel's failover race: a grant the lock key's shard primary acknowledged " +
+			"before its replica copied it is lost when the cluster bus promotes that replica, which grants the lock again",
+		Topology: Topology,
+		// As failover-race: the TTL outlasts the failover (cluster-node-timeout
+		// 1 s, then the election) and the jobs outlast the TTL.
+		Faults: []string{"cluster-cut-replication"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: scenario.LongJob,
+		Expect: "lock invalid (double grant, failover)",
+	},
+	"cluster-graceful-failover": {
+		Teaches: "the same cut and fresh grant, then a graceful CLUSTER FAILOVER: the replica catches up with the " +
+			"primary before it takes over, so no grant is lost (FORCE and TAKEOVER do not wait: --faults cluster-takeover)",
+		Topology: Topology,
+		Faults:   []string{"cluster-failover"}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
+		TimeLimit: 25 * time.Second, Interval: 6 * time.Second, Job: scenario.LongJob,
+		Expect: "lock valid (no double grant)",
+	},
+}
+
 // Resharding under a held lock (--topology cluster): the lock key's slot
-// moves to the next shard while a client holds the lock and renews it. They
-// join the table in scenario.go.
+// moves to the next shard while a client holds the lock and renews it.
 //
 // Measured over seeds 1-10 (scripts/reproduction-rates.sh) before these
 // expectations were written:
@@ -32,15 +56,14 @@ import (
 // stall, fixed in checker/sections.go; re-checked, it is valid.)
 // reshardRun is the shape both share: the cluster-failover scenarios' clients
 // and long jobs, so that the holder at the move renews across it.
-func reshardRun(fault string, limit time.Duration, teaches, expect string) Scenario {
-	return Scenario{
-		Teaches: teaches, Topology: "cluster", Faults: []string{fault}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
-		TimeLimit: limit, Interval: 6 * time.Second, Job: LongJob, Expect: expect,
-		expect: Always(LockIs(checker.Valid), NoDoubleGrant(), ResourceIs(checker.Valid), NoFenceRegression()),
+func reshardRun(fault string, limit time.Duration, teaches, expect string) scenario.Scenario {
+	return scenario.Scenario{
+		Teaches: teaches, Topology: Topology, Faults: []string{fault}, Clients: 8, Keys: 1, TTL: 6 * time.Second,
+		TimeLimit: limit, Interval: 6 * time.Second, Job: scenario.LongJob, Expect: expect,
 	}
 }
 
-var reshardScenarios = map[string]Scenario{
+var reshardScenarios = map[string]scenario.Scenario{
 	// 30 s: the window of 1.5-2 TTLs and its close fit once after the warm-up.
 	"cluster-reshard-legacy": reshardRun("migrate-slot", 30*time.Second,
 		"legacy resharding of the lock key's slot (SETSLOT MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE) while "+
@@ -54,7 +77,14 @@ var reshardScenarios = map[string]Scenario{
 }
 
 func init() {
-	for k, v := range reshardScenarios {
-		all[k] = v
-	}
+	valid := scenario.Always(scenario.LockIs(checker.Valid), scenario.NoDoubleGrant(), scenario.ResourceIs(checker.Valid))
+	reshard := scenario.Always(scenario.LockIs(checker.Valid), scenario.NoDoubleGrant(), scenario.ResourceIs(checker.Valid), scenario.NoFenceRegression())
+	scenario.Register(scenarios, map[string]scenario.Expectation{
+		"cluster-failover-race":     scenario.GrantLostInFailover,
+		"cluster-graceful-failover": valid,
+	})
+	scenario.Register(reshardScenarios, map[string]scenario.Expectation{
+		"cluster-reshard-legacy": reshard,
+		"cluster-reshard-atomic": reshard,
+	})
 }

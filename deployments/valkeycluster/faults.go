@@ -1,4 +1,4 @@
-package nemesis
+package valkeycluster
 
 import (
 	"context"
@@ -10,12 +10,9 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/marks"
+	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/truetime"
 )
-
-// TopologyCluster is the Needs.Topology of the faults that act on Valkey
-// Cluster's shards: each targets the shard that owns the lock key's slot
-// (cluster.LockKey, the first lock key of a run).
-const TopologyCluster = cluster.TopologyCluster
 
 // The manual failovers CLUSTER FAILOVER can ask a replica for.
 const (
@@ -35,9 +32,9 @@ func lockShard(ctx context.Context, c cluster.Runtime) (cluster.Shard, error) {
 	if !ok {
 		return cluster.Shard{}, fmt.Errorf("this runtime has no shards: the cluster faults need --topology cluster")
 	}
-	sh, err := sc.Shard(ctx, cluster.LockKey)
+	sh, err := sc.Shard(ctx, LockKey)
 	if err != nil {
-		return sh, fmt.Errorf("the shard of %s: %w", cluster.LockKey, err)
+		return sh, fmt.Errorf("the shard of %s: %w", LockKey, err)
 	}
 	var live []cluster.Node
 	for _, r := range sh.Replicas {
@@ -47,7 +44,7 @@ func lockShard(ctx context.Context, c cluster.Runtime) (cluster.Shard, error) {
 	}
 	sh.Replicas = live
 	if len(live) == 0 {
-		return sh, fmt.Errorf("the shard of %s (primary %s) has no live replica to promote", cluster.LockKey, sh.Primary.Name)
+		return sh, fmt.Errorf("the shard of %s (primary %s) has no live replica to promote", LockKey, sh.Primary.Name)
 	}
 	return sh, nil
 }
@@ -56,7 +53,7 @@ func lockShard(ctx context.Context, c cluster.Runtime) (cluster.Shard, error) {
 // (CLIENT KILL TYPE replica on the primary), then waits for a client to be
 // granted the lock on the primary alone: the same moment cut-replication
 // waits for on the Sentinel topology. It returns the heal (SIGCONT).
-func cutShard(ctx context.Context, env Env, sh cluster.Shard) (resume func() error, granted bool, err error) {
+func cutShard(ctx context.Context, env nemesis.Env, sh cluster.Shard) (resume func() error, granted bool, err error) {
 	c := env.Cluster()
 	resume = func() error {
 		for _, r := range sh.Replicas {
@@ -78,14 +75,14 @@ func cutShard(ctx context.Context, env Env, sh cluster.Shard) (resume func() err
 	}
 	logf(env, "cluster-cut-replication", sh.Primary.Name, cluster.RolePrimary,
 		"slot %d (%s) is served by %s; paused its %d replica(s) (%s) and dropped their links: %s acknowledges writes nobody copies",
-		sh.Slot, cluster.LockKey, sh.Primary.Name, len(sh.Replicas), nodeNames(sh.Replicas), sh.Primary.Name)
-	got, _, err := awaitGrantAlone(ctx, env, sh.Primary.Name, nowTrue(), 2*env.TTL()+2*time.Second, closedAlone)
+		sh.Slot, LockKey, sh.Primary.Name, len(sh.Replicas), nodeNames(sh.Replicas), sh.Primary.Name)
+	got, _, err := nemesis.AwaitGrantAlone(ctx, env, sh.Primary.Name, truetime.Now(), 2*env.TTL()+2*time.Second, nemesis.ClosedAlone)
 	if err != nil {
 		_ = resume()
 		return nil, false, err
 	}
 	// Let the lucky holder settle into its job before the shard changes hands.
-	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
+	if err := nemesis.Sleep(ctx, 100*time.Millisecond); err != nil {
 		_ = resume()
 		return nil, false, err
 	}
@@ -103,31 +100,31 @@ func nodeNames(ns []cluster.Node) string {
 // awaitShardFailover waits until a node other than old serves the lock
 // key's slot as primary, and logs the observation the checker and the
 // sweep count (history.NFailover).
-func awaitShardFailover(ctx context.Context, env Env, old cluster.Node, how string) (cluster.Node, error) {
+func awaitShardFailover(ctx context.Context, env nemesis.Env, old cluster.Node, how string) (cluster.Node, error) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	np, err := env.Cluster().WaitFailover(wctx, old.Name)
 	if err != nil {
 		return np, err
 	}
-	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s now serves slot %d; %s was its primary", how, np.Name, cluster.KeySlot(cluster.LockKey), old.Name)
+	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s now serves slot %d; %s was its primary", how, np.Name, KeySlot(LockKey), old.Name)
 	return np, nil
 }
 
-var faultClusterKillPrimary = &Fault{
+var faultClusterKillPrimary = &nemesis.Fault{
 	Name:     "cluster-kill-primary",
-	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-	Marks:    []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
+	Marks:    []nemesis.Mark{{Event: "kill", Heal: "restart", Cause: nemesis.CauseFailover}},
 	Doc:      "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	PlanStep: func(*rand.Rand, nemesis.PlanParams) nemesis.Step { return nemesis.Step{} },
+	Span:     nemesis.FailoverSpan,
 	Inject:   runClusterKillPrimary,
 }
 
 // runClusterKillPrimary: SIGKILL the shard's primary; the cluster bus
 // promotes a replica once the other primaries flag it failed; the old
 // primary restarts with its nodes.conf and rejoins as a replica.
-func runClusterKillPrimary(ctx context.Context, env Env, _ Step) error {
+func runClusterKillPrimary(ctx context.Context, env nemesis.Env, _ nemesis.Step) error {
 	sh, err := lockShard(ctx, env.Cluster())
 	if err != nil {
 		return err
@@ -135,7 +132,7 @@ func runClusterKillPrimary(ctx context.Context, env Env, _ Step) error {
 	return killShardPrimary(ctx, env, sh, "")
 }
 
-func killShardPrimary(ctx context.Context, env Env, sh cluster.Shard, why string) error {
+func killShardPrimary(ctx context.Context, env nemesis.Env, sh cluster.Shard, why string) error {
 	c := env.Cluster()
 	p := sh.Primary
 	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d%s", p.Name, p.PID, sh.Slot, why)
@@ -145,7 +142,7 @@ func killShardPrimary(ctx context.Context, env Env, sh cluster.Shard, why string
 	return rejoinAfter(ctx, env, p, "the cluster bus promoted a replica")
 }
 
-func rejoinAfter(ctx context.Context, env Env, p cluster.Node, how string) error {
+func rejoinAfter(ctx context.Context, env nemesis.Env, p cluster.Node, how string) error {
 	np, err := awaitShardFailover(ctx, env, p, how)
 	if err != nil {
 		return err
@@ -159,15 +156,15 @@ func rejoinAfter(ctx context.Context, env Env, p cluster.Node, how string) error
 	return nil
 }
 
-var faultClusterCutReplication = &Fault{
+var faultClusterCutReplication = &nemesis.Fault{
 	Name:     "cluster-cut-replication",
 	Kind:     "failover",
-	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: CauseFailover}},
+	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
+	Marks: []nemesis.Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: nemesis.CauseFailover, Moment: marks.MomentGrant}, {Event: "kill", Heal: "restart", Cause: nemesis.CauseFailover}},
 	Doc: "(cluster) the failover race on the lock key's shard: pause its replicas, drop their links, await a fresh grant, " +
 		"SIGKILL its primary, resume the replicas; the cluster bus elects a replica that never saw the lock",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	PlanStep: func(*rand.Rand, nemesis.PlanParams) nemesis.Step { return nemesis.Step{} },
+	Span:     nemesis.FailoverSpan,
 	Inject:   runClusterCutReplication,
 }
 
@@ -176,7 +173,7 @@ var faultClusterCutReplication = &Fault{
 // the primary SIGKILLed, the replicas resumed 50 ms later. The other
 // primaries flag it failed after cluster-node-timeout and elect a replica
 // that never saw the grant.
-func runClusterCutReplication(ctx context.Context, env Env, _ Step) error {
+func runClusterCutReplication(ctx context.Context, env nemesis.Env, _ nemesis.Step) error {
 	sh, err := lockShard(ctx, env.Cluster())
 	if err != nil {
 		return err
@@ -191,43 +188,43 @@ func runClusterCutReplication(ctx context.Context, env Env, _ Step) error {
 		_ = resume()
 		return err
 	}
-	_ = Sleep(ctx, 50*time.Millisecond)
+	_ = nemesis.Sleep(ctx, 50*time.Millisecond)
 	if err := resume(); err != nil {
 		return err
 	}
 	return rejoinAfter(ctx, env, p, "the cluster bus elected a replica")
 }
 
-var faultClusterFailover = &Fault{
+var faultClusterFailover = &nemesis.Fault{
 	Name:     "cluster-failover",
-	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
+	Marks: []nemesis.Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: nemesis.CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: nemesis.CauseFailover}},
 	Doc: "(cluster) the same cut and fresh grant, then a graceful CLUSTER FAILOVER on the shard's replica: it waits " +
 		"until it has caught up with the primary before taking over, so nothing is lost",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	PlanStep: func(*rand.Rand, nemesis.PlanParams) nemesis.Step { return nemesis.Step{} },
+	Span:     nemesis.FailoverSpan,
 	Inject:   manualFailover(failoverGraceful),
 }
 
-var faultClusterFailoverForce = &Fault{
+var faultClusterFailoverForce = &nemesis.Fault{
 	Name:     "cluster-failover-force",
-	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
+	Marks: []nemesis.Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: nemesis.CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: nemesis.CauseFailover}},
 	Doc: "(cluster) the same cut and fresh grant, then CLUSTER FAILOVER FORCE: no handshake with the primary, the " +
 		"replica takes over before catching up, and the old primary's unreplicated grant is lost",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	PlanStep: func(*rand.Rand, nemesis.PlanParams) nemesis.Step { return nemesis.Step{} },
+	Span:     nemesis.FailoverSpan,
 	Inject:   manualFailover(failoverForce),
 }
 
-var faultClusterTakeover = &Fault{
+var faultClusterTakeover = &nemesis.Fault{
 	Name:     "cluster-takeover",
-	Failover: true, Needs: Needs{Replicas: 1, Topology: TopologyCluster},
-	Marks: []Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: CauseFailover}},
+	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
+	Marks: []nemesis.Mark{{Event: "cluster-cut-replication", Heal: "cluster-heal-replication", Cause: nemesis.CauseFailover, Moment: marks.MomentGrant}, {Event: "cluster-failover", Heal: "cluster-failover-done", Cause: nemesis.CauseFailover}},
 	Doc: "(cluster) the same with CLUSTER FAILOVER TAKEOVER: no handshake and no vote, the replica bumps the epoch " +
 		"itself; what it had not received is lost",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     failoverSpan,
+	PlanStep: func(*rand.Rand, nemesis.PlanParams) nemesis.Step { return nemesis.Step{} },
+	Span:     nemesis.FailoverSpan,
 	Inject:   manualFailover(failoverTakeover),
 }
 
@@ -242,8 +239,8 @@ var faultClusterTakeover = &Fault{
 // still stopped (cluster.Queued), so it runs in the replica's first turn
 // after the resume, before its immediate reconnect to the primary can get
 // as far as the PSYNC that would copy the grant.
-func manualFailover(mode string) func(ctx context.Context, env Env, _ Step) error {
-	return func(ctx context.Context, env Env, _ Step) error {
+func manualFailover(mode string) func(ctx context.Context, env nemesis.Env, _ nemesis.Step) error {
+	return func(ctx context.Context, env nemesis.Env, _ nemesis.Step) error {
 		c := env.Cluster()
 		sh, err := lockShard(ctx, c)
 		if err != nil {
@@ -311,7 +308,7 @@ func manualFailover(mode string) func(ctx context.Context, env Env, _ Step) erro
 				if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "Master is down") {
 					break
 				}
-				if err := Sleep(ctx, 50*time.Millisecond); err != nil {
+				if err := nemesis.Sleep(ctx, 50*time.Millisecond); err != nil {
 					done()
 					return err
 				}
@@ -329,7 +326,7 @@ func manualFailover(mode string) func(ctx context.Context, env Env, _ Step) erro
 		// The old primary runs on and turns itself into a replica; give it
 		// the time to resync before the next fault, and its view of the new
 		// primary the time to lose the FAIL flag before it may fail over.
-		if err := Sleep(ctx, time.Second); err != nil {
+		if err := nemesis.Sleep(ctx, time.Second); err != nil {
 			return err
 		}
 		return awaitNoFailFlag(ctx, c, sh.Primary, target)
@@ -345,7 +342,7 @@ func awaitNoFailFlag(ctx context.Context, c cluster.Runtime, observer, node clus
 	for {
 		r, err := c.Command(wctx, observer.Name, "CLUSTER", "NODES")
 		if err == nil {
-			for _, cn := range cluster.ParseClusterNodes(r) {
+			for _, cn := range ParseClusterNodes(r) {
 				if cn.Addr == node.Addr {
 					if !cn.Failing {
 						return nil
@@ -354,8 +351,17 @@ func awaitNoFailFlag(ctx context.Context, c cluster.Runtime, observer, node clus
 				}
 			}
 		}
-		if err := Sleep(wctx, 100*time.Millisecond); err != nil {
+		if err := nemesis.Sleep(wctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("%s still flags %s %q after 15 s: %w", observer.Name, node.Name, last, err)
 		}
 	}
+}
+
+func logf(env nemesis.Env, f, node string, role cluster.Role, format string, a ...any) {
+	env.Log(history.Event{F: f, Node: node, Role: string(role), Detail: fmt.Sprintf(format, a...)})
+}
+
+func init() {
+	nemesis.Register(faultClusterKillPrimary, faultClusterCutReplication, faultClusterFailover, faultClusterFailoverForce,
+		faultClusterTakeover, faultMigrateSlot, faultMigrateSlotAtomic)
 }

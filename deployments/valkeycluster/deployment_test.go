@@ -1,9 +1,13 @@
-package cluster
+package valkeycluster
 
 import (
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
+	"context"
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/cluster/clustertest"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 
 // The cluster topology end to end: 3 shards of a primary and a replica come
@@ -13,7 +17,7 @@ import (
 // a replica of the promoted one.
 func TestClusterTopology(t *testing.T) {
 	testslot.Parallel(t)
-	l := startCluster(t, func(c *Config) { c.Topology, c.Replicas = TopologyCluster, 1 })
+	l := clustertest.Up(t, func(c *cluster.Config) { c.Topology, c.Replicas = Topology, 1 })
 	if got := len(l.Nodes()); got != 6 {
 		t.Fatalf("%d nodes, want 6 (3 shards × (1 + 1))", got)
 	}
@@ -21,7 +25,7 @@ func TestClusterTopology(t *testing.T) {
 		t.Fatalf("the cluster topology started Sentinels: %v", l.SentinelAddrs())
 	}
 	for _, k := range []string{LockKey, "fence:{job-1}", "lock:{job-2}", "plain", "{}x", "a{b}c"} {
-		r, err := l.adm.do(ctxT(t, 2*time.Second), l.Nodes()[0].Addr, "CLUSTER", "KEYSLOT", k)
+		r, err := l.Do(ctxT(t, 2*time.Second), l.Nodes()[0].Addr, "CLUSTER", "KEYSLOT", k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +56,7 @@ func TestClusterTopology(t *testing.T) {
 	if np.Name != "valkey-5" {
 		t.Fatalf("promoted %s, want the shard's replica valkey-5", np.Name)
 	}
-	if err := l.Restart(ctx, sh.Primary.Name, AsReplica); err != nil {
+	if err := l.Restart(ctx, sh.Primary.Name, cluster.AsReplica); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitReady(ctx); err != nil {
@@ -65,4 +69,10 @@ func TestClusterTopology(t *testing.T) {
 	if after.Primary.Name != "valkey-5" || len(after.Replicas) != 1 || after.Replicas[0].Name != sh.Primary.Name {
 		t.Fatalf("after the rejoin: primary %s, replicas %v; want valkey-5 with %s", after.Primary.Name, after.Replicas, sh.Primary.Name)
 	}
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

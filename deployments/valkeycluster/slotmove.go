@@ -1,4 +1,4 @@
-package cluster
+package valkeycluster
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
 )
 
 // SlotMove is one legacy move of a key's slot on a Valkey Cluster to the
@@ -19,10 +21,10 @@ import (
 type SlotMove struct {
 	Slot     int
 	Key      string
-	Src, Dst Node
+	Src, Dst cluster.Node
 	// Primaries are every primary serving slots: each is told the new
 	// owner when the move closes.
-	Primaries    []Node
+	Primaries    []cluster.Node
 	IDs          map[string]string // node name -> cluster node ID
 	srcID, dstID string
 }
@@ -33,8 +35,8 @@ func (m SlotMove) String() string {
 
 // PlanSlotMove reads, from key's primary, who serves what, and picks the
 // next primary by name as the target.
-func PlanSlotMove(ctx context.Context, c Runtime, key string) (SlotMove, error) {
-	sc, ok := c.(Sharded)
+func PlanSlotMove(ctx context.Context, c cluster.Runtime, key string) (SlotMove, error) {
+	sc, ok := c.(cluster.Sharded)
 	if !ok {
 		return SlotMove{}, fmt.Errorf("this runtime has no shards: a slot move needs --topology cluster")
 	}
@@ -52,14 +54,14 @@ func PlanSlotMove(ctx context.Context, c Runtime, key string) (SlotMove, error) 
 			continue
 		}
 		for _, n := range c.Nodes() {
-			if n.Addr == v.Addr && n.Kind != RoleSentinel {
+			if n.Addr == v.Addr && n.Kind != cluster.RoleSentinel {
 				m.Primaries = append(m.Primaries, n)
 				m.IDs[n.Name] = v.ID
 			}
 		}
 	}
-	slices.SortFunc(m.Primaries, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
-	i := slices.IndexFunc(m.Primaries, func(n Node) bool { return n.Name == sh.Primary.Name })
+	slices.SortFunc(m.Primaries, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	i := slices.IndexFunc(m.Primaries, func(n cluster.Node) bool { return n.Name == sh.Primary.Name })
 	if i < 0 || len(m.Primaries) < 2 {
 		return m, fmt.Errorf("%s sees %d healthy primaries serving slots (itself among them: %v): a move needs another", sh.Primary.Name, len(m.Primaries), i >= 0)
 	}
@@ -71,7 +73,7 @@ func PlanSlotMove(ctx context.Context, c Runtime, key string) (SlotMove, error) 
 // Open opens the slot on both sides, the target first: a source that
 // answered ASK before the target was importing would send the client to a
 // node that answers MOVED back.
-func (m SlotMove) Open(ctx context.Context, c Runtime) error {
+func (m SlotMove) Open(ctx context.Context, c cluster.Runtime) error {
 	slot := strconv.Itoa(m.Slot)
 	if _, err := c.Command(ctx, m.Dst.Name, "CLUSTER", "SETSLOT", slot, "IMPORTING", m.srcID); err != nil {
 		return fmt.Errorf("SETSLOT %s IMPORTING on %s: %w", slot, m.Dst.Name, err)
@@ -86,7 +88,7 @@ func (m SlotMove) Open(ctx context.Context, c Runtime) error {
 // MigrateKeys moves every key of the slot from the source to the target;
 // moved, when not nil, hears of each batch (the keys and MIGRATE's reply).
 // A lock and its fence counter share the slot, so they move in one MIGRATE.
-func (m SlotMove) MigrateKeys(ctx context.Context, c Runtime, moved func(keys []string, reply string)) (int, error) {
+func (m SlotMove) MigrateKeys(ctx context.Context, c cluster.Runtime, moved func(keys []string, reply string)) (int, error) {
 	host, port, _ := strings.Cut(m.Dst.Addr, ":")
 	n := 0
 	for range 100 {
@@ -114,12 +116,12 @@ func (m SlotMove) MigrateKeys(ctx context.Context, c Runtime, moved func(keys []
 // Close moves what the source still holds, then assigns the slot to the
 // target: the target first (it stops needing ASKING), the source next (it
 // answers MOVED from then on), then every other primary.
-func (m SlotMove) Close(ctx context.Context, c Runtime, moved func(keys []string, reply string)) (int, error) {
+func (m SlotMove) Close(ctx context.Context, c cluster.Runtime, moved func(keys []string, reply string)) (int, error) {
 	n, err := m.MigrateKeys(ctx, c, moved)
 	if err != nil {
 		return n, err
 	}
-	order := []Node{m.Dst, m.Src}
+	order := []cluster.Node{m.Dst, m.Src}
 	for _, p := range m.Primaries {
 		if p.Name != m.Dst.Name && p.Name != m.Src.Name {
 			order = append(order, p)

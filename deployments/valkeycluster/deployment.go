@@ -1,4 +1,10 @@
-package cluster
+// Package valkeycluster is Valkey Cluster (--topology cluster): --shards
+// primaries with --replicas replicas each as Valkey processes on loopback,
+// failed over by the cluster bus (no Sentinel); its slot moves (slotmove.go),
+// its faults (faults.go: a shard's primary killed, cut off, failed over;
+// reshard.go: the lock key's slot moved) and its scenarios (scenarios.go).
+// The lock recipes reach it through valkey-go's cluster client (lock/cluster.go).
+package valkeycluster
 
 import (
 	"context"
@@ -10,20 +16,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
 // The cluster topology: Valkey Cluster with Shards primaries, each with
-// Replicas replicas, failover by the cluster bus (no Sentinel). Like the
-// redlock topology it is a mode of Local: valkey-0..S-1 start as the shards'
+// Replicas replicas, failover by the cluster bus (no Sentinel). It runs on
+// cluster.Local: valkey-0..S-1 start as the shards'
 // primaries (slots split evenly), then valkey-S.. as replicas, shard s's
 // r-th replica being valkey-(S + s·Replicas + r).
 
-// TopologyCluster names Valkey Cluster mode.
-const TopologyCluster = "cluster"
-
-// DefaultShards is the issue's 3 shards: the fewest with which the other
-// primaries still form a majority to elect a replica when one primary dies.
-const DefaultShards = 3
+// Topology is the --topology value.
+const Topology = "cluster"
 
 // Slots is Valkey Cluster's hash-slot count.
 const Slots = 16384
@@ -32,28 +37,28 @@ const Slots = 16384
 // WaitFailover on the cluster topology mean the shard that owns its slot.
 const LockKey = "lock:{job-1}"
 
-func init() { Register(3, clusterDeployment{}) }
+func init() { cluster.Register(3, deployment{}) }
 
-type clusterDeployment struct{ ValkeyBase }
+type deployment struct{ cluster.ValkeyBase }
 
-func (clusterDeployment) Name() string { return TopologyCluster }
-func (clusterDeployment) Doc() string {
+func (deployment) Name() string { return Topology }
+func (deployment) Doc() string {
 	return "Valkey Cluster: --shards primaries with --replicas replicas each, failed over by the cluster bus"
 }
-func (clusterDeployment) Banner(c Config, version string) string {
+func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: Valkey Cluster, %d shards of 1 primary and %d replica(s), failover by the cluster bus (cluster-node-timeout %v), no Sentinel (Valkey %s)",
 		c.Shards, c.Replicas, c.DownAfter, version)
 }
-func (clusterDeployment) Settled() string {
+func (deployment) Settled() string {
 	return "waiting for cluster_state:ok on every node, replicas in sync"
 }
-func (clusterDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{Cluster: Addrs(rt), DialMap: dialMapOf(rt)}
+func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
+	return cluster.Endpoints{Cluster: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
 }
-func (clusterDeployment) Offers(need string) bool {
-	return need == TopologyCluster || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
+func (deployment) Offers(need string) bool {
+	return need == Topology || need == cluster.NeedAny || need == cluster.NeedReplicas || need == cluster.NeedNetProxy
 }
-func (clusterDeployment) ValidateRun(k RunKnobs) error {
+func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	if k.DelayedRestart > 0 {
 		return fmt.Errorf("--delayed-restart is a redlock-topology knob (a crashed cluster primary rejoins as a replica): add --topology redlock")
 	}
@@ -63,31 +68,34 @@ func (clusterDeployment) ValidateRun(k RunKnobs) error {
 // Defaults: --topology cluster on a Sentinel scenario starts one replica per
 // shard unless --replicas says otherwise (Sentinel's default of 2 would
 // triple the processes).
-func (clusterDeployment) Defaults(c *Config, set func(string) bool) {
+func (deployment) Defaults(c *cluster.Config, set func(string) bool) {
 	if !set("replicas") {
 		c.Replicas = 1
 	}
 }
-func (clusterDeployment) Validate(c *Config) error { return c.validateCluster() }
+func (deployment) Validate(c *cluster.Config) error { return validate(c) }
 
 // layout: the shards' primaries valkey-0..S-1, then their replicas.
-func (clusterDeployment) Layout(c Config) []Node {
-	return LayoutValkey(c, c.Shards, c.Shards*c.Replicas)
+func (deployment) Layout(c cluster.Config) []cluster.Node {
+	return cluster.LayoutValkey(c, c.Shards, c.Shards*c.Replicas)
 }
-func (clusterDeployment) Start(ctx context.Context, l *Local) error { return l.upCluster(ctx) }
-func (clusterDeployment) ReadyOnce(ctx context.Context, l *Local) error {
-	return l.clusterReadyOnce(ctx)
+func (deployment) Start(ctx context.Context, l *cluster.Local) error { return upCluster(ctx, l) }
+
+// BusPorts: each node's cluster bus listens on its port + 10000.
+func (deployment) BusPorts() bool { return true }
+func (deployment) ReadyOnce(ctx context.Context, l *cluster.Local) error {
+	return clusterReadyOnce(ctx, l)
 }
-func (clusterDeployment) FindPrimary(ctx context.Context, l *Local) (Node, error) {
-	return l.clusterPrimary(ctx)
+func (deployment) FindPrimary(ctx context.Context, l *cluster.Local) (cluster.Node, error) {
+	return clusterPrimary(ctx, l)
 }
-func (clusterDeployment) AwaitFailover(ctx context.Context, l *Local, from string) (Node, error) {
-	return l.clusterWaitFailover(ctx, from)
+func (deployment) AwaitFailover(ctx context.Context, l *cluster.Local, from string) (cluster.Node, error) {
+	return clusterWaitFailover(ctx, l, from)
 }
 
 // rejoinsAsReplica is false: a cluster node keeps its nodes.conf and
 // rejoins as a replica of whoever took its slots (the cluster bus demotes it).
-func (clusterDeployment) RejoinsAsReplica() bool { return false }
+func (deployment) RejoinsAsReplica() bool { return false }
 
 // Replicated is false here although every shard has replicas: "one primary
 // with every live replica linked to it" reads the other shards' primaries as
@@ -96,11 +104,11 @@ func (clusterDeployment) RejoinsAsReplica() bool { return false }
 // replicate valkey-0 with its link up yet"). WaitReady is the right wait
 // between two faults: the slots served, one owner in every view (a moved
 // slot included), every replica linked.
-func (clusterDeployment) Replicated() bool { return false }
+func (deployment) Replicated() bool { return false }
 
-func (c *Config) validateCluster() error {
+func validate(c *cluster.Config) error {
 	if c.Shards == 0 {
-		c.Shards = DefaultShards
+		c.Shards = cluster.DefaultShards
 	}
 	if c.Shards < 3 || c.Shards > 9 {
 		return fmt.Errorf("--shards %d: want 3 to 9 (with fewer than 3 primaries the survivors are no majority and no replica can be elected)", c.Shards)
@@ -108,7 +116,7 @@ func (c *Config) validateCluster() error {
 	if c.Replicas < 0 || c.Replicas > 4 {
 		return fmt.Errorf("--replicas %d: want 0 to 4 replicas per shard on --topology cluster", c.Replicas)
 	}
-	if c.runtime() != "local" {
+	if c.Runtime != "" && c.Runtime != cluster.RuntimeLocal {
 		return fmt.Errorf("--topology cluster runs on --runtime local only in this version (the docker runtime starts Sentinels)")
 	}
 	if c.DownAfter < 500*time.Millisecond {
@@ -123,15 +131,12 @@ func (c *Config) validateCluster() error {
 	return nil
 }
 
-// ClusterNodes is the number of Valkey processes of the cluster topology.
-func (c *Config) ClusterNodes() int { return c.Shards * (1 + c.Replicas) }
-
 // clusterConf is a node's config: the common one plus cluster mode. The
 // validity factor 0 lets a replica that was paused or cut off for long still
 // be elected (the failover race pauses them for seconds).
-func clusterConf(c *Config, n *Node, port int) string {
+func clusterConf(c *cluster.Config, n *cluster.Node, port int) string {
 	var b strings.Builder
-	b.WriteString(valkeyConf(c, n, port, ""))
+	b.WriteString(cluster.ValkeyConf(c, n, port, ""))
 	b.WriteString("cluster-enabled yes\ncluster-config-file nodes.conf\n")
 	fmt.Fprintf(&b, "cluster-node-timeout %d\n", c.DownAfter.Milliseconds())
 	b.WriteString("cluster-replica-validity-factor 0\n")
@@ -149,7 +154,8 @@ func clusterConf(c *Config, n *Node, port int) string {
 // upCluster starts every node, assigns the slots, joins the nodes with
 // CLUSTER MEET and makes each replica REPLICATE its shard's primary, then
 // waits until the cluster is ready.
-func (l *Local) upCluster(ctx context.Context) error {
+func upCluster(ctx context.Context, l *cluster.Local) error {
+	cfg := l.Config()
 	fail := func(err error) error { l.Down(); return err }
 	for _, n := range l.Nodes() {
 		if err := os.RemoveAll(n.Dir); err != nil {
@@ -159,62 +165,63 @@ func (l *Local) upCluster(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", n.Dir, err)
 		}
 		p, _ := strconv.Atoi(n.Addr[len("127.0.0.1:"):])
-		if err := writeFile(filepath.Join(n.Dir, "node.conf"), clusterConf(&l.cfg, &n, p)); err != nil {
+		if err := runfolder.Replace(filepath.Join(n.Dir, "node.conf"), []byte(clusterConf(&cfg, &n, p)), 0o644); err != nil {
 			return err
 		}
-		if l.cfg.FakeTime {
-			if err := l.writeOffset(n, "+0"); err != nil {
+		if cfg.FakeTime {
+			if err := l.WriteOffset(n, "+0"); err != nil {
 				return err
 			}
 		}
-		if err := l.start(n.Name); err != nil {
+		if err := l.StartNode(n.Name); err != nil {
 			return fail(err)
 		}
 	}
-	if err := l.saveState(); err != nil {
+	if err := l.SaveState(); err != nil {
 		return err
 	}
 	nodes := l.Nodes()
 	for i, n := range nodes {
-		if err := l.waitPing(ctx, n.Addr); err != nil {
+		if err := l.WaitPing(ctx, n.Addr); err != nil {
 			return fail(err)
 		}
 		// Distinct epochs up front: no collision to resolve after the MEETs.
-		if _, err := l.adm.do(ctx, n.Addr, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
+		if _, err := l.Do(ctx, n.Addr, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
 			return fail(err)
 		}
 	}
-	for s := 0; s < l.cfg.Shards; s++ {
-		lo, hi := s*Slots/l.cfg.Shards, (s+1)*Slots/l.cfg.Shards-1
-		if _, err := l.adm.do(ctx, nodes[s].Addr, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
+	for s := 0; s < cfg.Shards; s++ {
+		lo, hi := s*Slots/cfg.Shards, (s+1)*Slots/cfg.Shards-1
+		if _, err := l.Do(ctx, nodes[s].Addr, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
 			return fail(err)
 		}
 	}
 	h, p, _ := net.SplitHostPort(nodes[0].Addr)
 	for _, n := range nodes[1:] {
-		if _, err := l.adm.do(ctx, n.Addr, "CLUSTER", "MEET", h, p); err != nil {
+		if _, err := l.Do(ctx, n.Addr, "CLUSTER", "MEET", h, p); err != nil {
 			return fail(err)
 		}
 	}
-	ids, err := l.awaitMeet(ctx)
+	ids, err := awaitMeet(ctx, l)
 	if err != nil {
 		return fail(err)
 	}
-	for i := l.cfg.Shards; i < len(nodes); i++ {
-		shard := (i - l.cfg.Shards) / max(1, l.cfg.Replicas)
-		if _, err := l.adm.do(ctx, nodes[i].Addr, "CLUSTER", "REPLICATE", ids[shard]); err != nil {
+	for i := cfg.Shards; i < len(nodes); i++ {
+		shard := (i - cfg.Shards) / max(1, cfg.Replicas)
+		if _, err := l.Do(ctx, nodes[i].Addr, "CLUSTER", "REPLICATE", ids[shard]); err != nil {
 			return fail(err)
 		}
 	}
 	if err := l.WaitReady(ctx); err != nil {
 		return fail(err)
 	}
-	return l.saveState()
+	return l.SaveState()
 }
 
 // awaitMeet waits until every node knows every other one (the handshakes
 // are done) and returns the node IDs by index.
-func (l *Local) awaitMeet(ctx context.Context) ([]string, error) {
+func awaitMeet(ctx context.Context, l *cluster.Local) ([]string, error) {
+	cfg := l.Config()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	nodes := l.Nodes()
@@ -222,7 +229,7 @@ func (l *Local) awaitMeet(ctx context.Context) ([]string, error) {
 	for {
 		done := true
 		for i, n := range nodes {
-			view, err := l.clusterNodes(ctx, n.Addr)
+			view, err := clusterNodes(ctx, l, n.Addr)
 			if err != nil || len(view) < len(nodes) {
 				done = false
 				break
@@ -241,8 +248,8 @@ func (l *Local) awaitMeet(ctx context.Context) ([]string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("the cluster nodes did not all meet within 20s; see the logs under %s", l.cfg.Dir)
-		case <-time.After(PollEvery):
+			return nil, fmt.Errorf("the cluster nodes did not all meet within 20s; see the logs under %s", cfg.Dir)
+		case <-time.After(cluster.PollEvery):
 		}
 	}
 }
@@ -305,8 +312,8 @@ func ParseClusterNodes(s string) []ClusterNode {
 	return out
 }
 
-func (l *Local) clusterNodes(ctx context.Context, addr string) ([]ClusterNode, error) {
-	r, err := l.adm.do(ctx, addr, "CLUSTER", "NODES")
+func clusterNodes(ctx context.Context, l *cluster.Local, addr string) ([]ClusterNode, error) {
+	r, err := l.Do(ctx, addr, "CLUSTER", "NODES")
 	if err != nil {
 		return nil, err
 	}
@@ -340,56 +347,36 @@ func KeySlot(key string) int {
 	return int(crc) % Slots
 }
 
-// Shard is the primary and replicas serving one slot, as one node sees it.
-type Shard struct {
-	Slot     int    `json:"slot"`
-	Primary  Node   `json:"primary"`
-	Replicas []Node `json:"replicas"`
-	// Failing: the node asked flags the primary fail or fail?.
-	Failing bool `json:"failing,omitempty"`
-}
-
-// Sharded is a runtime whose topology has shards: the nemesis asks it for
-// the shard that owns the lock key's slot.
-type Sharded interface {
-	Shard(ctx context.Context, key string) (Shard, error)
-}
-
-var _ Sharded = (*Local)(nil)
-
-// Shard asks a live node which primary owns key's slot, and which replicas
-// follow that primary.
-func (l *Local) Shard(ctx context.Context, key string) (Shard, error) {
-	if !l.cfg.Deployment().Offers(TopologyCluster) {
-		return Shard{}, fmt.Errorf("the %s topology has no shards", l.cfg.TopologyName())
-	}
+// cluster.Shard asks a live node which primary owns key's slot, and which replicas
+// follow that primary (cluster.ShardFinder: Local.Shard asks it).
+func (deployment) Shard(ctx context.Context, l *cluster.Local, key string) (cluster.Shard, error) {
 	slot := KeySlot(key)
 	var last error = fmt.Errorf("no live node to ask")
 	for _, n := range l.Nodes() {
 		if n.PID == 0 || n.Paused {
 			continue
 		}
-		view, err := l.clusterNodes(ctx, n.Addr)
+		view, err := clusterNodes(ctx, l, n.Addr)
 		if err != nil {
 			last = err
 			continue
 		}
-		sh, err := l.shardIn(view, slot)
+		sh, err := shardIn(l, view, slot)
 		if err != nil {
 			last = fmt.Errorf("as %s sees it: %w", n.Name, err)
 			continue
 		}
 		return sh, nil
 	}
-	return Shard{}, last
+	return cluster.Shard{}, last
 }
 
-func (l *Local) shardIn(view []ClusterNode, slot int) (Shard, error) {
-	sh := Shard{Slot: slot}
+func shardIn(l *cluster.Local, view []ClusterNode, slot int) (cluster.Shard, error) {
+	sh := cluster.Shard{Slot: slot}
 	var pid string
 	for _, v := range view {
 		if v.Primary && v.Owns(slot) {
-			n, ok := l.nodeByAddr(v.Addr)
+			n, ok := l.NodeByAddr(v.Addr)
 			if !ok {
 				return sh, fmt.Errorf("slot %d is served by %s, not a node of this cluster", slot, v.Addr)
 			}
@@ -401,7 +388,7 @@ func (l *Local) shardIn(view []ClusterNode, slot int) (Shard, error) {
 	}
 	for _, v := range view {
 		if !v.Primary && v.MasterID == pid {
-			if n, ok := l.nodeByAddr(v.Addr); ok {
+			if n, ok := l.NodeByAddr(v.Addr); ok {
 				sh.Replicas = append(sh.Replicas, n)
 			}
 		}
@@ -412,10 +399,10 @@ func (l *Local) shardIn(view []ClusterNode, slot int) (Shard, error) {
 
 // clusterPrimary is Primary on the cluster topology: the primary of the
 // shard that owns LockKey's slot.
-func (l *Local) clusterPrimary(ctx context.Context) (Node, error) {
+func clusterPrimary(ctx context.Context, l *cluster.Local) (cluster.Node, error) {
 	sh, err := l.Shard(ctx, LockKey)
 	if err != nil {
-		return Node{}, err
+		return cluster.Node{}, err
 	}
 	return sh.Primary, nil
 }
@@ -423,14 +410,14 @@ func (l *Local) clusterPrimary(ctx context.Context) (Node, error) {
 // clusterWaitFailover waits until a node other than from says of itself
 // that it is a primary serving LockKey's slot (it accepts the lock's writes
 // from then on).
-func (l *Local) clusterWaitFailover(ctx context.Context, from string) (Node, error) {
+func clusterWaitFailover(ctx context.Context, l *cluster.Local, from string) (cluster.Node, error) {
 	slot := KeySlot(LockKey)
 	for {
 		for _, n := range l.Nodes() {
 			if n.Name == from || n.PID == 0 || n.Paused {
 				continue
 			}
-			view, err := l.clusterNodes(ctx, n.Addr)
+			view, err := clusterNodes(ctx, l, n.Addr)
 			if err != nil {
 				continue
 			}
@@ -442,8 +429,8 @@ func (l *Local) clusterWaitFailover(ctx context.Context, from string) (Node, err
 		}
 		select {
 		case <-ctx.Done():
-			return Node{}, fmt.Errorf("no failover away from %s: %w", from, ctx.Err())
-		case <-time.After(PollEvery):
+			return cluster.Node{}, fmt.Errorf("no failover away from %s: %w", from, ctx.Err())
+		case <-time.After(cluster.PollEvery):
 		}
 	}
 }
@@ -451,26 +438,26 @@ func (l *Local) clusterWaitFailover(ctx context.Context, from string) (Node, err
 // clusterReadyOnce: every live node reports cluster_state:ok with every
 // slot served, every live node sees the same primaries serving the same
 // slots, none of them failing, and every live replica's link is up.
-func (l *Local) clusterReadyOnce(ctx context.Context) error {
+func clusterReadyOnce(ctx context.Context, l *cluster.Local) error {
 	var first string
 	for _, n := range l.Nodes() {
 		if n.PID == 0 || n.Paused {
 			continue
 		}
-		inf, err := l.adm.info(ctx, n.Addr, "replication")
+		inf, err := l.Info(ctx, n.Addr, "replication")
 		if err != nil {
 			return err
 		}
-		r, err := l.adm.do(ctx, n.Addr, "CLUSTER", "INFO")
+		r, err := l.Do(ctx, n.Addr, "CLUSTER", "INFO")
 		if err != nil {
 			return err
 		}
 		s, _ := r.ToString()
-		ci := ParseInfo(s)
+		ci := cluster.ParseInfo(s)
 		if ci["cluster_state"] != "ok" || ci["cluster_slots_ok"] != strconv.Itoa(Slots) {
 			return fmt.Errorf("%s: cluster_state %s, slots ok %s of %d", n.Name, ci["cluster_state"], ci["cluster_slots_ok"], Slots)
 		}
-		view, err := l.clusterNodes(ctx, n.Addr)
+		view, err := clusterNodes(ctx, l, n.Addr)
 		if err != nil {
 			return err
 		}
@@ -501,12 +488,12 @@ func (l *Local) clusterReadyOnce(ctx context.Context) error {
 }
 
 // ClientTestLayout: the primaries are enough (no fault here).
-func (clusterDeployment) ClientTestLayout(c *Config) { c.Replicas = 0 }
+func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas = 0 }
 
-// ClientTestHooks add the slot case: the key's slot moved mid-grant, the
+// cluster.ClientTestHooks add the slot case: the key's slot moved mid-grant, the
 // legacy way (ASK while the move is open, MOVED once it closes).
-func (clusterDeployment) ClientTestHooks(ctx context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
-	return ClientTestHooks{
+func (deployment) ClientTestHooks(ctx context.Context, rt cluster.Runtime, ep cluster.Endpoints) cluster.ClientTestHooks {
+	return cluster.ClientTestHooks{
 		Against: fmt.Sprintf("Valkey %s Cluster (%d primaries)", rt.Version(), len(ep.Cluster)),
 		MoveSlot: func(key string) (func() error, error) {
 			m, err := PlanSlotMove(ctx, rt, key)

@@ -1,4 +1,4 @@
-package nemesis
+package valkeycluster
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/marks"
+	"github.com/lockjepsen/lockjepsen/nemesis"
+	"github.com/lockjepsen/lockjepsen/truetime"
 )
 
 // Resharding under a held lock (--topology cluster): the lock key's slot
@@ -35,32 +37,32 @@ import (
 // beginMove waits, as the failover faults do, for a client to be granted
 // the lock (the holder then renews through the whole move), and plans the
 // move from the cluster's view at that moment.
-func beginMove(ctx context.Context, env Env) (m cluster.SlotMove, granted bool, err error) {
+func beginMove(ctx context.Context, env nemesis.Env) (m SlotMove, granted bool, err error) {
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
-	granted = env.AwaitAcquire(actx, nowTrue())
+	granted = env.AwaitAcquire(actx, truetime.Now())
 	cancel()
 	if err := ctx.Err(); err != nil {
 		return m, granted, err
 	}
-	m, err = cluster.PlanSlotMove(ctx, env.Cluster(), cluster.LockKey)
+	m, err = PlanSlotMove(ctx, env.Cluster(), LockKey)
 	return m, granted, err
 }
 
-var faultMigrateSlot = &Fault{
+var faultMigrateSlot = &nemesis.Fault{
 	Name:  "migrate-slot",
-	Needs: Needs{Topology: TopologyCluster}, MovesPrimary: true,
-	Marks: []Mark{{Event: "migrate-slot", Heal: "migrate-slot-done", Cause: marks.CauseReshard}},
+	Needs: nemesis.Needs{Topology: Topology}, MovesPrimary: true,
+	Marks: []nemesis.Mark{{Event: "migrate-slot", Heal: "migrate-slot-done", Cause: marks.CauseReshard}},
 	Doc: "(cluster) legacy resharding under a held lock: after a fresh grant, the lock key's slot opened on its shard " +
 		"(SETSLOT MIGRATING) and the next (IMPORTING) for 1.5 to 2 TTLs, its keys MIGRATEd half a TTL in, then SETSLOT NODE",
 	// The window: 1.5 to 2 TTLs, four and a half to six renew periods:
 	// long enough that the holder's job (about a TTL in the reshard
 	// scenarios) ends with its release inside, and the next clients'
 	// acquires run there too.
-	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
-		return Step{Duration: p.TTL*3/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
+	PlanStep: func(rng *rand.Rand, p nemesis.PlanParams) nemesis.Step {
+		return nemesis.Step{Duration: p.TTL*3/2 + time.Duration(rng.Int64N(int64(p.TTL/2)+1))}
 	},
 	// The fresh grant (well under a TTL with 8 clients), the window, the close.
-	Span:   func(s Step, p PlanParams) time.Duration { return p.TTL + s.Duration + 2*time.Second },
+	Span:   func(s nemesis.Step, p nemesis.PlanParams) time.Duration { return p.TTL + s.Duration + 2*time.Second },
 	Inject: runMigrateSlot,
 }
 
@@ -71,7 +73,7 @@ var faultMigrateSlot = &Fault{
 // the window, between two of the holder's renewals (every TTL/3 from its
 // grant, just before the window opened): one extend runs on the source
 // before the MIGRATE, the next on the target after it.
-func runMigrateSlot(ctx context.Context, env Env, s Step) error {
+func runMigrateSlot(ctx context.Context, env nemesis.Env, s nemesis.Step) error {
 	c := env.Cluster()
 	m, got, err := beginMove(ctx, env)
 	if err != nil {
@@ -85,12 +87,12 @@ func runMigrateSlot(ctx context.Context, env Env, s Step) error {
 		m, m.Src.Name, m.Dst.Name, s.Duration.Round(time.Millisecond), got)
 	// Whatever stops the window early (the run's end, an error), the slot is
 	// closed: an open slot would outlive the run's checks.
-	moved, werr := 0, Sleep(ctx, env.TTL()/2)
+	moved, werr := 0, nemesis.Sleep(ctx, env.TTL()/2)
 	if werr == nil {
 		moved, werr = m.MigrateKeys(ctx, c, migrated(env, m))
 	}
 	if werr == nil {
-		werr = Sleep(ctx, s.Duration-env.TTL()/2)
+		werr = nemesis.Sleep(ctx, s.Duration-env.TTL()/2)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -111,27 +113,27 @@ func errText(err error) string {
 }
 
 // migrated logs each MIGRATE batch of a move.
-func migrated(env Env, m cluster.SlotMove) func(keys []string, reply string) {
+func migrated(env nemesis.Env, m SlotMove) func(keys []string, reply string) {
 	return func(keys []string, reply string) {
 		logf(env, "slot-keys-migrated", m.Src.Name, cluster.RolePrimary, "MIGRATE %s to %s: %s (%s)", strings.Join(keys, " "), m.Dst.Name, reply,
 			"the source now answers ASK for them, the target serves them after ASKING")
 	}
 }
 
-var faultMigrateSlotAtomic = &Fault{
+var faultMigrateSlotAtomic = &nemesis.Fault{
 	Name:  "migrate-slot-atomic",
-	Needs: Needs{Topology: TopologyCluster}, MovesPrimary: true,
-	Marks: []Mark{{Event: "migrate-slot-atomic", Heal: "migrate-slot-atomic-done", Cause: marks.CauseReshard}},
+	Needs: nemesis.Needs{Topology: Topology}, MovesPrimary: true,
+	Marks: []nemesis.Mark{{Event: "migrate-slot-atomic", Heal: "migrate-slot-atomic-done", Cause: marks.CauseReshard}},
 	Doc: "(cluster) atomic slot migration under a held lock: after a fresh grant, CLUSTER MIGRATESLOTS moves the " +
 		"lock key's slot to the next shard, awaited until CLUSTER GETSLOTMIGRATIONS reports it done",
-	PlanStep: func(*rand.Rand, PlanParams) Step { return Step{} },
-	Span:     func(_ Step, p PlanParams) time.Duration { return p.TTL + 3*time.Second },
+	PlanStep: func(*rand.Rand, nemesis.PlanParams) nemesis.Step { return nemesis.Step{} },
+	Span:     func(_ nemesis.Step, p nemesis.PlanParams) time.Duration { return p.TTL + 3*time.Second },
 	Inject:   runMigrateSlotAtomic,
 }
 
 // runMigrateSlotAtomic is the atomic move, awaited until the source's
 // CLUSTER GETSLOTMIGRATIONS reports the job over.
-func runMigrateSlotAtomic(ctx context.Context, env Env, _ Step) error {
+func runMigrateSlotAtomic(ctx context.Context, env nemesis.Env, _ nemesis.Step) error {
 	c := env.Cluster()
 	m, got, err := beginMove(ctx, env)
 	if err != nil {
@@ -216,7 +218,7 @@ func awaitSlotMigration(ctx context.Context, c cluster.Runtime, node string, bef
 				return job, nil
 			}
 		}
-		if err := Sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := nemesis.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return job, fmt.Errorf("the migration from %s is still %q: %w", node, job["state"], err)
 		}
 	}
