@@ -251,3 +251,7 @@ func (c *Config) validateOpts() error {
 // the other primaries still form a majority to elect a replica when one
 // primary dies.
 const DefaultShards = 3
+
+// DefaultRedlockNodes is the redlock topology's --nodes: the distlock
+// page's N = 5.
+const DefaultRedlockNodes = 5

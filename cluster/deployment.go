@@ -192,6 +192,9 @@ const (
 	// NeedReplicas: the lock's primary replicates to replicas of its own
 	// (Sentinel's, standalone's, a cluster shard's), not Redlock's N.
 	NeedReplicas = "replicas"
+	// NeedNodes: N independent primaries, one of which a per-node fault
+	// picks (Redlock's).
+	NeedNodes = "nodes"
 	// NeedNetProxy: Valkey nodes a proxy can stand in front of (--net-proxy):
 	// the clients, Sentinels and replicas dial them through the run's dial map.
 	NeedNetProxy = "net-proxy"

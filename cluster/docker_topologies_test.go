@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/redlock"
 )
 
 // The redlock topology on the docker runtime (etcd and ZooKeeper:
@@ -17,27 +20,27 @@ import (
 // network; kill (restart empty), freezer pause, clock offset and isolation
 // from the clients act through the Engine API and heal.
 func TestDockerRedlock(t *testing.T) {
-	dockerSlot(t)
-	d := startDocker(t, func(c *Config) { c.Topology, c.FakeTime = TopologyRedlock, true })
-	ctx := ctxT(t, 150*time.Second)
+	cluster.DockerSlot(t)
+	d := cluster.StartDocker(t, func(c *cluster.Config) { c.Topology, c.FakeTime = redlock.Topology, true })
+	ctx := cluster.CtxT(t, 150*time.Second)
 
 	nodes := d.Nodes()
-	if len(nodes) != DefaultRedlockNodes {
-		t.Fatalf("%d nodes, want %d", len(nodes), DefaultRedlockNodes)
+	if len(nodes) != cluster.DefaultRedlockNodes {
+		t.Fatalf("%d nodes, want %d", len(nodes), cluster.DefaultRedlockNodes)
 	}
 	for _, n := range nodes {
-		if n.Kind != RolePrimary || strings.HasPrefix(n.Addr, "127.") || n.PID == 0 {
+		if n.Kind != cluster.RolePrimary || strings.HasPrefix(n.Addr, "127.") || n.PID == 0 {
 			t.Fatalf("%s: kind %s addr %s pid %d; want a primary with a container address", n.Name, n.Kind, n.Addr, n.PID)
 		}
-		if role := dockerInfo(t, d, n.Name, "role"); role != "master" {
+		if role := cluster.DockerInfo(t, d, n.Name, "role"); role != "master" {
 			t.Errorf("%s reports role %s, want an independent primary", n.Name, role)
 		}
 	}
 	if len(d.SentinelAddrs()) != 0 {
 		t.Errorf("Sentinels on the redlock topology: %v", d.SentinelAddrs())
 	}
-	if _, err := d.Primary(ctx); !errors.Is(err, errNoPrimary) {
-		t.Errorf("Primary = %v, want errNoPrimary", err)
+	if _, err := d.Primary(ctx); !errors.Is(err, redlock.ErrNoPrimary) {
+		t.Errorf("Primary = %v, want redlock.ErrNoPrimary", err)
 	}
 
 	// Kill and restart with its own config: a primary again, and without AOF
@@ -48,10 +51,10 @@ func TestDockerRedlock(t *testing.T) {
 	if err := d.Kill("valkey-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Restart(ctx, "valkey-1", WithOldConfig); err != nil {
+	if err := d.Restart(ctx, "valkey-1", cluster.WithOldConfig); err != nil {
 		t.Fatal(err)
 	}
-	if role := dockerInfo(t, d, "valkey-1", "role"); role != "master" {
+	if role := cluster.DockerInfo(t, d, "valkey-1", "role"); role != "master" {
 		t.Errorf("restarted valkey-1 is %s, want a primary", role)
 	}
 	if v, _ := d.Command(ctx, "valkey-1", "GET", "lock:{job-1}"); v != "" {
@@ -62,18 +65,18 @@ func TestDockerRedlock(t *testing.T) {
 	if err := d.Kill("valkey-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Restart(ctx, "valkey-1", AsReplica); err != nil {
+	if err := d.Restart(ctx, "valkey-1", cluster.AsReplica); err != nil {
 		t.Fatal(err)
 	}
-	if role := dockerInfo(t, d, "valkey-1", "role"); role != "master" {
+	if role := cluster.DockerInfo(t, d, "valkey-1", "role"); role != "master" {
 		t.Errorf("valkey-1 restarted AsReplica is %s, want a primary", role)
 	}
 
 	// Pause: the frozen node answers nothing until thawed.
-	checkPauseResume(ctx, t, d, "valkey-2")
+	cluster.CheckPauseResume(ctx, t, d, "valkey-2")
 
 	// Clock: libfaketime in the image moves one node's wall clock.
-	checkClockJump(ctx, t, d, "valkey-3")
+	cluster.CheckClockJump(ctx, t, d, "valkey-3")
 
 	// Isolate: the clients on the host no longer reach the node, which runs
 	// on with its data; Partition has no link to cut here; Heal reconnects.
@@ -89,7 +92,7 @@ func TestDockerRedlock(t *testing.T) {
 	if got := d.Partitioned(); len(got) != 1 || got[0] != "valkey-4" {
 		t.Errorf("Partitioned() = %v, want [valkey-4]", got)
 	}
-	d.topo.adm.drop(d.mustAddr(t, "valkey-4"))
+	cluster.DropConn(t, d, "valkey-4")
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	_, err := d.Command(pctx, "valkey-4", "PING")
 	cancel()

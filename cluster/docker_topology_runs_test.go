@@ -21,7 +21,7 @@ import (
 
 // The partition scenarios of the redlock and etcd topologies, end to end on
 // the docker runtime, as a user types them: each run is held to its
-// scenario's own expectation (scenario/redlock.go, deployments/etcd/scenarios.go), and its
+// scenario's own expectation (deployments/redlock/scenarios.go, deployments/etcd/scenarios.go), and its
 // nemesis.jsonl must show every partition with its heal.
 
 // loadRun reads a run folder's config and verdict.

@@ -712,3 +712,7 @@ func (l *Local) NodeByAddr(addr string) (Node, bool) { return l.nodeByAddr(addr)
 func (l *Local) Do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
 	return l.adm.do(ctx, addr, args...)
 }
+
+// WriteConfig renders n's config into its directory (as a replica of the
+// current primary with asReplica).
+func (l *Local) WriteConfig(n Node, asReplica bool) error { return l.writeConfig(n, asReplica) }

@@ -122,8 +122,8 @@ type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
 
-// nodeReaching is the name of the node clients reach at addr, "" if none.
-func nodeReaching(rt Runtime, addr string) string {
+// NodeReaching is the name of the node clients reach at addr, "" if none.
+func NodeReaching(rt Runtime, addr string) string {
 	for _, n := range rt.Nodes() {
 		if n.Reach() == addr {
 			return n.Name
@@ -172,4 +172,15 @@ func (l *Local) Shard(ctx context.Context, key string) (Shard, error) {
 		return Shard{}, fmt.Errorf("the %s topology has no shards", l.cfg.TopologyName())
 	}
 	return f.Shard(ctx, l, key)
+}
+
+// Addrs lists the data nodes' addresses in name order: Redlock's N instances.
+func Addrs(rt Runtime) []string {
+	var out []string
+	for _, n := range rt.Nodes() {
+		if n.Kind != RoleSentinel {
+			out = append(out, n.Reach()) // the proxy, with --net-proxy
+		}
+	}
+	return out
 }

@@ -15,12 +15,12 @@ import (
 
 // Topology needs: a fault's Needs.Topology is "" for the faults that act on
 // "the primary" (a deployment offering cluster.NeedPrimary; with Failover,
-// cluster.NeedFailover), TopologyRedlock for the per-node faults of
-// Redlock's N independent primaries, TopologyAny for the faults that act on
+// cluster.NeedFailover), NeedNodes for the per-node faults over N
+// independent primaries (Redlock's), TopologyAny for the faults that act on
 // clients only.
 const (
-	TopologyRedlock = cluster.TopologyRedlock
-	TopologyAny     = cluster.NeedAny
+	NeedNodes   = cluster.NeedNodes
+	TopologyAny = cluster.NeedAny
 )
 
 // Causes of the redlock and stuck-lock faults.
@@ -63,7 +63,7 @@ func planNode(rng *rand.Rand, _ PlanParams) Step { return Step{Node: rng.IntN(64
 
 var faultKillNode = &Fault{
 	Name:  "kill-node",
-	Needs: Needs{Topology: TopologyRedlock},
+	Needs: Needs{Topology: NeedNodes},
 	Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) SIGKILL one node and restart it as a primary, after --delayed-restart: without AOF it " +
 		"forgets every lock it granted",
@@ -88,7 +88,7 @@ func runKillNode(ctx context.Context, env Env, s Step) error {
 var faultCrashNode = &Fault{
 	Name:  "crash-node",
 	Kind:  "failover",
-	Needs: Needs{Topology: TopologyRedlock},
+	Needs: Needs{Topology: NeedNodes},
 	Marks: []Mark{{Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) SIGKILL one node, keep it down as long as a Sentinel failover takes (down-after + 1.2 s, or " +
 		"--delayed-restart if longer), restart it as a primary: a minority unavailable, then a node that forgot its locks",
@@ -140,7 +140,7 @@ func killAndRestartAfter(ctx context.Context, env Env, n cluster.Node, minDown t
 
 var faultPauseNode = &Fault{
 	Name:  "pause-node",
-	Needs: Needs{Topology: TopologyRedlock},
+	Needs: Needs{Topology: NeedNodes},
 	Marks: []Mark{{Event: "pause-redlock-node", Heal: "resume-redlock-node", Cause: CauseSplitBrain}},
 	Doc:   "(redlock) SIGSTOP one node for a while: a minority down, Redlock keeps granting on the others",
 	PlanStep: func(rng *rand.Rand, p PlanParams) Step {
@@ -162,7 +162,7 @@ func runPauseNode(ctx context.Context, env Env, s Step) error {
 var faultClockBumpNode = &Fault{
 	Name:     "clock-bump-node",
 	Kind:     "clock-jump",
-	Needs:    Needs{Topology: TopologyRedlock, FakeTime: true},
+	Needs:    Needs{Topology: NeedNodes, FakeTime: true},
 	Marks:    []Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 	Doc:      "(redlock) move one node's wall clock forward past the TTL (libfaketime): its copies expire early, the majority's do not",
 	PlanStep: ClockPlan,
@@ -247,7 +247,7 @@ func names(nodes []cluster.Node, addrs []string) string {
 
 var faultRedlockClockJump = &Fault{
 	Name:  "redlock-clock-jump",
-	Needs: Needs{Topology: TopologyRedlock, FakeTime: true, ClientPartition: true},
+	Needs: Needs{Topology: NeedNodes, FakeTime: true, ClientPartition: true},
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "clock-bump-node", Heal: "clock-reset-node", Cause: CauseServerClock}},
 	Doc: "(redlock) Kleppmann's scenario: even clients reach A,B,C, odd ones C,D,E; once one side holds the lock, " +
 		"C's clock jumps past the TTL and the other side takes C,D,E",
@@ -404,7 +404,7 @@ func farSideFree(ctx context.Context, env Env, h Holder, far []string) bool {
 
 var faultRedlockRestart = &Fault{
 	Name:  "redlock-restart",
-	Needs: Needs{Topology: TopologyRedlock, ClientPartition: true},
+	Needs: Needs{Topology: NeedNodes, ClientPartition: true},
 	Marks: []Mark{{Event: "partial-partition", Heal: "heal-partition-clients", Cause: CausePartialPartition}, {Event: "kill-node", Heal: "restart-node", Cause: CauseNodeRestart}},
 	Doc: "(redlock) the distlock page's example: one side holds A,B,C; C is killed and restarted (after " +
 		"--delayed-restart); without persistence it forgot the lock and the other side takes C,D,E",
@@ -468,7 +468,7 @@ func minority(nodes []cluster.Node, s Step) []cluster.Node {
 
 var faultPartitionMinority = &Fault{
 	Name:  "partition-minority",
-	Needs: Needs{Topology: TopologyRedlock, Runtime: "docker"},
+	Needs: Needs{Topology: NeedNodes, Runtime: "docker"},
 	Marks: []Mark{{Event: "isolate-node", Heal: "heal-isolate-node", Cause: CauseMinorityPartition}},
 	Doc: "(redlock, docker runtime) cut a minority of the nodes (2 of 5) off from every client for two to three " +
 		"TTLs, then Restore: the majority still grants, extends and releases, so the lock stays valid",

@@ -6,6 +6,7 @@ package runner
 import (
 	_ "github.com/lockjepsen/lockjepsen/deployments/etcd"
 	_ "github.com/lockjepsen/lockjepsen/deployments/postgres"
+	_ "github.com/lockjepsen/lockjepsen/deployments/redlock"
 	_ "github.com/lockjepsen/lockjepsen/deployments/standalone"
 	_ "github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
 	_ "github.com/lockjepsen/lockjepsen/deployments/zookeeper"

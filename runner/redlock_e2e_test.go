@@ -17,7 +17,7 @@ import (
 // The Redlock topology and the stuck-lock anti-patterns, end to end: five
 // real standalone Valkey primaries (or the Sentinel set), real client
 // processes, the real resource. Each case is one run; the expectation is the
-// scenario's own (scenario/redlock.go), so the claims in docs/deployments.md
+// scenario's own (deployments/redlock/scenarios.go), so the claims in docs/deployments.md
 // ("Redlock: five independent primaries") and these tests cannot drift apart.
 
 func expectLesson(t *testing.T, cfg Config, exit int) *checker.Result {

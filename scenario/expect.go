@@ -279,11 +279,11 @@ func (s Scenario) Expected(k Knobs) []Predicate {
 // Always is an expectation that the knobs do not change.
 func Always(ps ...Predicate) Expectation { return func(Knobs) []Predicate { return ps } }
 
-// clientSide is the expectation of a fault that only makes a client outlive
+// ClientSide is the expectation of a fault that only makes a client outlive
 // its lease: the lock stays valid (its lease expired honestly), and only a
 // fence keeps the data whole. The unsafe recipe's bare PEXPIRE/DEL act on a
 // lock that is no longer theirs, which the lock check sees.
-func clientSide(k Knobs) []Predicate {
+func ClientSide(k Knobs) []Predicate {
 	switch {
 	case k.Recipe == "unsafe":
 		return []Predicate{LockIs(checker.Invalid)}

@@ -132,7 +132,7 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 3, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "lock valid; resource invalid without a fence",
-		expect: clientSide,
+		expect: ClientSide,
 	},
 	"clock-jump": {
 		Teaches: "Valkey expires keys by its wall clock: a jump forward on the primary ends a lease early and the lock " +
@@ -148,7 +148,7 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 80, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "resource invalid without a fence",
-		expect: clientSide,
+		expect: ClientSide,
 	},
 	"starved-renewals": {
 		Teaches: "a holder whose watchdog is starved (its renewals and its check of the lease's end stall, as a watchdog " +
@@ -158,7 +158,7 @@ var all = map[string]Scenario{
 		TimeLimit: 20 * time.Second, Interval: 3 * time.Second,
 		Job:    Job{Steps: 80, Think: 60 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "lock valid; resource invalid without a fence",
-		expect: clientSide,
+		expect: ClientSide,
 	},
 	"dropped-release-reply": {
 		Teaches: "a release runs on the server and its reply is lost: the client cannot know its lock is free, so the " +

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/deployments/redlock"
 	"github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -18,7 +19,7 @@ import (
 // on the Valkey nodes started beside it).
 const (
 	BackendSentinel = cluster.TopologySentinel
-	BackendRedlock  = cluster.TopologyRedlock
+	BackendRedlock  = redlock.Topology
 	BackendCluster  = valkeycluster.Topology
 	BackendSQLLease = lock.SQLLease
 )

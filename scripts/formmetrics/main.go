@@ -27,7 +27,7 @@ var deployments = []struct {
 }{
 	{"sentinel", `(?i)sentinel`, []string{"cluster/sentinel.go", "lock/native.go"}},
 	{"standalone", `(?i)standalone`, []string{"deployments/standalone/"}},
-	{"redlock", `(?i)redlock`, []string{"cluster/redlock.go", "lock/redlock.go"}},
+	{"redlock", `(?i)redlock`, []string{"deployments/redlock/", "lock/redlock.go"}},
 	{"valkey cluster", `(?i)vcluster|valkeycluster|topologycluster|valkey cluster|"cluster"`, []string{"deployments/valkeycluster/", "lock/cluster.go"}},
 	{"etcd", `(?i)etcd`, []string{"deployments/etcd/", "lock/etcdmutex.go", "lock/conformance_etcd.go"}},
 	{"zookeeper", `(?i)zookeeper|\bzk`, []string{"deployments/zookeeper/", "lock/zklock.go", "lock/conformance_zk.go"}},

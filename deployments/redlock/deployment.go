@@ -1,32 +1,38 @@
-package cluster
+// Package redlock is Redlock's deployment: --nodes independent Valkey
+// primaries (the distlock page's N = 5) on loopback or in containers, no
+// replication, no Sentinel, and its scenarios (scenarios.go). The recipe that
+// asks a majority of them is lock/redlock.go; the faults that act on one node
+// of N (kill-node, crash-node, pause-node, clock-bump-node, redlock-clock-jump,
+// redlock-restart, partition-minority) are nemesis's mechanisms over the
+// nodes this deployment offers (cluster.NeedNodes).
+package redlock
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
 )
 
-func init() { Register(1, redlockDeployment{}) }
+func init() { cluster.Register(1, deployment{}) }
 
-// TopologyRedlock is Redlock's N independent primaries: no replication, no
-// Sentinel; the recipe asks a majority of them.
-const TopologyRedlock = "redlock"
+// Topology is the --topology value: Redlock's N independent primaries, no
+// replication, no Sentinel; the recipe asks a majority of them.
+const Topology = "redlock"
 
-// DefaultRedlockNodes is the distlock page's N = 5.
-const DefaultRedlockNodes = 5
-
-// errNoPrimary answers Primary and WaitFailover on the redlock topology,
+// ErrNoPrimary answers Primary and WaitFailover on the redlock topology,
 // where every node is a primary of its own: faults name nodes instead.
-var errNoPrimary = errors.New("the redlock topology has no single primary (N independent primaries): use a per-node fault (kill-node, pause-node, clock-bump-node)")
+var ErrNoPrimary = errors.New("the redlock topology has no single primary (N independent primaries): use a per-node fault (kill-node, pause-node, clock-bump-node)")
 
-type redlockDeployment struct{ ValkeyBase }
+type deployment struct{ cluster.ValkeyBase }
 
-func (redlockDeployment) Name() string { return TopologyRedlock }
-func (redlockDeployment) Doc() string {
+func (deployment) Name() string { return Topology }
+func (deployment) Doc() string {
 	return "--nodes independent primaries (the distlock page's N = 5), no replication, no Sentinel"
 }
-func (redlockDeployment) Banner(c Config, version string) string {
+func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", c.Nodes, version)
 }
 
@@ -34,24 +40,24 @@ func (redlockDeployment) Banner(c Config, version string) string {
 // checker.RedlockTitle), which the summary cites.
 const redlockNote = "Redis SET NX EX vs Redlock"
 
-func (redlockDeployment) Note(c Config, fenced bool) string {
+func (deployment) Note(c cluster.Config, fenced bool) string {
 	if fenced {
 		return fmt.Sprintf("topology redlock: %d independent primaries. Redlock has no monotonic counter of its own; the fence numbers here come from the resource's own sequence, asked for after each grant (--fence-source resource).", c.Nodes)
 	}
 	return fmt.Sprintf("topology redlock: %d independent primaries. Redlock has no monotonic counter (no single node could keep one), so no fence number is drawn: a paused holder's late write can only be stopped by a number the resource issues itself (%q).", c.Nodes, redlockNote)
 }
-func (redlockDeployment) Settled() string { return "waiting for every node to answer PING" }
+func (deployment) Settled() string { return "waiting for every node to answer PING" }
 
 // Replicated is false: no primary and replicas to settle, every live node
 // answering PING is the whole wait.
-func (redlockDeployment) Replicated() bool { return false }
-func (redlockDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{Addrs: Addrs(rt), DialMap: DialMapOf(rt)}
+func (deployment) Replicated() bool { return false }
+func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
+	return cluster.Endpoints{Addrs: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
 }
-func (redlockDeployment) Offers(need string) bool {
-	return need == TopologyRedlock || need == NeedAny || need == NeedNetProxy
+func (deployment) Offers(need string) bool {
+	return need == Topology || need == cluster.NeedNodes || need == cluster.NeedAny || need == cluster.NeedNetProxy
 }
-func (redlockDeployment) ValidateRun(k RunKnobs) error {
+func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	switch {
 	case k.Wait:
 		return fmt.Errorf("--wait counts replicas: the redlock topology has none")
@@ -65,9 +71,9 @@ func (redlockDeployment) ValidateRun(k RunKnobs) error {
 	return nil
 }
 
-func (redlockDeployment) Validate(c *Config) error {
+func (deployment) Validate(c *cluster.Config) error {
 	if c.Nodes == 0 {
-		c.Nodes = DefaultRedlockNodes
+		c.Nodes = cluster.DefaultRedlockNodes
 	}
 	if c.Nodes < 1 || c.Nodes > 9 {
 		return fmt.Errorf("--nodes %d: want 1 to 9 independent primaries (5 is the distlock page's)", c.Nodes)
@@ -79,31 +85,31 @@ func (redlockDeployment) Validate(c *Config) error {
 }
 
 // layout: valkey-0..N-1, every one a primary.
-func (redlockDeployment) Layout(c Config) []Node { return LayoutValkey(c, c.Nodes, 0) }
-func (redlockDeployment) Start(ctx context.Context, l *Local) error {
-	return l.upRedlock(ctx)
+func (deployment) Layout(c cluster.Config) []cluster.Node { return cluster.LayoutValkey(c, c.Nodes, 0) }
+func (deployment) Start(ctx context.Context, l *cluster.Local) error {
+	return upRedlock(ctx, l)
 }
-func (redlockDeployment) ReadyOnce(ctx context.Context, l *Local) error {
-	return l.redlockReadyOnce(ctx)
+func (deployment) ReadyOnce(ctx context.Context, l *cluster.Local) error {
+	return redlockReadyOnce(ctx, l)
 }
-func (redlockDeployment) FindPrimary(context.Context, *Local) (Node, error) {
-	return Node{}, errNoPrimary
+func (deployment) FindPrimary(context.Context, *cluster.Local) (cluster.Node, error) {
+	return cluster.Node{}, ErrNoPrimary
 }
-func (redlockDeployment) AwaitFailover(context.Context, *Local, string) (Node, error) {
-	return Node{}, errNoPrimary
+func (deployment) AwaitFailover(context.Context, *cluster.Local, string) (cluster.Node, error) {
+	return cluster.Node{}, ErrNoPrimary
 }
 
-// rejoinsAsReplica is false: a redlock node comes back as the primary it was
+// RejoinsAsReplica is false: a redlock node comes back as the primary it was
 // (its own config; the nemesis's kill-node says so).
-func (redlockDeployment) RejoinsAsReplica() bool { return false }
+func (deployment) RejoinsAsReplica() bool { return false }
 
-// meshed is false: Redlock's primaries never talk to each other, so each
+// Meshed is false: Redlock's primaries never talk to each other, so each
 // sits on its home network alone (the host reaches it there); Partition has
 // nothing to cut on that topology, Isolate cuts the node off from the clients.
-func (redlockDeployment) Meshed() bool { return false }
+func (deployment) Meshed() bool { return false }
 
 // upRedlock starts every primary and waits until each answers PING.
-func (l *Local) upRedlock(ctx context.Context) error {
+func upRedlock(ctx context.Context, l *cluster.Local) error {
 	for _, n := range l.Nodes() {
 		if err := os.RemoveAll(n.Dir); err != nil {
 			return fmt.Errorf("clear %s: %w", n.Dir, err)
@@ -111,58 +117,47 @@ func (l *Local) upRedlock(ctx context.Context) error {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", n.Dir, err)
 		}
-		if err := l.writeConfig(n, false); err != nil {
+		if err := l.WriteConfig(n, false); err != nil {
 			return err
 		}
-		if err := l.start(n.Name); err != nil {
+		if err := l.StartNode(n.Name); err != nil {
 			l.Down()
 			return err
 		}
 	}
-	if err := l.saveState(); err != nil {
+	if err := l.SaveState(); err != nil {
 		return err
 	}
 	if err := l.WaitReady(ctx); err != nil {
 		l.Down()
 		return err
 	}
-	return l.saveState()
+	return l.SaveState()
 }
 
 // redlockReadyOnce: every live, unpaused node answers PING.
-func (l *Local) redlockReadyOnce(ctx context.Context) error {
+func redlockReadyOnce(ctx context.Context, l *cluster.Local) error {
 	for _, n := range l.Nodes() {
 		if n.PID == 0 || n.Paused {
 			continue
 		}
-		if _, err := l.adm.do(ctx, n.Addr, "PING"); err != nil {
+		if _, err := l.Do(ctx, n.Addr, "PING"); err != nil {
 			return fmt.Errorf("%s does not answer PING: %w", n.Name, err)
 		}
 	}
 	return nil
 }
 
-// Addrs lists the data nodes' addresses in name order: Redlock's N instances.
-func Addrs(rt Runtime) []string {
-	var out []string
-	for _, n := range rt.Nodes() {
-		if n.Kind != RoleSentinel {
-			out = append(out, n.Reach()) // the proxy, with --net-proxy
-		}
-	}
-	return out
-}
-
 // ClientTestLayout: three primaries, a majority of 2, so that one can be
 // stopped.
-func (redlockDeployment) ClientTestLayout(c *Config) { c.Nodes = 3 }
+func (deployment) ClientTestLayout(c *cluster.Config) { c.Nodes = 3 }
 
-// ClientTestHooks add the minority case: node i SIGSTOPped around a grant.
-func (redlockDeployment) ClientTestHooks(_ context.Context, rt Runtime, ep Endpoints) ClientTestHooks {
-	return ClientTestHooks{
+// cluster.ClientTestHooks add the minority case: node i SIGSTOPped around a grant.
+func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, ep cluster.Endpoints) cluster.ClientTestHooks {
+	return cluster.ClientTestHooks{
 		Against: fmt.Sprintf("Valkey %s, %d independent primaries (Redlock)", rt.Version(), len(ep.Addrs)),
 		PauseNode: func(i int) (func() error, error) {
-			name := nodeReaching(rt, ep.Addrs[i])
+			name := cluster.NodeReaching(rt, ep.Addrs[i])
 			if err := rt.Pause(name); err != nil {
 				return nil, err
 			}
