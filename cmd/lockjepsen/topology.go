@@ -34,7 +34,7 @@ func topologyDefaults(fs *flag.FlagSet, cfg *runner.Config) {
 }
 
 // redlockFlags registers --topology, the flags the deployments own (--nodes,
-// --shards, ...) and Redlock's client knobs; they are
+// --shards, --pooler, ...) and Redlock's client knobs; they are
 // checked once, in runner.Config.Validate.
 func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	if cfg.Cluster.Topology == "" {
