@@ -246,3 +246,12 @@ func (c *Config) validateOpts() error {
 	}
 	return nil
 }
+
+// DefaultShards is the cluster topology's 3 shards: the fewest with which
+// the other primaries still form a majority to elect a replica when one
+// primary dies.
+const DefaultShards = 3
+
+// DefaultRedlockNodes is the redlock topology's --nodes: the distlock
+// page's N = 5.
+const DefaultRedlockNodes = 5

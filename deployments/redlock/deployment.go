@@ -10,12 +10,10 @@ package redlock
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() { cluster.Register(1, deployment{}) }
@@ -23,9 +21,6 @@ func init() { cluster.Register(1, deployment{}) }
 // Topology is the --topology value: Redlock's N independent primaries, no
 // replication, no Sentinel; the recipe asks a majority of them.
 const Topology = "redlock"
-
-// DefaultNodes is --nodes' default: the distlock page's N = 5.
-const DefaultNodes = 5
 
 // ErrNoPrimary answers Primary and WaitFailover on the redlock topology,
 // where every node is a primary of its own: faults name nodes instead.
@@ -78,7 +73,7 @@ func (deployment) ValidateRun(k cluster.RunKnobs) error {
 
 func (deployment) Validate(c *cluster.Config) error {
 	if c.Nodes == 0 {
-		c.Nodes = DefaultNodes
+		c.Nodes = cluster.DefaultRedlockNodes
 	}
 	if c.Nodes < 1 || c.Nodes > 9 {
 		return fmt.Errorf("--nodes %d: want 1 to 9 independent primaries (5 is the distlock page's)", c.Nodes)
@@ -87,15 +82,6 @@ func (deployment) Validate(c *cluster.Config) error {
 		return fmt.Errorf("--min-replicas is a replication knob: the redlock topology has no replicas")
 	}
 	return nil
-}
-
-// Flags registers --nodes (cluster.FlagOwner); Validate checks it with the
-// rest of the run.
-func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
-	if c.Nodes == 0 {
-		c.Nodes = DefaultNodes
-	}
-	fs.Var(knob.Int{N: &c.Nodes, Min: 1, Max: 9}, "nodes", "redlock topology: independent primaries (the distlock page's N)")
 }
 
 // layout: valkey-0..N-1, every one a primary.

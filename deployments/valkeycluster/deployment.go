@@ -8,7 +8,6 @@ package valkeycluster
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -31,10 +29,6 @@ import (
 
 // Topology is the --topology value.
 const Topology = "cluster"
-
-// DefaultShards is --shards' default, 3: the fewest with which the other
-// primaries still form a majority to elect a replica when one primary dies.
-const DefaultShards = 3
 
 // Slots is Valkey Cluster's hash-slot count.
 const Slots = 16384
@@ -81,15 +75,6 @@ func (deployment) Defaults(c *cluster.Config, set func(string) bool) {
 }
 func (deployment) Validate(c *cluster.Config) error { return validate(c) }
 
-// Flags registers --shards (cluster.FlagOwner); Validate checks it with
-// the rest of the run.
-func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
-	if c.Shards == 0 {
-		c.Shards = DefaultShards
-	}
-	fs.Var(knob.Int{N: &c.Shards, Min: 3, Max: 9}, "shards", "cluster topology: shards, each a primary with --replicas replicas (Valkey Cluster, failover by the cluster bus)")
-}
-
 // layout: the shards' primaries valkey-0..S-1, then their replicas.
 func (deployment) Layout(c cluster.Config) []cluster.Node {
 	return cluster.LayoutValkey(c, c.Shards, c.Shards*c.Replicas)
@@ -123,7 +108,7 @@ func (deployment) Replicated() bool { return false }
 
 func validate(c *cluster.Config) error {
 	if c.Shards == 0 {
-		c.Shards = DefaultShards
+		c.Shards = cluster.DefaultShards
 	}
 	if c.Shards < 3 || c.Shards > 9 {
 		return fmt.Errorf("--shards %d: want 3 to 9 (with fewer than 3 primaries the survivors are no majority and no replica can be elected)", c.Shards)
