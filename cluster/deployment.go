@@ -99,8 +99,11 @@ type ClientTestHooks struct {
 // its flags would set them, and a note for the report.
 type Comparison struct {
 	Name, Recipe, Fence string
-	Opts                map[string]string
-	Note                string
+	// FenceSource: where the fence number comes from ("" the recipe's
+	// default; "resource" the database's sequence).
+	FenceSource string
+	Opts        map[string]string
+	Note        string
 	// ClockNA is why the clock-jump fault kind has no counterpart here, as
 	// a table's n/a cell says it; "" falls back to ClockError's words.
 	ClockNA string

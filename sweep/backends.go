@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/deployments/redlock"
-	"github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
@@ -19,15 +17,13 @@ import (
 // on the Valkey nodes started beside it).
 const (
 	BackendSentinel = cluster.TopologySentinel
-	BackendRedlock  = redlock.Topology
-	BackendCluster  = valkeycluster.Topology
 	BackendSQLLease = lock.SQLLease
 )
 
-// Backends lists them in the order the mapping table reads, then the
-// deployments in folders of their own that join the comparison
-// (cluster.Compared), by rank.
-var Backends = append([]string{BackendSentinel, BackendRedlock, BackendCluster, BackendSQLLease}, comparedBackends()...)
+// Backends lists them in the order the mapping table reads: Sentinel and
+// the database's lease beside it, then every deployment that joins the
+// comparison (cluster.Compared: it declares its rows), by rank.
+var Backends = append([]string{BackendSentinel, BackendSQLLease}, comparedBackends()...)
 
 func comparedBackends() []string {
 	var out []string
@@ -48,23 +44,24 @@ func comparedConfigs() []Config {
 	for _, name := range comparedBackends() {
 		d, _ := cluster.Lookup(name)
 		for _, c := range d.(cluster.Compared).Comparisons() {
-			out = append(out, Config{Name: c.Name, Topology: name, Recipe: c.Recipe, Fence: c.Fence, Opts: c.Opts, Note: c.Note})
+			out = append(out, Config{Name: c.Name, Topology: name, Recipe: c.Recipe, Fence: c.Fence, FenceSource: c.FenceSource, Opts: c.Opts, Note: c.Note})
 		}
 	}
 	return out
 }
 
-// clockNotOn says, for each deployment that joins the comparison and whose
-// servers' clocks cannot be moved, why clock-jump has no counterpart there.
+// clockNotOn says, for each deployment that joins the comparison and has no
+// clock jump (its servers' clocks cannot be moved, or no clock fault acts on
+// them), why clock-jump has no counterpart there.
 func clockNotOn(m map[string]string) map[string]string {
 	for _, name := range comparedBackends() {
 		d, _ := cluster.Lookup(name)
 		if err := d.ClockError(); err != nil {
 			m[name] = err.Error()
-			for _, c := range d.(cluster.Compared).Comparisons() {
-				if c.ClockNA != "" {
-					m[name] = c.ClockNA
-				}
+		}
+		for _, c := range d.(cluster.Compared).Comparisons() {
+			if c.ClockNA != "" {
+				m[name] = c.ClockNA
 			}
 		}
 	}

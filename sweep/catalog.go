@@ -43,10 +43,6 @@ var Deployments = append([]Config{
 		Note: "Sentinel-managed primary + 2 replicas, recipe native, fence read-write from INCR on Valkey (--fence read-write)"},
 	{Name: "sentinel-dbfence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
 		Note: "the same lock, fence numbers from the database's own sequence (--fence-source resource)"},
-	{Name: "redlock", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceNone,
-		Note: "Redlock over 5 independent primaries, no fence (--topology redlock --recipe redlock --fence none)"},
-	{Name: "redlock-dbfence", Topology: "redlock", Recipe: lock.Redlock, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
-		Note: "Redlock fenced by the database's sequence (--topology redlock --recipe redlock --fence-source resource)"},
 	{Name: "sql-lease", Topology: "sentinel", Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
 		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"},
 }, comparedConfigs()...)
@@ -112,7 +108,6 @@ var FaultCatalog = []Fault{
 		NotOn: clockNotOn(map[string]string{
 			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
 				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
-			BackendCluster: "no clock fault on Valkey Cluster nodes in this version",
 		}),
 		Note: "a server's wall clock moved forward past the TTL: sentinel clock-bump (the primary), redlock clock-bump-node (one node of N)"},
 	{Name: "replica-clock-ahead", Faults: []string{"replica-clock-ahead"}, Note: "a replica whose clock runs ahead promoted: PXAT expiries judged by its clock"},

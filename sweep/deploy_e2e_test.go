@@ -3,11 +3,13 @@ package sweep
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/lockjepsen/lockjepsen/internal/testslot"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockjepsen/lockjepsen/deployments/redlock"
+	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 
 // TestDeploymentSweep runs the comparison for real, at its smallest: two
@@ -50,7 +52,7 @@ func TestDeploymentSweep(t *testing.T) {
 		if c.Acquires.Total == 0 || c.Opportunities == 0 || c.Availability <= 0 || c.Availability > 1 {
 			t.Errorf("%s: acquires %d, opportunities %d, availability %v: nothing measured", c.Cell, c.Acquires.Total, c.Opportunities, c.Availability)
 		}
-		if c.Config == "redlock" && (c.Backend != BackendRedlock || c.Unit != "fault" || c.P == nil || c.PStale == nil) {
+		if c.Config == "redlock" && (c.Backend != redlock.Topology || c.Unit != "fault" || c.P == nil || c.PStale == nil) {
 			t.Errorf("redlock cell: backend %s unit %s P %v PStale %v", c.Backend, c.Unit, c.P, c.PStale)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/deployments/etcd"
+	"github.com/lockjepsen/lockjepsen/deployments/redlock"
 	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
 	"github.com/lockjepsen/lockjepsen/knob"
 )
@@ -52,10 +53,10 @@ func TestDeploymentFaultMapping(t *testing.T) {
 		{"sentinel-fence", "clock-jump", "clock-bump", BackendSentinel},
 		{"sentinel-dbfence", "failover", "cut-replication", BackendSentinel},
 		{"sentinel-dbfence", "clock-jump", "clock-bump", BackendSentinel},
-		{"redlock", "failover", "crash-node", BackendRedlock},
-		{"redlock", "paused-client", "pause-client", BackendRedlock},
-		{"redlock", "clock-jump", "clock-bump-node", BackendRedlock},
-		{"redlock-dbfence", "failover", "crash-node", BackendRedlock},
+		{"redlock", "failover", "crash-node", redlock.Topology},
+		{"redlock", "paused-client", "pause-client", redlock.Topology},
+		{"redlock", "clock-jump", "clock-bump-node", redlock.Topology},
+		{"redlock-dbfence", "failover", "crash-node", redlock.Topology},
 		{"etcd", "failover", "etcd-kill-leader", etcd.Topology},
 		{"etcd", "paused-client", "pause-client", etcd.Topology},
 		{"etcd", "clock-jump", "", etcd.Topology},

@@ -84,6 +84,19 @@ func (deployment) Validate(c *cluster.Config) error {
 	return nil
 }
 
+// Comparisons are Redlock's rows in the comparison of lock services
+// (cluster.Compared): unfenced, as the algorithm has no counter, and fenced
+// by the database's sequence. Its failover is crash-node, its clock jump
+// clock-bump-node (their Kind).
+func (deployment) Comparisons() []cluster.Comparison {
+	return []cluster.Comparison{
+		{Name: "redlock", Recipe: "redlock", Fence: "none",
+			Note: "Redlock over 5 independent primaries, no fence (--topology redlock --recipe redlock --fence none)"},
+		{Name: "redlock-dbfence", Recipe: "redlock", Fence: "read-write", FenceSource: "resource",
+			Note: "Redlock fenced by the database's sequence (--topology redlock --recipe redlock --fence-source resource)"},
+	}
+}
+
 // layout: valkey-0..N-1, every one a primary.
 func (deployment) Layout(c cluster.Config) []cluster.Node { return cluster.LayoutValkey(c, c.Nodes, 0) }
 func (deployment) Start(ctx context.Context, l *cluster.Local) error {

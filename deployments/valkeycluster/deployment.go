@@ -75,6 +75,15 @@ func (deployment) Defaults(c *cluster.Config, set func(string) bool) {
 }
 func (deployment) Validate(c *cluster.Config) error { return validate(c) }
 
+// Comparisons is Valkey Cluster's row in the comparison of lock services
+// (cluster.Compared): the native lock fenced by INCR in the lock key's slot;
+// its failover is cluster-cut-replication (its Kind).
+func (deployment) Comparisons() []cluster.Comparison {
+	return []cluster.Comparison{{Name: "cluster-fence", Recipe: "native", Fence: "read-write",
+		Note:    "Valkey Cluster, 3 shards of a primary and a replica, fence read-write from INCR in the lock key's slot (--topology cluster --fence read-write)",
+		ClockNA: "no clock fault on Valkey Cluster nodes in this version"}}
+}
+
 // layout: the shards' primaries valkey-0..S-1, then their replicas.
 func (deployment) Layout(c cluster.Config) []cluster.Node {
 	return cluster.LayoutValkey(c, c.Shards, c.Shards*c.Replicas)
