@@ -98,6 +98,11 @@ func assertNoneLeft(t *testing.T, program string) {
 // case failed) or 254 (the protocol broke with it).
 const failedOrBroke = -1
 
+// anyOutcome is the exit of a row whose one timing-dependent case may also
+// pass (0): the row then asserts what every outcome shares, the cases
+// before that one passed and that one ran.
+const anyOutcome = -2
+
 // TestClientTest: the adapters conform, each against its server; the broken
 // ones give the documented outcomes (a protocol error naming the line: exit
 // 254; silence: failed cases, exit 1) and leave no process behind.
@@ -151,10 +156,14 @@ func TestClientTest(t *testing.T) {
 		// refused connection's error reply ("Got an unexpected reply from
 		// Redis", thrown outside any call: the protocol breaks, exit 254)
 		// or hands that reply to the next command, the second release
-		// (exit 1); FAIL either way, 10 of 10 runs here
+		// (exit 1), or, when the server's close reaches it before the
+		// reply, reports the release failed, reconnects and passes (exit
+		// 0): 8, 1 and 1 of 10 runs idle here, and a pass in a CI run under
+		// load; the common cases before it pass every time
 		// (results/findings/candidates.md, L).
-		{nodeAdapter, []string{"--topology", "standalone"}, failedOrBroke, []string{"1 primary, no Sentinel", "PASS  expiry",
-			"FAIL  a release refused a connection"}},
+		{nodeAdapter, []string{"--topology", "standalone"}, anyOutcome, []string{"1 primary, no Sentinel",
+			"PASS  acquire a free key", "PASS  refuse a held key", "PASS  release with its own token", "PASS  expiry",
+			"  a release refused a connection"}},
 		// Redlock over 3 primaries, one of them stopped in one case.
 		{redlockAdapter, []string{"--topology", "redlock"}, 0, []string{"3 independent primaries",
 			"PASS  a minority of the nodes stopped: 1 of 3 nodes stopped", "12 passed, 0 failed; fences not returned"}},
@@ -199,7 +208,8 @@ func TestClientTest(t *testing.T) {
 		t.Run(tt.program+strings.Join(tt.flags, ""), func(t *testing.T) {
 			testslot.Parallel(t)
 			code, out := lockjepsen(t, append(append([]string{"client-test"}, tt.flags...), tt.program)...)
-			if code != tt.exit && (tt.exit != failedOrBroke || code != 1 && code != exitcode.BadInput) {
+			broke := code == 1 || code == exitcode.BadInput
+			if code != tt.exit && (tt.exit != failedOrBroke || !broke) && (tt.exit != anyOutcome || !broke && code != 0) {
 				t.Fatalf("client-test %s: exit %d, want %d:\n%s", tt.program, code, tt.exit, out)
 			}
 			for _, says := range tt.says {
