@@ -70,14 +70,14 @@ func runCrashClient(ctx context.Context, env Env, s Step) error {
 	if err := ce.ArmCrash(i); err != nil {
 		return err
 	}
-	logf(env, "crash-client", ClientNode(i), "client", "client %d will SIGKILL itself at its next acquire's step point (after SETNX, before EXPIRE for setnx-expire)", i)
+	Logf(env, "crash-client", ClientNode(i), "client", "client %d will SIGKILL itself at its next acquire's step point (after SETNX, before EXPIRE for setnx-expire)", i)
 	deadline := time.Now().Add(5 * time.Second)
 	for ce.ClientAlive(i) && time.Now().Before(deadline) {
 		if err := Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	logf(env, "client-gone", ClientNode(i), "client", "client %d gone: %v", i, !ce.ClientAlive(i))
+	Logf(env, "client-gone", ClientNode(i), "client", "client %d gone: %v", i, !ce.ClientAlive(i))
 	return nil
 }
 
@@ -107,11 +107,11 @@ func runKillHolder(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "kill-client", ClientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
+	Logf(env, "kill-client", ClientNode(h.Client), "client", "SIGKILL client %d, holder of %s since a renewal", h.Client, h.Key)
 	if err := ce.KillClient(h.Client); err != nil {
 		return err
 	}
-	logf(env, "client-gone", ClientNode(h.Client), "client", "client %d is gone for good", h.Client)
+	Logf(env, "client-gone", ClientNode(h.Client), "client", "client %d is gone for good", h.Client)
 	return nil
 }
 
@@ -184,7 +184,7 @@ func runPauseClient(ctx context.Context, env Env, s Step) error {
 	if err := Sleep(ctx, pauseSettle(env.TTL())); err != nil {
 		return err
 	}
-	logf(env, "pause-client", ClientNode(h.Client), "client", "SIGSTOP client %d, holder of %s, for %v (TTL %v)", h.Client, h.Key, s.Duration.Round(time.Millisecond), env.TTL())
+	Logf(env, "pause-client", ClientNode(h.Client), "client", "SIGSTOP client %d, holder of %s, for %v (TTL %v)", h.Client, h.Key, s.Duration.Round(time.Millisecond), env.TTL())
 	if err := env.PauseClient(h.Client); err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func runPauseClient(ctx context.Context, env Env, s Step) error {
 	if err := env.ResumeClient(h.Client); err != nil {
 		return err
 	}
-	logf(env, "resume-client", ClientNode(h.Client), "client", "SIGCONT client %d", h.Client)
+	Logf(env, "resume-client", ClientNode(h.Client), "client", "SIGCONT client %d", h.Client)
 	return sleepErr
 }
 
@@ -224,10 +224,10 @@ func runStarveRenewals(ctx context.Context, env Env, s Step) error {
 	if err := ce.StarveRenewals(h.Client, s.Duration); err != nil {
 		return err
 	}
-	logf(env, "starve-renewals", ClientNode(h.Client), "client", "client %d's watchdog starved for %v (TTL %v): no renewal of %s, its job goes on",
+	Logf(env, "starve-renewals", ClientNode(h.Client), "client", "client %d's watchdog starved for %v (TTL %v): no renewal of %s, its job goes on",
 		h.Client, s.Duration.Round(time.Millisecond), env.TTL(), h.Key)
 	sleepErr := Sleep(ctx, s.Duration)
-	logf(env, "renewals-resume", ClientNode(h.Client), "client", "client %d's watchdog runs again", h.Client)
+	Logf(env, "renewals-resume", ClientNode(h.Client), "client", "client %d's watchdog runs again", h.Client)
 	return sleepErr
 }
 
@@ -280,7 +280,7 @@ func replyFault(name, op, mode, doc string) *Fault {
 			if err := ce.ArmReply(client, op, mode); err != nil {
 				return err
 			}
-			logf(env, name, ClientNode(client), "client", "client %d's next %s: %s its reply (the command runs on the server)", client, op, mode)
+			Logf(env, name, ClientNode(client), "client", "client %d's next %s: %s its reply (the command runs on the server)", client, op, mode)
 			// A holder's window ends with its release; an acquire's
 			// with the step.
 			deadline := time.Now().Add(s.Duration)
@@ -289,7 +289,7 @@ func replyFault(name, op, mode, doc string) *Fault {
 					return err
 				}
 			}
-			logf(env, name+"-done", ClientNode(client), "client", "client %d's %s window closed", client, name)
+			Logf(env, name+"-done", ClientNode(client), "client", "client %d's %s window closed", client, name)
 			return nil
 		},
 	}
@@ -332,11 +332,11 @@ func runSkewClient(ctx context.Context, env Env, s Step) error {
 	if err := env.SkewClient(h.Client, 0, s.Rate); err != nil {
 		return err
 	}
-	logf(env, "skew-client", ClientNode(h.Client), "client", "client %d's clock now runs at %.2fx", h.Client, s.Rate)
+	Logf(env, "skew-client", ClientNode(h.Client), "client", "client %d's clock now runs at %.2fx", h.Client, s.Rate)
 	sleepErr := Sleep(ctx, s.Duration)
 	if err := env.SkewClient(h.Client, 0, 1); err != nil {
 		return err
 	}
-	logf(env, "unskew-client", ClientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
+	Logf(env, "unskew-client", ClientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
 	return sleepErr
 }

@@ -35,7 +35,7 @@ func runClockBump(ctx context.Context, env Env, s Step) error {
 	}
 	// Logged before the write, as every clock fault's start is: see
 	// cluster.Local.setClock.
-	logf(env, "clock-bump", p.Name, cluster.RolePrimary, "wall clock of %s moved %ss", p.Name, s.Offset)
+	Logf(env, "clock-bump", p.Name, cluster.RolePrimary, "wall clock of %s moved %ss", p.Name, s.Offset)
 	if err := c.SetClockOffset(p.Name, s.Offset); err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func runClockBump(ctx context.Context, env Env, s Step) error {
 	if err := c.SetClockOffset(p.Name, ""); err != nil {
 		return err
 	}
-	logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
+	Logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
 	return sleepErr
 }
 
@@ -69,7 +69,7 @@ func runClockStrobe(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "clock-strobe", p.Name, cluster.RolePrimary, "wall clock of %s flips between +0 and %ss every 200ms for %v", p.Name, s.Offset, s.Duration.Round(time.Millisecond))
+	Logf(env, "clock-strobe", p.Name, cluster.RolePrimary, "wall clock of %s flips between +0 and %ss every 200ms for %v", p.Name, s.Offset, s.Duration.Round(time.Millisecond))
 	end := time.Now().Add(s.Duration)
 	on := false
 	var loopErr error
@@ -87,7 +87,7 @@ func runClockStrobe(ctx context.Context, env Env, s Step) error {
 	if err := c.SetClockOffset(p.Name, ""); err != nil {
 		return err
 	}
-	logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
+	Logf(env, "clock-reset", p.Name, cluster.RolePrimary, "wall clock of %s back to true time", p.Name)
 	return loopErr
 }
 
@@ -157,7 +157,7 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 		return err
 	}
 	// Logged before the write: see cluster.Local.setClock.
-	logf(env, "replica-clock", target.Name, cluster.RoleReplica, "wall clock of replica %s moved %ss; it is the only replica Sentinel may promote", target.Name, s.Offset)
+	Logf(env, "replica-clock", target.Name, cluster.RoleReplica, "wall clock of replica %s moved %ss; it is the only replica Sentinel may promote", target.Name, s.Offset)
 	if err := c.SetClockOffset(target.Name, s.Offset); err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); a fresh grant before it: %v", p.Name, p.PID, got)
+	Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); a fresh grant before it: %v", p.Name, p.PID, got)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 	if err := c.SetClockOffset(target.Name, ""); err != nil {
 		return err
 	}
-	logf(env, "replica-clock-reset", target.Name, cluster.RolePrimary, "wall clock of %s back to true time", target.Name)
+	Logf(env, "replica-clock-reset", target.Name, cluster.RolePrimary, "wall clock of %s back to true time", target.Name)
 	return ferr
 }
 

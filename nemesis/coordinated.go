@@ -69,7 +69,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	if err := cut(ctx, c, p, replicas); err != nil {
 		return err
 	}
-	logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
+	Logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
 		map[bool]string{false: " and dropped their links", true: " (links kept: the stream waits in their sockets)"}[force], p.Name)
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	got := env.AwaitAcquire(actx, nowTrue())
@@ -131,7 +131,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 	if err != nil {
 		return err
 	}
-	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
+	Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
 	final := np
 	if len(sentinels) > 0 {
 		// A majority naming the new primary is not the end of Sentinel's
@@ -150,7 +150,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 		// names it, as the checker's attribution needs.
 		observe := func() {
 			if now, err := c.Primary(ctx); err == nil && now.Name != final.Name {
-				logf(env, history.NFailover, now.Name, cluster.RolePrimary,
+				Logf(env, history.NFailover, now.Name, cluster.RolePrimary,
 					"Sentinel's own failover after the coordinated switch: %s flagged down (ODOWN) soon after taking over, %s promoted", final.Name, now.Name)
 				final = now
 			}
@@ -176,7 +176,7 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 		}
 		observe() // a switch between the last look and the readiness that ended the wait
 	}
-	logf(env, "coordinated-done", final.Name, cluster.RolePrimary, "%s: %s is primary (%s took over from %s; an acquire landed on %s alone before: %v)",
+	Logf(env, "coordinated-done", final.Name, cluster.RolePrimary, "%s: %s is primary (%s took over from %s; an acquire landed on %s alone before: %v)",
 		how, final.Name, np.Name, p.Name, p.Name, got)
 	return nil
 }

@@ -33,11 +33,11 @@ func runRestartDB(ctx context.Context, env Env, s Step) error {
 	if !ok {
 		return fmt.Errorf("this run cannot restart its database")
 	}
-	logf(env, "restart-db", "resource", "database", "SIGKILL the resource service and its database, down for %v", s.Duration.Round(time.Millisecond))
+	Logf(env, "restart-db", "resource", "database", "SIGKILL the resource service and its database, down for %v", s.Duration.Round(time.Millisecond))
 	what, err := r.RestartDB(ctx, s.Duration)
 	if err != nil {
 		return err
 	}
-	logf(env, "db-restarted", "resource", "database", "%s is back", what)
+	Logf(env, "db-restarted", "resource", "database", "%s is back", what)
 	return nil
 }

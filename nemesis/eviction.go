@@ -141,7 +141,7 @@ func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 		event, healed = "memory-pressure-dedicated", "memory-pressure-dedicated-drained"
 		where = fmt.Sprintf("on the cache instance %s (not on the lock's primary %s)", target, p.Name)
 	}
-	logf(env, event, target, cluster.RolePrimary,
+	Logf(env, event, target, cluster.RolePrimary,
 		"a cache burst %s: %d entries of 1 KiB (half with a 1 h TTL, half with none) past maxmemory %d MiB (policy %s); a lock was granted just before: %v",
 		where, entries, limit>>20, policy, got)
 	// The burst fills the node, then keeps writing for the step's duration,
@@ -182,7 +182,7 @@ func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 		n, _ := cluster.InfoField(context.WithoutCancel(ctx), c, target, "stats", "evicted_keys")
 		others = fmt.Sprintf(" (the cache instance's: %d -> %d)", cacheBefore, n)
 	}
-	logf(env, healed, target, cluster.RolePrimary,
+	Logf(env, healed, target, cluster.RolePrimary,
 		"cache entries deleted from %s after %d rounds of writes; on the lock's primary %s evicted_keys %d -> %d (+%d)%s, lock keys evicted: %d %v; writes refused with OOM during the burst: %v",
 		target, rounds, p.Name, before, after2, after2-before, others, len(locks), locks, full)
 	for _, e := range []error{loadErr, drainErr, sleepErr} {

@@ -25,11 +25,11 @@ func failoverAndRejoin(ctx context.Context, env Env, old cluster.Node) error {
 	if err != nil {
 		return err
 	}
-	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s; %s was primary", np.Name, old.Name)
+	Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s; %s was primary", np.Name, old.Name)
 	if err := c.Restart(ctx, old.Name, cluster.AsReplica); err != nil {
 		return err
 	}
-	logf(env, "restart", old.Name, cluster.RoleReplica, "%s restarted as a replica of %s", old.Name, np.Name)
+	Logf(env, "restart", old.Name, cluster.RoleReplica, "%s restarted as a replica of %s", old.Name, np.Name)
 	return nil
 }
 
@@ -50,7 +50,7 @@ func runKillPrimary(ctx context.Context, env Env, _ Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d)", p.Name, p.PID)
+	Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d)", p.Name, p.PID)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	if err := cutReplicas(ctx, c, p, replicas); err != nil {
 		return err
 	}
-	logf(env, "cut-replication", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
+	Logf(env, "cut-replication", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
 	// With long jobs a new grant comes only when a holder finishes; wait for
 	// one, or the kill would lose nothing. Under a setting that asks for a
 	// replica none can come: the wait ends at the guard's first refusal
@@ -99,7 +99,7 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 		return err
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); an acquire landed after the cut: %v%s", p.Name, p.PID, got, closedNote(closed))
+	Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); an acquire landed after the cut: %v%s", p.Name, p.PID, got, closedNote(closed))
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func runCutReplication(ctx context.Context, env Env, _ Step) error {
 			return err
 		}
 	}
-	logf(env, "heal-replication", p.Name, cluster.RoleReplica, "resumed %d replicas", len(replicas))
+	Logf(env, "heal-replication", p.Name, cluster.RoleReplica, "resumed %d replicas", len(replicas))
 	return failoverAndRejoin(ctx, env, p)
 }
 
@@ -147,7 +147,7 @@ func PromoteReplica(ctx context.Context, env Env, _ Step) error {
 	if err := cutReplicas(ctx, c, p, replicas); err != nil {
 		return err
 	}
-	logf(env, "promote-replica", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
+	Logf(env, "promote-replica", p.Name, cluster.RolePrimary, "paused %d replicas and dropped their links; %s acknowledges writes nobody copies", len(replicas), p.Name)
 	got, _, err := AwaitGrantAlone(ctx, env, p.Name, nowTrue(), 2*env.TTL()+2*time.Second, ClosedAlone)
 	if err != nil {
 		return err
@@ -167,10 +167,10 @@ func PromoteReplica(ctx context.Context, env Env, _ Step) error {
 	if err := rp.Repoint(r.Name); err != nil {
 		return err
 	}
-	logf(env, "promoted", r.Name, cluster.RolePrimary, "REPLICAOF NO ONE on %s, the service address moved to it (an acquire landed on %s after the cut: %v)", r.Name, p.Name, got)
+	Logf(env, "promoted", r.Name, cluster.RolePrimary, "REPLICAOF NO ONE on %s, the service address moved to it (an acquire landed on %s after the cut: %v)", r.Name, p.Name, got)
 	// No Sentinel watches a standalone primary: the promotion is the
 	// failover, and the sweep counts it as its opportunity.
-	logf(env, history.NFailover, r.Name, cluster.RolePrimary, "the operator promoted %s; %s was primary", r.Name, p.Name)
+	Logf(env, history.NFailover, r.Name, cluster.RolePrimary, "the operator promoted %s; %s was primary", r.Name, p.Name)
 	host, port, _ := strings.Cut(r.Reach(), ":")
 	for _, n := range append([]cluster.Node{p}, replicas[1:]...) {
 		if n.Name != p.Name {
@@ -182,7 +182,7 @@ func PromoteReplica(ctx context.Context, env Env, _ Step) error {
 			return fmt.Errorf("demote %s: %w", n.Name, err)
 		}
 	}
-	logf(env, "demote", p.Name, cluster.RoleReplica, "%s and the other replicas now replicate %s; the grant %s held alone is gone", p.Name, r.Name, p.Name)
+	Logf(env, "demote", p.Name, cluster.RoleReplica, "%s and the other replicas now replicate %s; the grant %s held alone is gone", p.Name, r.Name, p.Name)
 	return nil
 }
 
@@ -219,14 +219,14 @@ func runFastRestart(ctx context.Context, env Env, _ Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "fast-restart", p.Name, cluster.RolePrimary, "SIGKILL %s and restart it at once with its old config; %s", p.Name, why)
+	Logf(env, "fast-restart", p.Name, cluster.RolePrimary, "SIGKILL %s and restart it at once with its old config; %s", p.Name, why)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
 	if err := c.Restart(ctx, p.Name, cluster.WithOldConfig); err != nil {
 		return err
 	}
-	logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back, faster than any failover; replicas resync from it", p.Name)
+	Logf(env, "restarted", p.Name, cluster.RolePrimary, "%s is back, faster than any failover; replicas resync from it", p.Name)
 	// Polled, not slept: the fault is over once the replicas have resynced
 	// from the empty primary (the runner then waits for Sentinel's view).
 	_, err = awaitOnline(ctx, c, p.Name, len(replicasOf(c, p.Name)), 5*time.Second)

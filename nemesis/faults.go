@@ -41,7 +41,9 @@ func Run(ctx context.Context, env Env, s Step) error {
 	return nil
 }
 
-func logf(env Env, f, node string, role cluster.Role, format string, a ...any) {
+// Logf logs one fault event of the run: what a fault did, to which node in
+// which role (a deployment's own faults log through it too).
+func Logf(env Env, f, node string, role cluster.Role, format string, a ...any) {
 	env.Log(history.Event{F: f, Node: node, Role: string(role), Detail: fmt.Sprintf(format, a...)})
 }
 

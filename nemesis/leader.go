@@ -27,7 +27,7 @@ func KillLeader(product string) func(context.Context, Env, Step) error {
 		if err != nil {
 			return err
 		}
-		logf(env, "kill", l.Name, "leader", "SIGKILL %s leader %s (pid %d)", product, l.Name, l.PID)
+		Logf(env, "kill", l.Name, "leader", "SIGKILL %s leader %s (pid %d)", product, l.Name, l.PID)
 		if err := c.Kill(l.Name); err != nil {
 			return err
 		}
@@ -37,11 +37,11 @@ func KillLeader(product string) func(context.Context, Env, Step) error {
 		if err != nil {
 			return err
 		}
-		logf(env, history.NFailover, nl.Name, "leader", "%s elected %s; %s was leader", product, nl.Name, l.Name)
+		Logf(env, history.NFailover, nl.Name, "leader", "%s elected %s; %s was leader", product, nl.Name, l.Name)
 		if err := c.Restart(ctx, l.Name, cluster.AsReplica); err != nil {
 			return err
 		}
-		logf(env, "restart", l.Name, "follower", "%s restarted from its data dir, rejoined as a follower", l.Name)
+		Logf(env, "restart", l.Name, "follower", "%s restarted from its data dir, rejoined as a follower", l.Name)
 		return nil
 	}
 }
@@ -56,7 +56,7 @@ func PauseLeader(product string, election time.Duration) func(context.Context, E
 		if err != nil {
 			return err
 		}
-		logf(env, "pause-node", l.Name, "leader", "SIGSTOP %s leader %s for %v (election timeout %v)", product, l.Name, s.Duration.Round(time.Millisecond), election)
+		Logf(env, "pause-node", l.Name, "leader", "SIGSTOP %s leader %s for %v (election timeout %v)", product, l.Name, s.Duration.Round(time.Millisecond), election)
 		if err := c.Pause(l.Name); err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func PartitionLeader(product string, election time.Duration) func(context.Contex
 		if err != nil {
 			return err
 		}
-		logf(env, "partition", l.Name, "leader", "cut %s leader %s off from the other members for %v (election timeout %v); the clients still reach it",
+		Logf(env, "partition", l.Name, "leader", "cut %s leader %s off from the other members for %v (election timeout %v); the clients still reach it",
 			product, l.Name, s.Duration.Round(time.Millisecond), election)
 		if err := partitionNode(pc, l.Name); err != nil {
 			return err
@@ -108,7 +108,7 @@ func IsolateLeader(product string, election time.Duration) func(context.Context,
 		if err != nil {
 			return err
 		}
-		logf(env, "isolate-leader", l.Name, "leader", "cut %s leader %s off from the other members and from the clients for %v (a silent leader is given up after %v)",
+		Logf(env, "isolate-leader", l.Name, "leader", "cut %s leader %s off from the other members and from the clients for %v (a silent leader is given up after %v)",
 			product, l.Name, s.Duration.Round(time.Millisecond), election)
 		if err := iso.Isolate(l.Name); err != nil {
 			return errors.Join(err, iso.Heal(l.Name))
@@ -135,9 +135,9 @@ func leaderOut(ctx context.Context, env Env, s Step, product, leader string, und
 	if err := undo(); err != nil {
 		return err
 	}
-	logf(env, healEvent, leader, "leader", "%s", healText)
+	Logf(env, healEvent, leader, "leader", "%s", healText)
 	if elected != "" {
-		logf(env, history.NFailover, elected, "leader", "%s elected %s while %s was %s", product, elected, leader, while)
+		Logf(env, history.NFailover, elected, "leader", "%s elected %s while %s was %s", product, elected, leader, while)
 	}
 	return sleepErr
 }

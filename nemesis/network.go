@@ -145,14 +145,14 @@ func runSlowLinkFailover(ctx context.Context, env Env, s Step) error {
 			return err
 		}
 	}
-	logf(env, "slow-link-failover", p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas and Sentinels; not the clients)",
+	Logf(env, "slow-link-failover", p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas and Sentinels; not the clients)",
 		p.Name, n.Latency, n.Jitter)
 	why, err := awaitFreshGrant(ctx, env, 2*env.TTL()+2*time.Second)
 	if err != nil {
 		_ = sh.ClearToxics(p.Name)
 		return err
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the slow link: %s", p.Name, p.PID, why)
+	Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the slow link: %s", p.Name, p.PID, why)
 	if err := c.Kill(p.Name); err != nil {
 		return errors.Join(err, sh.ClearToxics(p.Name))
 	}
@@ -162,15 +162,15 @@ func runSlowLinkFailover(ctx context.Context, env Env, s Step) error {
 	if err := sh.ClearToxics(p.Name); err != nil {
 		return errors.Join(werr, err)
 	}
-	logf(env, "slow-link-healed", p.Name, cluster.RolePrimary, "toxics removed from %s's proxy", p.Name)
+	Logf(env, "slow-link-healed", p.Name, cluster.RolePrimary, "toxics removed from %s's proxy", p.Name)
 	if werr != nil {
 		return werr
 	}
-	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s; %s was primary", np.Name, p.Name)
+	Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s; %s was primary", np.Name, p.Name)
 	if err := c.Restart(ctx, p.Name, cluster.AsReplica); err != nil {
 		return err
 	}
-	logf(env, "restart", p.Name, cluster.RoleReplica, "%s restarted as a replica of %s", p.Name, np.Name)
+	Logf(env, "restart", p.Name, cluster.RoleReplica, "%s restarted as a replica of %s", p.Name, np.Name)
 	return nil
 }
 
@@ -231,14 +231,14 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 			return err
 		}
 	}
-	logf(env, event, p.Name, cluster.RolePrimary, "on %s's proxy for %v: %s",
+	Logf(env, event, p.Name, cluster.RolePrimary, "on %s's proxy for %v: %s",
 		p.Name, s.Duration.Round(time.Millisecond), what)
 	sleepErr := Sleep(ctx, s.Duration)
 	// Even when the run is ending: a toxic left on would slow its heal.
 	if err := sh.ClearToxics(p.Name); err != nil {
 		return err
 	}
-	logf(env, event+"-healed", p.Name, cluster.RolePrimary, "toxic removed from %s's proxy", p.Name)
+	Logf(env, event+"-healed", p.Name, cluster.RolePrimary, "toxic removed from %s's proxy", p.Name)
 	return sleepErr
 }
 

@@ -47,7 +47,7 @@ func runPartition(ctx context.Context, env Env, s Step) error {
 	if err != nil {
 		return err
 	}
-	logf(env, "partition", p.Name, cluster.RolePrimary, "cut %s off from the Sentinels and replicas for %v, the clients still reach it; %s", p.Name, s.Duration.Round(time.Millisecond), why)
+	Logf(env, "partition", p.Name, cluster.RolePrimary, "cut %s off from the Sentinels and replicas for %v, the clients still reach it; %s", p.Name, s.Duration.Round(time.Millisecond), why)
 	if err := partitionNode(pc, p.Name); err != nil {
 		return err
 	}
@@ -55,12 +55,12 @@ func runPartition(ctx context.Context, env Env, s Step) error {
 	if err := pc.Heal(p.Name); err != nil {
 		return err
 	}
-	logf(env, "heal-partition", p.Name, cluster.RolePrimary, "%s reconnected", p.Name)
+	Logf(env, "heal-partition", p.Name, cluster.RolePrimary, "%s reconnected", p.Name)
 	if sleepErr != nil {
 		return sleepErr
 	}
 	if np, err := c.Primary(ctx); err == nil && np.Name != p.Name {
-		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was cut off", np.Name, p.Name)
+		Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was cut off", np.Name, p.Name)
 	}
 	return nil
 }

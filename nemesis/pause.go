@@ -36,7 +36,7 @@ func runPausePrimary(ctx context.Context, env Env, s Step) error {
 		return sleepErr
 	}
 	if np, err := c.Primary(ctx); err == nil && np.Name != p.Name {
-		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was paused", np.Name, p.Name)
+		Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "Sentinel promoted %s while %s was paused", np.Name, p.Name)
 	}
 	return nil
 }
@@ -76,14 +76,14 @@ func runPauseReplicas(ctx context.Context, env Env, s Step) error {
 			return err
 		}
 	}
-	logf(env, "pause-replicas", p.Name, cluster.RolePrimary, "SIGSTOP %d replicas of %s for %v", len(replicas), p.Name, s.Duration.Round(time.Millisecond))
+	Logf(env, "pause-replicas", p.Name, cluster.RolePrimary, "SIGSTOP %d replicas of %s for %v", len(replicas), p.Name, s.Duration.Round(time.Millisecond))
 	sleepErr := Sleep(ctx, s.Duration)
 	for _, r := range replicas {
 		if err := c.Resume(r.Name); err != nil {
 			return err
 		}
 	}
-	logf(env, "resume-replicas", p.Name, cluster.RolePrimary, "SIGCONT %d replicas", len(replicas))
+	Logf(env, "resume-replicas", p.Name, cluster.RolePrimary, "SIGCONT %d replicas", len(replicas))
 	return sleepErr
 }
 
@@ -93,7 +93,7 @@ func runPauseReplicas(ctx context.Context, env Env, s Step) error {
 // the pause's or the interruption's.
 func holdPaused(ctx context.Context, env Env, n cluster.Node, pause, resume string, d time.Duration) error {
 	c := env.Cluster()
-	logf(env, pause, n.Name, cluster.RolePrimary, "SIGSTOP %s for %v", n.Name, d.Round(time.Millisecond))
+	Logf(env, pause, n.Name, cluster.RolePrimary, "SIGSTOP %s for %v", n.Name, d.Round(time.Millisecond))
 	if err := c.Pause(n.Name); err != nil {
 		return err
 	}
@@ -101,6 +101,6 @@ func holdPaused(ctx context.Context, env Env, n cluster.Node, pause, resume stri
 	if err := c.Resume(n.Name); err != nil {
 		return err
 	}
-	logf(env, resume, n.Name, cluster.RolePrimary, "SIGCONT %s", n.Name)
+	Logf(env, resume, n.Name, cluster.RolePrimary, "SIGCONT %s", n.Name)
 	return sleepErr
 }

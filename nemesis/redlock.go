@@ -126,7 +126,7 @@ func killAndRestartAfter(ctx context.Context, env Env, n cluster.Node, minDown t
 		delay = ce.DelayedRestart()
 	}
 	delay = max(delay, minDown)
-	logf(env, "kill-node", n.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); restart after %v", n.Name, n.PID, delay)
+	Logf(env, "kill-node", n.Name, cluster.RolePrimary, "SIGKILL %s (pid %d); restart after %v", n.Name, n.PID, delay)
 	if err := c.Kill(n.Name); err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func killAndRestartAfter(ctx context.Context, env Env, n cluster.Node, minDown t
 	if err := c.Restart(context.WithoutCancel(ctx), n.Name, cluster.WithOldConfig); err != nil {
 		return err
 	}
-	logf(env, "restart-node", n.Name, cluster.RolePrimary, "%s restarted as an independent primary (what it kept depends on --appendonly)", n.Name)
+	Logf(env, "restart-node", n.Name, cluster.RolePrimary, "%s restarted as an independent primary (what it kept depends on --appendonly)", n.Name)
 	return sleepErr
 }
 
@@ -183,7 +183,7 @@ func bumpNode(ctx context.Context, env Env, n cluster.Node, s Step) error {
 	c := env.Cluster()
 	// Logged before the write (see cluster.Local.setClock): a grant the jump
 	// allowed while SetClockOffset still confirmed it is inside the window.
-	logf(env, "clock-bump-node", n.Name, cluster.RolePrimary, "wall clock of %s moved %ss: its copies of the locks expire now", n.Name, s.Offset)
+	Logf(env, "clock-bump-node", n.Name, cluster.RolePrimary, "wall clock of %s moved %ss: its copies of the locks expire now", n.Name, s.Offset)
 	if err := c.SetClockOffset(n.Name, s.Offset); err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func bumpNode(ctx context.Context, env Env, n cluster.Node, s Step) error {
 	if err := c.SetClockOffset(n.Name, ""); err != nil {
 		return err
 	}
-	logf(env, "clock-reset-node", n.Name, cluster.RolePrimary, "wall clock of %s back to true time", n.Name)
+	Logf(env, "clock-reset-node", n.Name, cluster.RolePrimary, "wall clock of %s back to true time", n.Name)
 	return sleepErr
 }
 
@@ -222,13 +222,13 @@ func partialPartition(env Env, ce ClientEnv, tag string) (cluster.Node, func(), 
 			return middle, nil, err
 		}
 	}
-	logf(env, tag, middle.Name, cluster.RolePrimary, "even clients cannot reach %s, odd clients cannot reach %s; both reach %s",
+	Logf(env, tag, middle.Name, cluster.RolePrimary, "even clients cannot reach %s, odd clients cannot reach %s; both reach %s",
 		names(nodes, unreach[0]), names(nodes, unreach[1]), middle.Name)
 	heal := func() {
 		for i := 0; i < ce.NumClients(); i++ {
 			_ = ce.SetUnreachable(i, nil)
 		}
-		logf(env, "heal-partition-clients", middle.Name, cluster.RolePrimary, "every client reaches every node again")
+		Logf(env, "heal-partition-clients", middle.Name, cluster.RolePrimary, "every client reaches every node again")
 	}
 	return middle, heal, nil
 }
@@ -299,7 +299,7 @@ func splitAndAwaitGrant(ctx context.Context, env Env) (middle cluster.Node, heal
 	if err := ctx.Err(); err != nil {
 		return middle, heal, err
 	}
-	logf(env, "armed", middle.Name, cluster.RolePrimary, "%s (armed: %v)", why, armed)
+	Logf(env, "armed", middle.Name, cluster.RolePrimary, "%s (armed: %v)", why, armed)
 	return middle, heal, nil
 }
 
@@ -504,12 +504,12 @@ func runPartitionMinority(ctx context.Context, env Env, s Step) error {
 				errs = append(errs, err)
 				continue
 			}
-			logf(env, "heal-isolate-node", n.Name, cluster.RolePrimary, "%s reconnected: the clients reach it again", n.Name)
+			Logf(env, "heal-isolate-node", n.Name, cluster.RolePrimary, "%s reconnected: the clients reach it again", n.Name)
 		}
 		return errors.Join(errs...)
 	}
 	for _, n := range cut {
-		logf(env, "isolate-node", n.Name, cluster.RolePrimary, "cut %s off from every client for %v (%d of %d nodes cut off: a majority remains)",
+		Logf(env, "isolate-node", n.Name, cluster.RolePrimary, "cut %s off from every client for %v (%d of %d nodes cut off: a majority remains)",
 			n.Name, s.Duration.Round(time.Millisecond), len(cut), len(nodes))
 		done = append(done, n)
 		if err := iso.Isolate(n.Name); err != nil {

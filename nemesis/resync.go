@@ -51,7 +51,7 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		return err
 	}
 	replicas := replicasOf(c, p.Name)
-	logf(env, "resync-window", p.Name, cluster.RolePrimary, "making %d replicas full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
+	Logf(env, "resync-window", p.Name, cluster.RolePrimary, "making %d replicas full-sync from %s, until an acquire lands inside the window", len(replicas), p.Name)
 	giveUp := time.Now().Add(resyncGiveUp)
 	got, closed, tries := false, false, 0
 	// moved reports (and logs) a failover Sentinel ran on its own while the
@@ -72,7 +72,7 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 		if why != nil {
 			detail += fmt.Sprintf(" (%v)", why)
 		}
-		logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s", detail)
+		Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s", detail)
 		return true
 	}
 	for !got && !closed && tries < resyncTries && (tries == 0 || time.Now().Before(giveUp)) {
@@ -135,11 +135,11 @@ func runResyncWindow(ctx context.Context, env Env, _ Step) error {
 	if moved(nil) {
 		return nil
 	}
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v (resync %d)%s", p.Name, p.PID, got, tries, closedNote(closed))
+	Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d) inside the resync window; an acquire landed in it: %v (resync %d)%s", p.Name, p.PID, got, tries, closedNote(closed))
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
-	logf(env, "resync-done", p.Name, cluster.RolePrimary, "resync window over")
+	Logf(env, "resync-done", p.Name, cluster.RolePrimary, "resync window over")
 	return failoverAndRejoin(ctx, env, p)
 }
 

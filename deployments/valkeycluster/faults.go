@@ -61,7 +61,7 @@ func cutShard(ctx context.Context, env nemesis.Env, sh cluster.Shard) (resume fu
 				return err
 			}
 		}
-		logf(env, "cluster-heal-replication", sh.Primary.Name, cluster.RolePrimary, "resumed %d replica(s) of %s", len(sh.Replicas), sh.Primary.Name)
+		nemesis.Logf(env, "cluster-heal-replication", sh.Primary.Name, cluster.RolePrimary, "resumed %d replica(s) of %s", len(sh.Replicas), sh.Primary.Name)
 		return nil
 	}
 	for _, r := range sh.Replicas {
@@ -73,7 +73,7 @@ func cutShard(ctx context.Context, env nemesis.Env, sh cluster.Shard) (resume fu
 		_ = resume()
 		return nil, false, err
 	}
-	logf(env, "cluster-cut-replication", sh.Primary.Name, cluster.RolePrimary,
+	nemesis.Logf(env, "cluster-cut-replication", sh.Primary.Name, cluster.RolePrimary,
 		"slot %d (%s) is served by %s; paused its %d replica(s) (%s) and dropped their links: %s acknowledges writes nobody copies",
 		sh.Slot, LockKey, sh.Primary.Name, len(sh.Replicas), nodeNames(sh.Replicas), sh.Primary.Name)
 	got, _, err := nemesis.AwaitGrantAlone(ctx, env, sh.Primary.Name, truetime.Now(), 2*env.TTL()+2*time.Second, nemesis.ClosedAlone)
@@ -107,7 +107,7 @@ func awaitShardFailover(ctx context.Context, env nemesis.Env, old cluster.Node, 
 	if err != nil {
 		return np, err
 	}
-	logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s now serves slot %d; %s was its primary", how, np.Name, KeySlot(LockKey), old.Name)
+	nemesis.Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s now serves slot %d; %s was its primary", how, np.Name, KeySlot(LockKey), old.Name)
 	return np, nil
 }
 
@@ -135,7 +135,7 @@ func runClusterKillPrimary(ctx context.Context, env nemesis.Env, _ nemesis.Step)
 func killShardPrimary(ctx context.Context, env nemesis.Env, sh cluster.Shard, why string) error {
 	c := env.Cluster()
 	p := sh.Primary
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d%s", p.Name, p.PID, sh.Slot, why)
+	nemesis.Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d%s", p.Name, p.PID, sh.Slot, why)
 	if err := c.Kill(p.Name); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func rejoinAfter(ctx context.Context, env nemesis.Env, p cluster.Node, how strin
 	if err := env.Cluster().Restart(ctx, p.Name, cluster.AsReplica); err != nil {
 		return err
 	}
-	logf(env, "restart", p.Name, cluster.RoleReplica, "%s restarted with its nodes.conf; it rejoins as a replica of %s", p.Name, np.Name)
+	nemesis.Logf(env, "restart", p.Name, cluster.RoleReplica, "%s restarted with its nodes.conf; it rejoins as a replica of %s", p.Name, np.Name)
 	return nil
 }
 
@@ -183,7 +183,7 @@ func runClusterCutReplication(ctx context.Context, env nemesis.Env, _ nemesis.St
 		return err
 	}
 	p := sh.Primary
-	logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d, while its replicas are cut off; an acquire landed after the cut: %v", p.Name, p.PID, sh.Slot, got)
+	nemesis.Logf(env, "kill", p.Name, cluster.RolePrimary, "SIGKILL %s (pid %d), primary of slot %d, while its replicas are cut off; an acquire landed after the cut: %v", p.Name, p.PID, sh.Slot, got)
 	if err := env.Cluster().Kill(p.Name); err != nil {
 		_ = resume()
 		return err
@@ -281,10 +281,10 @@ func manualFailover(mode string) func(ctx context.Context, env nemesis.Env, _ ne
 		}
 		cmd := strings.Join(args, " ")
 		logLine := func() {
-			logf(env, "cluster-failover", sh.Primary.Name, cluster.RolePrimary, "%s on %s, replica of %s (slot %d); an acquire landed on %s alone after the cut: %v", cmd, target.Name, sh.Primary.Name, sh.Slot, sh.Primary.Name, got)
+			nemesis.Logf(env, "cluster-failover", sh.Primary.Name, cluster.RolePrimary, "%s on %s, replica of %s (slot %d); an acquire landed on %s alone after the cut: %v", cmd, target.Name, sh.Primary.Name, sh.Slot, sh.Primary.Name, got)
 		}
 		done := func() {
-			logf(env, "cluster-failover-done", sh.Primary.Name, cluster.RolePrimary, "%s over", cmd)
+			nemesis.Logf(env, "cluster-failover-done", sh.Primary.Name, cluster.RolePrimary, "%s over", cmd)
 		}
 		if queued != nil {
 			logLine()
@@ -355,10 +355,6 @@ func awaitNoFailFlag(ctx context.Context, c cluster.Runtime, observer, node clus
 			return fmt.Errorf("%s still flags %s %q after 15 s: %w", observer.Name, node.Name, last, err)
 		}
 	}
-}
-
-func logf(env nemesis.Env, f, node string, role cluster.Role, format string, a ...any) {
-	env.Log(history.Event{F: f, Node: node, Role: string(role), Detail: fmt.Sprintf(format, a...)})
 }
 
 func init() {

@@ -82,7 +82,7 @@ func runMigrateSlot(ctx context.Context, env nemesis.Env, s nemesis.Step) error 
 	if err := m.Open(ctx, c); err != nil {
 		return err
 	}
-	logf(env, "migrate-slot", m.Src.Name, cluster.RolePrimary,
+	nemesis.Logf(env, "migrate-slot", m.Src.Name, cluster.RolePrimary,
 		"%s opened: %s MIGRATING, %s IMPORTING, for %v; a client was granted the lock just before: %v",
 		m, m.Src.Name, m.Dst.Name, s.Duration.Round(time.Millisecond), got)
 	// Whatever stops the window early (the run's end, an error), the slot is
@@ -97,7 +97,7 @@ func runMigrateSlot(ctx context.Context, env nemesis.Env, s nemesis.Step) error 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	n, cerr := m.Close(cctx, c, migrated(env, m))
-	logf(env, "migrate-slot-done", m.Dst.Name, cluster.RolePrimary, "%s closed: SETSLOT NODE %s on %s; %d key(s) moved: %v",
+	nemesis.Logf(env, "migrate-slot-done", m.Dst.Name, cluster.RolePrimary, "%s closed: SETSLOT NODE %s on %s; %d key(s) moved: %v",
 		m, m.Dst.Name, nodeNames(m.Primaries), moved+n, errText(cerr))
 	if werr != nil && ctx.Err() == nil {
 		return werr
@@ -115,7 +115,7 @@ func errText(err error) string {
 // migrated logs each MIGRATE batch of a move.
 func migrated(env nemesis.Env, m SlotMove) func(keys []string, reply string) {
 	return func(keys []string, reply string) {
-		logf(env, "slot-keys-migrated", m.Src.Name, cluster.RolePrimary, "MIGRATE %s to %s: %s (%s)", strings.Join(keys, " "), m.Dst.Name, reply,
+		nemesis.Logf(env, "slot-keys-migrated", m.Src.Name, cluster.RolePrimary, "MIGRATE %s to %s: %s (%s)", strings.Join(keys, " "), m.Dst.Name, reply,
 			"the source now answers ASK for them, the target serves them after ASKING")
 	}
 }
@@ -144,12 +144,12 @@ func runMigrateSlotAtomic(ctx context.Context, env nemesis.Env, _ nemesis.Step) 
 		return err
 	}
 	slot := strconv.Itoa(m.Slot)
-	logf(env, "migrate-slot-atomic", m.Src.Name, cluster.RolePrimary,
+	nemesis.Logf(env, "migrate-slot-atomic", m.Src.Name, cluster.RolePrimary,
 		"%s: CLUSTER MIGRATESLOTS SLOTSRANGE %s %s NODE %s on %s; a client was granted the lock just before: %v",
 		m, slot, slot, m.Dst.Name, m.Src.Name, got)
 	start := time.Now()
 	if _, err := c.Command(ctx, m.Src.Name, "CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", slot, slot, "NODE", m.DstID()); err != nil {
-		logf(env, "migrate-slot-atomic-done", m.Src.Name, cluster.RolePrimary, "%s refused: %v", m, err)
+		nemesis.Logf(env, "migrate-slot-atomic-done", m.Src.Name, cluster.RolePrimary, "%s refused: %v", m, err)
 		return fmt.Errorf("CLUSTER MIGRATESLOTS on %s: %w", m.Src.Name, err)
 	}
 	// Awaited past the run's end too: the job runs on in the server anyway,
@@ -157,7 +157,7 @@ func runMigrateSlotAtomic(ctx context.Context, env nemesis.Env, _ nemesis.Step) 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	job, err := awaitSlotMigration(wctx, c, m.Src.Name, before)
-	logf(env, "migrate-slot-atomic-done", m.Dst.Name, cluster.RolePrimary, "%s: job %.8s %s after %v (%s)",
+	nemesis.Logf(env, "migrate-slot-atomic-done", m.Dst.Name, cluster.RolePrimary, "%s: job %.8s %s after %v (%s)",
 		m, job["name"], job["state"], time.Since(start).Round(time.Millisecond), errText(err))
 	if err != nil {
 		return err
