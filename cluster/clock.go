@@ -65,7 +65,7 @@ func (l *Local) setClock(n Node, offset string) error {
 	if !offsetRE.MatchString(offset) {
 		return fmt.Errorf("clock offset %q: want a signed number of seconds such as +120 or -1.5 (suffix m, h, d allowed)", offset)
 	}
-	if err := l.writeOffset(n, offset); err != nil {
+	if err := l.WriteOffset(n, offset); err != nil {
 		return err
 	}
 	// A Sentinel has no TIME command, and a stopped or killed node reads
@@ -153,8 +153,8 @@ func offsetSeconds(offset string) float64 {
 	return v * unit
 }
 
-// writeOffset replaces the timestamp file atomically: libfaketime exits the
+// WriteOffset replaces the timestamp file atomically: libfaketime exits the
 // server when it reads a half-written file.
-func (l *Local) writeOffset(n Node, offset string) error {
+func (l *Local) WriteOffset(n Node, offset string) error {
 	return writeFile(filepath.Join(n.Dir, "faketime.rc"), offset+"\n")
 }

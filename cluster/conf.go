@@ -14,8 +14,9 @@ func yesno(b bool) string {
 	return "no"
 }
 
-// valkeyConf renders a node's config. replicaOf is "" for a primary.
-func valkeyConf(c *Config, n *Node, port int, replicaOf string) string {
+// ValkeyConf renders a node's config (a deployment outside this package
+// adds lines of its own). replicaOf is "" for a primary.
+func ValkeyConf(c *Config, n *Node, port int, replicaOf string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\nprotected-mode no\n", port)
 	fmt.Fprintf(&b, "dir %s\nlogfile %s\npidfile \"\"\ndaemonize no\n", n.Dir, n.LogFile)
@@ -68,10 +69,4 @@ func sentinelConf(c *Config, n *Node, port int, primary string) string {
 
 func writeFile(path, content string) error {
 	return runfolder.Replace(path, []byte(content), 0o644)
-}
-
-// ValkeyConf is the config every Valkey node of a run starts with, for a
-// deployment outside this package that adds lines of its own.
-func ValkeyConf(c *Config, n *Node, port int, replicaOf string) string {
-	return valkeyConf(c, n, port, replicaOf)
 }

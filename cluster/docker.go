@@ -494,7 +494,7 @@ func (d *Docker) Up(ctx context.Context) (err error) {
 			return err
 		}
 		if n.Kind == RolePrimary {
-			if err := d.topo.waitPing(ctx, n.Addr); err != nil {
+			if err := d.topo.WaitPing(ctx, n.Addr); err != nil {
 				return d.withLog(n, err)
 			}
 		}
@@ -701,9 +701,9 @@ func (d *Docker) writeConfig(ctx context.Context, n Node, asReplica bool) error 
 		if n.Answers(primary) {
 			primary = ""
 		}
-		content = valkeyConf(&d.cfg, &inside, dockerValkeyPort, primary)
+		content = ValkeyConf(&d.cfg, &inside, dockerValkeyPort, primary)
 	default:
-		content = valkeyConf(&d.cfg, &inside, dockerValkeyPort, "")
+		content = ValkeyConf(&d.cfg, &inside, dockerValkeyPort, "")
 	}
 	if n.Kind != RoleSentinel && n.Announce == "" {
 		// (with --net-proxy valkeyConf announced the node's proxy)
@@ -714,7 +714,7 @@ func (d *Docker) writeConfig(ctx context.Context, n Node, asReplica bool) error 
 		return err
 	}
 	if d.cfg.FakeTime {
-		return d.topo.writeOffset(n, "+0")
+		return d.topo.WriteOffset(n, "+0")
 	}
 	return nil
 }
@@ -883,7 +883,7 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 		}
 		return nil
 	}
-	if err := d.topo.waitPing(ctx, n.Addr); err != nil {
+	if err := d.topo.WaitPing(ctx, n.Addr); err != nil {
 		return d.withLog(n, err)
 	}
 	return nil

@@ -67,8 +67,8 @@ func TestComposeMatchesLocalConfig(t *testing.T) {
 			}
 		}
 	}
-	check("valkey-0", valkeyConf(&cfg, &n, 6379, ""))
-	check("valkey-1", valkeyConf(&cfg, &n, 6379, "10.214.0.10:6379"))
+	check("valkey-0", ValkeyConf(&cfg, &n, 6379, ""))
+	check("valkey-1", ValkeyConf(&cfg, &n, 6379, "10.214.0.10:6379"))
 	check("sentinel-0", sentinelConf(&cfg, &n, 26379, "10.214.0.10:6379"))
 }
 

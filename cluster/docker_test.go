@@ -186,7 +186,7 @@ func TestDockerTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range reps {
-		if _, ok := d.topo.nodeByAddr(r["ip"] + ":" + r["port"]); !ok {
+		if _, ok := d.topo.NodeByAddr(r["ip"] + ":" + r["port"]); !ok {
 			t.Errorf("Sentinel announces replica %s:%s, not a node address", r["ip"], r["port"])
 		}
 	}

@@ -242,7 +242,8 @@ func (s *NodeSet) index(name string) int {
 	return -1
 }
 
-func (l *Local) nodeByAddr(addr string) (Node, bool) {
+// NodeByAddr is the node one of whose addresses is addr.
+func (l *Local) NodeByAddr(addr string) (Node, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, n := range l.nodes {
@@ -318,29 +319,29 @@ func (l *Local) UpReplicated(ctx context.Context) error {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", n.Dir, err)
 		}
-		if err := l.writeConfig(n, n.Kind == RoleReplica); err != nil {
+		if err := l.WriteConfig(n, n.Kind == RoleReplica); err != nil {
 			return err
 		}
-		if err := l.start(n.Name); err != nil {
+		if err := l.StartNode(n.Name); err != nil {
 			l.Down()
 			return err
 		}
 		if n.Kind == RolePrimary {
 			// Replicas and Sentinels connect at once; give the primary its socket first.
-			if err := l.waitPing(ctx, n.Addr); err != nil {
+			if err := l.WaitPing(ctx, n.Addr); err != nil {
 				l.Down()
 				return err
 			}
 		}
 	}
-	if err := l.saveState(); err != nil {
+	if err := l.SaveState(); err != nil {
 		return err
 	}
 	if err := l.WaitReady(ctx); err != nil {
 		l.Down()
 		return err
 	}
-	return l.saveState()
+	return l.SaveState()
 }
 
 func (l *Local) waitReplicasLinked(ctx context.Context) error {
@@ -368,7 +369,9 @@ func (l *Local) waitReplicasLinked(ctx context.Context) error {
 	}
 }
 
-func (l *Local) writeConfig(n Node, asReplica bool) error {
+// WriteConfig renders n's config into its directory (as a replica of the
+// current primary with asReplica).
+func (l *Local) WriteConfig(n Node, asReplica bool) error {
 	port := n.Addr[len("127.0.0.1:"):]
 	p, _ := strconv.Atoi(port)
 	var content string
@@ -383,20 +386,21 @@ func (l *Local) writeConfig(n Node, asReplica bool) error {
 		if n.Answers(primary) {
 			primary = ""
 		}
-		content = valkeyConf(&l.cfg, &n, p, primary)
+		content = ValkeyConf(&l.cfg, &n, p, primary)
 	default:
-		content = valkeyConf(&l.cfg, &n, p, "")
+		content = ValkeyConf(&l.cfg, &n, p, "")
 	}
 	if err := writeFile(filepath.Join(n.Dir, "node.conf"), content); err != nil {
 		return err
 	}
 	if l.cfg.FakeTime {
-		return l.writeOffset(n, "+0")
+		return l.WriteOffset(n, "+0")
 	}
 	return nil
 }
 
-func (l *Local) start(name string) error {
+// StartNode starts the node's process with the config in its directory.
+func (l *Local) StartNode(name string) error {
 	n, _ := l.Node(name)
 	conf := filepath.Join(n.Dir, "node.conf")
 	bin, args := l.bins.ServerFor(l.cfg, name), []string{conf}
@@ -426,7 +430,8 @@ func (l *Local) start(name string) error {
 	return nil
 }
 
-func (l *Local) waitPing(ctx context.Context, addr string) error {
+// WaitPing waits until the server at addr answers PING.
+func (l *Local) WaitPing(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
@@ -435,7 +440,7 @@ func (l *Local) waitPing(ctx context.Context, addr string) error {
 		}
 		select {
 		case <-ctx.Done():
-			n, _ := l.nodeByAddr(addr)
+			n, _ := l.NodeByAddr(addr)
 			return fmt.Errorf("%s (%s) did not answer PING within 10s; see %s", n.Name, addr, n.LogFile)
 		case <-time.After(PollEvery):
 		}
@@ -452,7 +457,7 @@ func (l *Local) Down() error {
 	if err := DownAll(l); err != nil {
 		return err
 	}
-	return l.saveState()
+	return l.SaveState()
 }
 
 // SetPID records a node's process (0: down; killed: by a fault, for the
@@ -514,7 +519,7 @@ func (l *Local) Kill(name string) error {
 	}
 	l.adm.drop(n.Addr)
 	l.SetPID(name, 0, true)
-	return l.saveState()
+	return l.SaveState()
 }
 
 // Stop sends SIGTERM (SIGCONT first, in case it is paused) and waits.
@@ -531,7 +536,7 @@ func (l *Local) Stop(name string) error {
 	}
 	l.adm.drop(n.Addr)
 	l.SetPID(name, 0, true)
-	return l.saveState()
+	return l.SaveState()
 }
 
 // Pause sends SIGSTOP: the node keeps its sockets but answers nothing.
@@ -552,17 +557,17 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 		}
 	}
 	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.valkey().RejoinsAsReplica() {
-		if err := l.writeConfig(n, true); err != nil {
+		if err := l.WriteConfig(n, true); err != nil {
 			return err
 		}
 	}
-	if err := l.start(name); err != nil {
+	if err := l.StartNode(name); err != nil {
 		return err
 	}
-	if err := l.waitPing(ctx, n.Addr); err != nil {
+	if err := l.WaitPing(ctx, n.Addr); err != nil {
 		return err
 	}
-	return l.saveState()
+	return l.SaveState()
 }
 
 // CollectLogs copies every node's log into dst as <name>.log.
@@ -595,7 +600,8 @@ type state struct {
 // StateFile is the name of the topology record in a run directory.
 const StateFile = "cluster.json"
 
-func (l *Local) saveState() error {
+// SaveState writes the runtime's state file (what `cluster down` reads).
+func (l *Local) SaveState() error {
 	s := state{Config: l.cfg, Version: l.bins.Version, Nodes: l.Nodes(), Initial: l.initialPrimary}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -689,30 +695,8 @@ func (l *Local) Info(ctx context.Context, addr, section string) (map[string]stri
 	return l.adm.info(ctx, addr, section)
 }
 
-// What a Valkey deployment outside this package starts its nodes with
-// (deployments/valkeycluster writes its own config and joins its nodes).
-
-// StartNode starts the node's process with the config in its directory.
-func (l *Local) StartNode(name string) error { return l.start(name) }
-
-// SaveState writes the runtime's state file (what `cluster down` reads).
-func (l *Local) SaveState() error { return l.saveState() }
-
-// WaitPing waits until the server at addr answers PING.
-func (l *Local) WaitPing(ctx context.Context, addr string) error { return l.waitPing(ctx, addr) }
-
-// WriteOffset sets the libfaketime offset n starts with (--fake-time).
-func (l *Local) WriteOffset(n Node, offset string) error { return l.writeOffset(n, offset) }
-
-// NodeByAddr is the node one of whose addresses is addr.
-func (l *Local) NodeByAddr(addr string) (Node, bool) { return l.nodeByAddr(addr) }
-
 // Do runs one command on the server at addr through the harness's own
 // connection.
 func (l *Local) Do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
 	return l.adm.do(ctx, addr, args...)
 }
-
-// WriteConfig renders n's config into its directory (as a replica of the
-// current primary with asReplica).
-func (l *Local) WriteConfig(n Node, asReplica bool) error { return l.writeConfig(n, asReplica) }

@@ -47,7 +47,7 @@ func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range reps {
-				if n, ok := l.nodeByAddr(r["ip"] + ":" + r["port"]); !ok || n.Announce != r["ip"]+":"+r["port"] {
+				if n, ok := l.NodeByAddr(r["ip"] + ":" + r["port"]); !ok || n.Announce != r["ip"]+":"+r["port"] {
 					t.Errorf("Sentinel %s lists replica %s:%s, which is no node's proxy", s, r["ip"], r["port"])
 				}
 			}

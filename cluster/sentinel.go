@@ -57,7 +57,7 @@ func (l *Local) sentinelVotes(ctx context.Context) (string, map[string]string) {
 	answers := map[string]string{}
 	sentinels := l.SentinelAddrs()
 	for _, s := range sentinels {
-		n, _ := l.nodeByAddr(s)
+		n, _ := l.NodeByAddr(s)
 		if n.PID == 0 || n.Paused {
 			continue
 		}
@@ -95,7 +95,7 @@ func (l *Local) sentinelPrimary(ctx context.Context) (Node, error) {
 	if addr == "" {
 		return Node{}, fmt.Errorf("no majority of Sentinels agrees on a primary: %v", answers)
 	}
-	n, ok := l.nodeByAddr(addr)
+	n, ok := l.NodeByAddr(addr)
 	if !ok {
 		return Node{}, fmt.Errorf("Sentinels name %s, which is not a node of this cluster", addr)
 	}
@@ -111,7 +111,7 @@ func (l *Local) sentinelWaitFailover(ctx context.Context, from string) (Node, er
 	}
 	for {
 		if addr, _ := l.sentinelVotes(ctx); addr != "" && !old.Answers(addr) {
-			if n, ok := l.nodeByAddr(addr); ok {
+			if n, ok := l.NodeByAddr(addr); ok {
 				if inf, err := l.adm.info(ctx, n.Addr, "replication"); err == nil && inf["role"] == "master" {
 					return n, nil
 				}
@@ -180,7 +180,7 @@ func (l *Local) readyOnce(ctx context.Context) error {
 	}
 	sentinels := l.SentinelAddrs()
 	for _, s := range sentinels {
-		sn, _ := l.nodeByAddr(s)
+		sn, _ := l.NodeByAddr(s)
 		if sn.PID == 0 || sn.Paused {
 			continue
 		}
@@ -240,7 +240,7 @@ func (l *Local) Status(ctx context.Context) []Status {
 		case n.Kind == RoleSentinel:
 			s.Role = "sentinel"
 			if p, err := l.adm.sentinelPrimary(ctx, n.Addr); err == nil {
-				pn, _ := l.nodeByAddr(p)
+				pn, _ := l.NodeByAddr(p)
 				s.Primary = pn.Name
 				s.Detail = "primary " + pn.Name
 			} else {
@@ -254,7 +254,7 @@ func (l *Local) Status(ctx context.Context) []Status {
 			}
 			s.Role = inf["role"]
 			if s.Role == "slave" {
-				pn, _ := l.nodeByAddr(inf["master_host"] + ":" + inf["master_port"])
+				pn, _ := l.NodeByAddr(inf["master_host"] + ":" + inf["master_port"])
 				s.Detail = fmt.Sprintf("of %s, link %s", pn.Name, inf["master_link_status"])
 			} else {
 				s.Detail = fmt.Sprintf("%s replicas connected", inf["connected_slaves"])
