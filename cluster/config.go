@@ -3,13 +3,14 @@ package cluster
 import (
 	"flag"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"strings"
 	"time"
 )
 
 // MasterName is the name Sentinel monitors the primary under.
-const MasterName = "lockjepsen"
+const MasterName = endpoint.DefaultMasterSet
 
 // Config describes a topology and its timing. Zero values are filled by Defaults.
 type Config struct {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 // Deployment is one shape a cluster can take, the value --topology names:
@@ -34,7 +36,7 @@ type Deployment interface {
 	// every live replica linked; otherwise WaitReady is the whole wait.
 	Replicated() bool
 	// Endpoints says how a lock client reaches the lock service.
-	Endpoints(rt Runtime) Endpoints
+	Endpoints(rt Runtime) endpoint.Set
 	// Expires reports whether the lock keys live on Valkey nodes with a
 	// PTTL a run's end can audit (a consensus service's keys live as long
 	// as their lease or session).
@@ -73,7 +75,7 @@ type ClientTester interface {
 	// ClientTestLayout shrinks c to what the cases need.
 	ClientTestLayout(c *Config)
 	// ClientTestHooks is what the suite gets on the started deployment.
-	ClientTestHooks(ctx context.Context, rt Runtime, ep Endpoints) ClientTestHooks
+	ClientTestHooks(ctx context.Context, rt Runtime, ep endpoint.Set) ClientTestHooks
 }
 
 // ClientTestHooks mirror the conformance suite's options (lock's
@@ -144,25 +146,6 @@ type ValkeyDeployment interface {
 	// BusPorts: each node also listens on its port + 10000 (Valkey
 	// Cluster's bus), which must be free too.
 	BusPorts() bool
-}
-
-// Endpoints is how clients reach a deployment; runner copies it into the
-// lock configuration.
-type Endpoints struct {
-	Sentinels []string // Sentinel: the Sentinels and the master set they name
-	MasterSet string
-	Addr      string   // standalone: the one primary
-	Addrs     []string // Redlock: the N independent primaries
-	Cluster   []string // Valkey Cluster: every node, the client follows MOVED
-	Etcd      []string // etcd: the members' client endpoints
-	ZooKeeper []string // ZooKeeper: the members' client ports
-	// DSN: a deployment reached through one connection string (a SQL
-	// database, directly or through a proxy).
-	DSN string
-	// DialMap (--net-proxy) maps each node's announced address, which is
-	// what Sentinel hands out, to the proxy the lock clients dial instead
-	// (netproxy.go): replication and the clients cross different proxies.
-	DialMap map[string]string
 }
 
 // dialMapper is a runtime with client proxies (--net-proxy).

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 func init() { Register(0, sentinelDeployment{}) }
@@ -25,8 +27,8 @@ func (sentinelDeployment) Banner(c Config, version string) string {
 	return fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", c.Replicas, c.Sentinels, version)
 }
 func (sentinelDeployment) Settled() string { return "waiting for one primary with replicas in sync" }
-func (sentinelDeployment) Endpoints(rt Runtime) Endpoints {
-	return Endpoints{Sentinels: rt.SentinelAddrs(), MasterSet: MasterName, DialMap: DialMapOf(rt)}
+func (sentinelDeployment) Endpoints(rt Runtime) endpoint.Set {
+	return endpoint.Set{Protocol: endpoint.Sentinel, Addrs: rt.SentinelAddrs(), MasterSet: MasterName, DialMap: DialMapOf(rt)}
 }
 func (sentinelDeployment) Offers(need string) bool {
 	return need == NeedPrimary || need == NeedFailover || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
@@ -270,6 +272,6 @@ func (l *Local) Status(ctx context.Context) []Status {
 // need (no fault here).
 func (sentinelDeployment) ClientTestLayout(c *Config) { c.Replicas, c.Sentinels, c.Quorum = 0, 1, 1 }
 
-func (sentinelDeployment) ClientTestHooks(_ context.Context, rt Runtime, _ Endpoints) ClientTestHooks {
+func (sentinelDeployment) ClientTestHooks(_ context.Context, rt Runtime, _ endpoint.Set) ClientTestHooks {
 	return ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", rt.Version())}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/valkey-io/valkey-go"
 )
@@ -97,7 +98,7 @@ func (b *basic) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	c, asking := b.c, false
 	for range maxRedirects {
 		fence, r, to, ask := b.acquireWaited(ctx, c, asking, key, token, ttl)
-		if to == "" || len(b.cfg.ClusterAddrs) == 0 {
+		if to == "" || b.cfg.Service.Protocol != endpoint.Cluster {
 			return fence, r
 		}
 		nc, err := b.node(to)
@@ -183,7 +184,7 @@ func (b *basic) node(addr string) (valkey.Client, error) {
 		return c, nil
 	}
 	cfg := b.cfg
-	cfg.Addr = addr
+	cfg.Service = endpoint.Set{Protocol: endpoint.Valkey, Addrs: []string{addr}, DialMap: b.cfg.Service.DialMap}
 	c, err := Connect(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", addr, err)

@@ -20,7 +20,7 @@ import (
 // clusterOption is the cluster client's option: no single client, no
 // Sentinel; valkey-go finds the slots with CLUSTER SHARDS/SLOTS.
 func (c *Config) clusterOption(o valkey.ClientOption) valkey.ClientOption {
-	o.InitAddress = append([]string(nil), c.ClusterAddrs...)
+	o.InitAddress = append([]string(nil), c.Service.Addrs...)
 	o.ShuffleInit = true
 	return o
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -18,7 +19,7 @@ import (
 // unknown (info) rather than retrying it.
 func TestRecipesOnCluster(t *testing.T) {
 	ctx, vc := upValkeyCluster(t)
-	lc := Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true}
+	lc := Config{Recipe: Native, Service: endpoint.Set{Protocol: endpoint.Cluster, Addrs: cluster.Addrs(vc)}, Fencing: true}
 	vd, err := cluster.Lookup(valkeycluster.Topology)
 	if err != nil {
 		t.Fatal(err)
@@ -107,11 +108,11 @@ func upValkeyCluster(t *testing.T) (context.Context, *cluster.Local) {
 // as a refusal (fail, not unknown), and the fence never goes backwards.
 func TestRecipesDuringSlotMigration(t *testing.T) {
 	ctx, vc := upValkeyCluster(t)
-	l := open(t, Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true})
+	l := open(t, Config{Recipe: Native, Service: endpoint.Set{Protocol: endpoint.Cluster, Addrs: cluster.Addrs(vc)}, Fencing: true})
 	// The same recipe with WAIT: its acquire runs on a dedicated connection,
 	// pinned to one node, which follows a redirect only because the recipe
 	// sends it on again (basic.Acquire).
-	lw := open(t, Config{Recipe: Native, ClusterAddrs: cluster.Addrs(vc), Fencing: true, Wait: WaitOpt{Replicas: 1, TimeoutMs: 1000}})
+	lw := open(t, Config{Recipe: Native, Service: endpoint.Set{Protocol: endpoint.Cluster, Addrs: cluster.Addrs(vc)}, Fencing: true, Wait: WaitOpt{Replicas: 1, TimeoutMs: 1000}})
 	key, slot := valkeycluster.LockKey, strconv.Itoa(valkeycluster.KeySlot(valkeycluster.LockKey))
 	cmd := func(node string, args ...string) string {
 		t.Helper()

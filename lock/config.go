@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/valkey-io/valkey-go"
@@ -19,36 +20,12 @@ import (
 // client process's JSON config, so every field has a JSON name.
 type Config struct {
 	Recipe string `json:"recipe"`
-	// Sentinels and MasterSet locate the primary; Addr instead talks to one
-	// server directly (capability checks against a lone server, tests).
-	Sentinels []string `json:"sentinels,omitempty"`
-	MasterSet string   `json:"master_set,omitempty"`
-	Addr      string   `json:"addr,omitempty"`
+	// Service is where the lock service listens and the protocol it speaks
+	// (the deployment's endpoint.Set).
+	Service endpoint.Set `json:"service"`
 	// Resource is the resource service (host:port) whose database holds the
 	// sql-lease recipe's lock rows; the other recipes ignore it.
 	Resource string `json:"resource,omitempty"`
-	// Addrs are the redlock topology's N independent primaries: the redlock
-	// recipe and redsync (one pool per node) talk to every one.
-	Addrs []string `json:"addrs,omitempty"`
-	// Etcd are the etcd topology's member endpoints (host:port): recipe
-	// etcd-mutex talks to them through the official client.
-	Etcd []string `json:"etcd,omitempty"`
-	// ZooKeeper are the zookeeper topology's members' client addresses:
-	// recipe zk-lock opens one session to the ensemble through them.
-	ZooKeeper []string `json:"zookeeper,omitempty"`
-	// DSN is the connection string of a deployment reached through one
-	// (PostgreSQL, directly or through its pooler): the pg-advisory recipes.
-	DSN string `json:"dsn,omitempty"`
-	// ClusterAddrs are the cluster topology's nodes (Valkey Cluster): the
-	// recipes talk to it through valkey-go's cluster client, which follows
-	// MOVED and ASK (cluster.go).
-	ClusterAddrs []string `json:"cluster_addrs,omitempty"`
-	// DialMap (--net-proxy) rewrites the addresses the clients dial: a
-	// node's announced address (what Sentinel hands out, and the replicas'
-	// path) to the proxy the clients go through, so that a fault can slow
-	// replication alone. Addresses not in it, the Sentinels', are dialed as
-	// they are.
-	DialMap map[string]string `json:"dial_map,omitempty"`
 	// DriftFactor is Redlock's clock drift factor (validity = TTL − elapsed −
 	// TTL·factor − 2ms); 0: DefaultDriftFactor.
 	DriftFactor float64 `json:"drift_factor,omitempty"`
@@ -323,8 +300,11 @@ func (c *Config) Validate() error {
 	if h, ok := c.execHost(); ok {
 		return h.Valid(c)
 	}
-	if len(c.Sentinels) == 0 && c.Addr == "" && len(c.Addrs) == 0 && len(c.ClusterAddrs) == 0 {
-		return fmt.Errorf("lock config: no Sentinel addresses and no server address")
+	if err := c.Service.Validate(); err != nil {
+		return fmt.Errorf("lock config: %w", err)
+	}
+	if !c.Service.Protocol.Valkey() {
+		return fmt.Errorf("recipe %s speaks Valkey; the deployment speaks %s", c.Recipe, c.Service.Protocol)
 	}
 	if !spec.Ours {
 		// The library sends its own commands on its own connections: an INCR or
@@ -356,23 +336,19 @@ func (c *Config) execHost() (host Recipe, ok bool) {
 	if ExecProgram(c.Recipe) == "" {
 		return Recipe{}, false
 	}
-	for _, h := range execHosts {
-		if h.serves(c) {
-			r, err := Lookup(h.recipe)
-			return r, err == nil
-		}
+	name, ok := execHosts[c.Service.Protocol]
+	if !ok {
+		return Recipe{}, false
 	}
-	return Recipe{}, false
+	r, err := Lookup(name)
+	return r, err == nil
 }
 
-// execHosts: which endpoint of a non-Valkey deployment names its recipe.
-var execHosts = []struct {
-	recipe string
-	serves func(*Config) bool
-}{
-	{ZKLock, func(c *Config) bool { return len(c.ZooKeeper) > 0 }},
-	{EtcdMutex, func(c *Config) bool { return len(c.Etcd) > 0 }},
-	{PGAdvisory, func(c *Config) bool { return c.DSN != "" }},
+// execHosts: the built-in recipe of each protocol that is not Valkey's.
+var execHosts = map[endpoint.Protocol]string{
+	endpoint.ZooKeeper: ZKLock,
+	endpoint.Etcd:      EtcdMutex,
+	endpoint.Postgres:  PGAdvisory,
 }
 
 // Open validates cfg and connects the recipe.
@@ -399,37 +375,27 @@ func (c *Config) clientOption() valkey.ClientOption {
 	o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
 		return hookConn(d.DialContext(ctx, "tcp", c.dial(addr)))
 	}
-	if c.Addr == "" && len(c.Addrs) > 0 {
-		// The redlock topology: every node runs the same server, so the
+	switch c.Service.Protocol {
+	case endpoint.Redlock, endpoint.Valkey:
+		// One server; on Redlock every node runs the same server, so the
 		// capability check asks the first.
-		o.InitAddress = []string{c.Addrs[0]}
+		o.InitAddress = []string{c.Service.Addr()}
 		o.ForceSingleClient = true
 		return o
-	}
-	if c.Addr != "" {
-		o.InitAddress = []string{c.Addr}
-		o.ForceSingleClient = true
-		return o
-	}
-	if len(c.ClusterAddrs) > 0 {
+	case endpoint.Cluster:
 		return c.clusterOption(o)
 	}
-	o.InitAddress = c.Sentinels
-	ms := c.MasterSet
+	o.InitAddress = c.Service.Addrs
+	ms := c.Service.MasterSet
 	if ms == "" {
-		ms = "lockjepsen"
+		ms = endpoint.DefaultMasterSet
 	}
 	o.Sentinel = valkey.SentinelOption{MasterSet: ms}
 	return o
 }
 
 // dial is the address to dial for addr: its DialMap entry, or addr.
-func (c *Config) dial(addr string) string {
-	if to, ok := c.DialMap[addr]; ok {
-		return to
-	}
-	return addr
-}
+func (c *Config) dial(addr string) string { return c.Service.Dial(addr) }
 
 // Connect opens a plain valkey-go client with the recipe's connection
 // options; tests and the capability check use it.

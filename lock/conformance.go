@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -129,12 +130,12 @@ type tcase struct {
 
 // newServer connects to the deployment cfg names.
 func newServer(cfg Config) (server, error) {
-	switch {
-	case len(cfg.ZooKeeper) > 0:
+	switch cfg.Service.Protocol {
+	case endpoint.ZooKeeper:
 		return newZKServer(cfg)
-	case len(cfg.Etcd) > 0:
+	case endpoint.Etcd:
 		return newEtcdServer(cfg)
-	case cfg.DSN != "":
+	case endpoint.Postgres:
 		return newPGServer(cfg)
 	}
 	return newValkeyServer(cfg)

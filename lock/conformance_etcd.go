@@ -19,7 +19,7 @@ import (
 type etcdServer struct{ cli *clientv3.Client }
 
 func newEtcdServer(cfg Config) (*etcdServer, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Service.Addrs, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd: %w", err)
 	}

@@ -23,7 +23,7 @@ type pgServer struct {
 	conn *pgx.Conn
 }
 
-// newPGServer connects to the server behind cfg.DSN itself: through a
+// newPGServer connects to the server behind cfg.Service.DSN itself: through a
 // pooler in transaction mode the suite's statements would share server
 // sessions with the program's (its pg_terminate_backend once ended its own
 // session along with the holder's), so it asks the server for its address
@@ -31,9 +31,9 @@ type pgServer struct {
 func newPGServer(cfg Config) (*pgServer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pc, err := pgx.ParseConfig(cfg.DSN)
+	pc, err := pgx.ParseConfig(cfg.Service.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("LOCKJEPSEN_PG_DSN %q: %w", cfg.DSN, err)
+		return nil, fmt.Errorf("LOCKJEPSEN_PG_DSN %q: %w", cfg.Service.DSN, err)
 	}
 	// PgBouncer's transaction mode keeps no prepared statement of a client.
 	pc.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
@@ -52,7 +52,7 @@ func newPGServer(cfg Config) (*pgServer, error) {
 	pc.Host, pc.Port, pc.Fallbacks = *host, uint16(*port), nil
 	conn, err := pgx.ConnectConfig(ctx, pc)
 	if err != nil {
-		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d, the server behind %s: %w", *host, *port, cfg.DSN, err)
+		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d, the server behind %s: %w", *host, *port, cfg.Service.DSN, err)
 	}
 	return &pgServer{conn: conn}, nil
 }

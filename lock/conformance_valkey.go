@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/valkey-io/valkey-go"
 )
@@ -23,10 +24,10 @@ func newValkeyServer(cfg Config) (*valkeyServer, error) {
 	// Redlock's N primaries are read one by one; elsewhere one client
 	// (Sentinel's primary, one server, or the cluster client) is enough.
 	one := []Config{cfg}
-	if len(cfg.Addrs) > 0 {
+	if cfg.Service.Protocol == endpoint.Redlock {
 		one = one[:0]
-		for _, a := range cfg.Addrs {
-			one = append(one, Config{Recipe: cfg.Recipe, Addr: a, DialMap: cfg.DialMap})
+		for _, a := range cfg.Service.Addrs {
+			one = append(one, Config{Recipe: cfg.Recipe, Service: endpoint.Set{Protocol: endpoint.Valkey, Addrs: []string{a}, DialMap: cfg.Service.DialMap}})
 		}
 	}
 	v := &valkeyServer{}
@@ -138,7 +139,7 @@ func (v *valkeyServer) cases(t *suite) []tcase {
 	if len(v.raws) > 1 && t.opt.PauseNode != nil {
 		cs = append(cs, tcase{"a minority of the nodes stopped", func() string { return v.minorityDown(t) }})
 	}
-	if len(v.raws) == 1 && len(t.cfg.ClusterAddrs) == 0 {
+	if len(v.raws) == 1 && t.cfg.Service.Protocol != endpoint.Cluster {
 		cs = append(cs, tcase{"a release refused a connection, released again: the key ends free", func() string { return v.refusedRelease(t) }})
 	}
 	if t.opt.MoveSlot != nil {

@@ -21,7 +21,7 @@ import (
 type zkServer struct{ conn *zk.Conn }
 
 func newZKServer(cfg Config) (*zkServer, error) {
-	conn, _, err := zk.Connect(cfg.ZooKeeper, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(cfg.Service.Addrs, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("connect to ZooKeeper: %w", err)
 	}

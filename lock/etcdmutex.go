@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -55,7 +56,7 @@ type etcdHold struct {
 }
 
 func openEtcdMutex(cfg Config) (Lock, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Service.Addrs, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd: %w", err)
 	}
@@ -202,14 +203,14 @@ func (l *etcdMutex) Release(ctx context.Context, key, token string) Result {
 // answers Status.
 func checkEtcd(ctx context.Context, cfg Config) (Caps, error) {
 	caps := Caps{Product: "etcd"}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Etcd, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Service.Addrs, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return caps, fmt.Errorf("connect to etcd: %w", err)
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, ep := range cfg.Etcd {
+	for _, ep := range cfg.Service.Addrs {
 		s, err := cli.Status(ctx, ep)
 		if err != nil {
 			return caps, fmt.Errorf("etcd %s: %w", ep, err)
@@ -221,7 +222,7 @@ func checkEtcd(ctx context.Context, cfg Config) (Caps, error) {
 
 func (c *Config) validateEtcd() error {
 	switch {
-	case len(c.Etcd) == 0:
+	case c.Service.Protocol != endpoint.Etcd || len(c.Service.Addrs) == 0:
 		return fmt.Errorf("recipe %s: no etcd endpoints (--topology etcd starts the members)", c.Recipe)
 	case c.Wait.On() || c.WaitAOF.On():
 		return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: etcd commits every write through Raft before it answers", c.Recipe)

@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -73,12 +73,9 @@ type execLock struct {
 	usual time.Duration
 }
 
-// ExecEnv is the environment an exec program gets on top of lockjepsen's own.
+// ExecEnv is the environment an exec program gets on top of lockjepsen's own:
+// the deployment's endpoints (endpoint.Set.Env) and the run's settings.
 func ExecEnv(cfg Config) []string {
-	ms := cfg.MasterSet
-	if ms == "" {
-		ms = "lockjepsen"
-	}
 	rate := cfg.ClockRate
 	if rate == 0 {
 		rate = 1
@@ -89,8 +86,6 @@ func ExecEnv(cfg Config) []string {
 	}
 	env := []string{
 		"LOCKJEPSEN_PROTOCOL=" + strconv.Itoa(ProtocolVersion),
-		"LOCKJEPSEN_SENTINELS=" + strings.Join(cfg.Sentinels, ","),
-		"LOCKJEPSEN_MASTER_SET=" + ms,
 		"LOCKJEPSEN_KEY_PREFIX=" + KeyPrefix,
 		"LOCKJEPSEN_TTL_MS=" + strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 		"LOCKJEPSEN_OP_TIMEOUT_MS=" + strconv.FormatInt(opTimeout.Milliseconds(), 10),
@@ -98,50 +93,11 @@ func ExecEnv(cfg Config) []string {
 		"LOCKJEPSEN_CLOCK_OFFSET_NS=" + strconv.FormatInt(int64(cfg.ClockOffsetMs*float64(time.Millisecond)), 10),
 		"LOCKJEPSEN_CLOCK_RATE=" + strconv.FormatFloat(rate, 'g', -1, 64),
 	}
-	if cfg.Addr != "" {
-		env = append(env, "LOCKJEPSEN_ADDR="+cfg.Addr)
-	}
-	if len(cfg.ZooKeeper) > 0 {
-		env = append(env, "LOCKJEPSEN_ZK_SERVERS="+strings.Join(cfg.ZooKeeper, ","))
-	}
-	if len(cfg.ClusterAddrs) > 0 {
-		// Valkey Cluster: every node is a seed; the program's cluster client
-		// finds the slots itself and follows MOVED and ASK as it would in
-		// production (LOCKJEPSEN_SENTINELS is then empty).
-		env = append(env, "LOCKJEPSEN_CLUSTER_NODES="+strings.Join(cfg.ClusterAddrs, ","))
-	}
-	if len(cfg.Addrs) > 0 {
-		// Redlock: the N independent primaries, in the order the built-in
-		// redlock recipe tries them; the quorum is the program's to count.
-		env = append(env, "LOCKJEPSEN_REDLOCK_NODES="+strings.Join(cfg.Addrs, ","))
-	}
-	if len(cfg.Etcd) > 0 {
-		env = append(env, "LOCKJEPSEN_ETCD_ENDPOINTS="+strings.Join(cfg.Etcd, ","))
-	}
-	if cfg.DSN != "" {
-		// The connection string the built-in recipes dial: the pooler's
-		// when the deployment runs one, the primary's otherwise.
-		env = append(env, "LOCKJEPSEN_PG_DSN="+cfg.DSN)
-	}
-	if len(cfg.DialMap) > 0 {
-		env = append(env, "LOCKJEPSEN_DIAL_MAP="+dialMapEnv(cfg.DialMap))
-	}
+	env = append(env, cfg.Service.Env()...)
 	if cli := valkeyCLI(); cli != "" {
 		env = append(env, "LOCKJEPSEN_VALKEY_CLI="+cli)
 	}
 	return env
-}
-
-// dialMapEnv is --net-proxy's dial map as LOCKJEPSEN_DIAL_MAP carries it:
-// announced=dial pairs, comma-separated, sorted so that the environment of
-// two runs of one seed is the same.
-func dialMapEnv(m map[string]string) string {
-	pairs := make([]string, 0, len(m))
-	for from, to := range m {
-		pairs = append(pairs, from+"="+to)
-	}
-	sort.Strings(pairs)
-	return strings.Join(pairs, ",")
 }
 
 // valkeyCLI finds valkey-cli the way the cluster finds its binaries:
@@ -233,20 +189,13 @@ func openExec(cfg Config) (Lock, error) {
 	return l, nil
 }
 
-// endpointNames are the variables of ExecEnv that locate the deployment.
-var endpointNames = map[string]bool{
-	"LOCKJEPSEN_SENTINELS": true, "LOCKJEPSEN_MASTER_SET": true, "LOCKJEPSEN_ADDR": true, "LOCKJEPSEN_CLUSTER_NODES": true,
-	"LOCKJEPSEN_REDLOCK_NODES": true, "LOCKJEPSEN_ETCD_ENDPOINTS": true, "LOCKJEPSEN_ZK_SERVERS": true,
-	"LOCKJEPSEN_PG_DSN": true, "LOCKJEPSEN_DIAL_MAP": true,
-}
-
 // endpointVars names the variables of ExecEnv that locate the deployment
 // and are set for cfg, for a program that expected another.
 func endpointVars(cfg Config) []string {
 	var out []string
-	for _, kv := range ExecEnv(cfg) {
+	for _, kv := range cfg.Service.Env() {
 		name, val, _ := strings.Cut(kv, "=")
-		if endpointNames[name] && name != "LOCKJEPSEN_MASTER_SET" && val != "" {
+		if name != "LOCKJEPSEN_MASTER_SET" && name != "LOCKJEPSEN_SERVICE" && val != "" {
 			out = append(out, name)
 		}
 	}
@@ -261,7 +210,7 @@ func endpointVars(cfg Config) []string {
 func inheritedEnv(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); !endpointNames[name] {
+		if name, _, _ := strings.Cut(kv, "="); !endpoint.IsEnvName(name) {
 			out = append(out, kv)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -28,20 +29,19 @@ func TestExecOnEveryDeployment(t *testing.T) {
 		env    map[string]string // the endpoint variables set, and their values
 		fences string
 	}{
-		{"sentinel", Config{Recipe: prog, Sentinels: members}, map[string]string{"LOCKJEPSEN_SENTINELS": strings.Join(members, ",")}, history.FenceValkey},
-		{"standalone", Config{Recipe: prog, Addr: members[0]}, map[string]string{"LOCKJEPSEN_ADDR": members[0]}, history.FenceValkey},
-		{"cluster", Config{Recipe: prog, ClusterAddrs: members}, map[string]string{"LOCKJEPSEN_CLUSTER_NODES": strings.Join(members, ",")}, history.FenceValkey},
-		{"redlock", Config{Recipe: prog, Addrs: members}, map[string]string{"LOCKJEPSEN_REDLOCK_NODES": strings.Join(members, ",")}, history.FenceValkey},
-		{"etcd", Config{Recipe: prog, Etcd: members}, map[string]string{"LOCKJEPSEN_ETCD_ENDPOINTS": strings.Join(members, ",")}, history.FenceEtcdRevision},
-		{"zookeeper", Config{Recipe: prog, ZooKeeper: members}, map[string]string{"LOCKJEPSEN_ZK_SERVERS": strings.Join(members, ",")}, history.FenceZxid},
-		{"postgres", Config{Recipe: prog, DSN: dsn}, map[string]string{"LOCKJEPSEN_PG_DSN": dsn}, FencePGSequence},
-		{"sentinel behind proxies", Config{Recipe: prog, Sentinels: members[:1],
-			DialMap: map[string]string{"127.0.0.1:7001": "127.0.0.1:9001", "127.0.0.1:7000": "127.0.0.1:9000"}},
+		{"sentinel", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: members}}, map[string]string{"LOCKJEPSEN_SENTINELS": strings.Join(members, ",")}, history.FenceValkey},
+		{"standalone", Config{Recipe: prog, Service: endpoint.One(members[0])}, map[string]string{"LOCKJEPSEN_ADDR": members[0]}, history.FenceValkey},
+		{"cluster", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Cluster, Addrs: members}}, map[string]string{"LOCKJEPSEN_CLUSTER_NODES": strings.Join(members, ",")}, history.FenceValkey},
+		{"redlock", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Redlock, Addrs: members}}, map[string]string{"LOCKJEPSEN_REDLOCK_NODES": strings.Join(members, ",")}, history.FenceValkey},
+		{"etcd", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Etcd, Addrs: members}}, map[string]string{"LOCKJEPSEN_ETCD_ENDPOINTS": strings.Join(members, ",")}, history.FenceEtcdRevision},
+		{"zookeeper", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.ZooKeeper, Addrs: members}}, map[string]string{"LOCKJEPSEN_ZK_SERVERS": strings.Join(members, ",")}, history.FenceZxid},
+		{"postgres", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Postgres, DSN: dsn}}, map[string]string{"LOCKJEPSEN_PG_DSN": dsn}, FencePGSequence},
+		{"sentinel behind proxies", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: members[:1], DialMap: map[string]string{"127.0.0.1:7001": "127.0.0.1:9001", "127.0.0.1:7000": "127.0.0.1:9000"}}},
 			map[string]string{"LOCKJEPSEN_SENTINELS": members[0], "LOCKJEPSEN_DIAL_MAP": "127.0.0.1:7000=127.0.0.1:9000,127.0.0.1:7001=127.0.0.1:9001"}, history.FenceValkey},
-		{"zk-lock", Config{Recipe: ZKLock, ZooKeeper: members}, map[string]string{"LOCKJEPSEN_ZK_SERVERS": strings.Join(members, ",")}, history.FenceZxid},
-		{"etcd-mutex", Config{Recipe: EtcdMutex, Etcd: members}, map[string]string{"LOCKJEPSEN_ETCD_ENDPOINTS": strings.Join(members, ",")}, history.FenceEtcdRevision},
+		{"zk-lock", Config{Recipe: ZKLock, Service: endpoint.Set{Protocol: endpoint.ZooKeeper, Addrs: members}}, map[string]string{"LOCKJEPSEN_ZK_SERVERS": strings.Join(members, ",")}, history.FenceZxid},
+		{"etcd-mutex", Config{Recipe: EtcdMutex, Service: endpoint.Set{Protocol: endpoint.Etcd, Addrs: members}}, map[string]string{"LOCKJEPSEN_ETCD_ENDPOINTS": strings.Join(members, ",")}, history.FenceEtcdRevision},
 		{"sql-lease", Config{Recipe: SQLLease, Resource: "127.0.0.1:1"}, map[string]string{}, history.FenceLeaseRow},
-		{"native", Config{Recipe: Native, Sentinels: members[:1]}, map[string]string{"LOCKJEPSEN_SENTINELS": members[0]}, history.FenceValkey},
+		{"native", Config{Recipe: Native, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: members[:1]}}, map[string]string{"LOCKJEPSEN_SENTINELS": members[0]}, history.FenceValkey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.cfg.Validate(); err != nil {
@@ -76,9 +76,9 @@ func TestExecOnEveryDeployment(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"zookeeper", Config{Recipe: prog, ZooKeeper: members}},
-		{"etcd", Config{Recipe: prog, Etcd: members}},
-		{"postgres", Config{Recipe: prog, DSN: dsn}},
+		{"zookeeper", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.ZooKeeper, Addrs: members}}},
+		{"etcd", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Etcd, Addrs: members}}},
+		{"postgres", Config{Recipe: prog, Service: endpoint.Set{Protocol: endpoint.Postgres, DSN: dsn}}},
 	} {
 		tc.cfg.Wait = WaitOpt{Replicas: 1, TimeoutMs: 100}
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), "WAIT") {
@@ -118,17 +118,17 @@ func TestExecInit(t *testing.T) {
 		cfg     Config
 		refused string // in the *Refusal's text; "" for none
 	}{
-		{"init answered fail", Config{Recipe: refusesInit, Sentinels: sentinels}, "LOCKJEPSEN_SENTINELS"},
-		{"exit before init", Config{Recipe: exitsAtOnce, Etcd: sentinels}, "LOCKJEPSEN_ETCD_ENDPOINTS"},
-		{"no dial map, none needed", Config{Recipe: plain, Sentinels: sentinels}, ""},
-		{"no dial map, one needed", Config{Recipe: plain, Sentinels: sentinels, NeedsDialMap: true}, "dial_map"},
-		{"dial map honoured", Config{Recipe: dials, Sentinels: sentinels, NeedsDialMap: true}, ""},
-		{"no partition taken, one needed", Config{Recipe: dials, Addrs: sentinels, NeedsPartition: true}, `"unreachable"`},
-		{"partition taken", Config{Recipe: cuts, Addrs: sentinels, NeedsPartition: true}, ""},
-		{"no cancel taken, one needed", Config{Recipe: plain, Sentinels: sentinels, NeedsReplies: []string{ReplyCancel}}, `answer init with "cancel":true`},
-		{"cancel taken", Config{Recipe: cancels, Sentinels: sentinels, NeedsReplies: []string{ReplyCancel}}, ""},
-		{"cancel taken, drop needed too", Config{Recipe: cancels, Sentinels: sentinels, NeedsReplies: []string{ReplyCancel, ReplyDrop}}, `"drop_reply"`},
-		{"drop taken", Config{Recipe: drops, Sentinels: sentinels, NeedsReplies: []string{ReplyDrop}}, ""},
+		{"init answered fail", Config{Recipe: refusesInit, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}}, "LOCKJEPSEN_SENTINELS"},
+		{"exit before init", Config{Recipe: exitsAtOnce, Service: endpoint.Set{Protocol: endpoint.Etcd, Addrs: sentinels}}, "LOCKJEPSEN_ETCD_ENDPOINTS"},
+		{"no dial map, none needed", Config{Recipe: plain, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}}, ""},
+		{"no dial map, one needed", Config{Recipe: plain, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}, NeedsDialMap: true}, "dial_map"},
+		{"dial map honoured", Config{Recipe: dials, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}, NeedsDialMap: true}, ""},
+		{"no partition taken, one needed", Config{Recipe: dials, Service: endpoint.Set{Protocol: endpoint.Redlock, Addrs: sentinels}, NeedsPartition: true}, `"unreachable"`},
+		{"partition taken", Config{Recipe: cuts, Service: endpoint.Set{Protocol: endpoint.Redlock, Addrs: sentinels}, NeedsPartition: true}, ""},
+		{"no cancel taken, one needed", Config{Recipe: plain, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}, NeedsReplies: []string{ReplyCancel}}, `answer init with "cancel":true`},
+		{"cancel taken", Config{Recipe: cancels, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}, NeedsReplies: []string{ReplyCancel}}, ""},
+		{"cancel taken, drop needed too", Config{Recipe: cancels, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}, NeedsReplies: []string{ReplyCancel, ReplyDrop}}, `"drop_reply"`},
+		{"drop taken", Config{Recipe: drops, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels}, NeedsReplies: []string{ReplyDrop}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.OpTimeout = 200 * time.Millisecond

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -253,7 +254,7 @@ func TestExecLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) accepted", bad)
 		}
 	}
-	cfg := Config{Recipe: "native", Addr: "x", ExecArgs: []string{"a"}}
+	cfg := Config{Recipe: "native", Service: endpoint.One("x"), ExecArgs: []string{"a"}}
 	if err := cfg.Validate(); err == nil {
 		t.Errorf("exec args accepted for native")
 	}

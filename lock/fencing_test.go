@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/testvalkey"
@@ -118,7 +119,7 @@ func TestWaitPausedReplicas(t *testing.T) {
 // bookworm's redis-server 7.0, which has neither IFEQ nor DELIFEQ.
 func TestCapabilityRefusal(t *testing.T) {
 	addr := startRedis7(t)
-	cfg := Config{Recipe: Native, Addr: addr}
+	cfg := Config{Recipe: Native, Service: endpoint.One(addr)}
 	caps, err := Check(context.Background(), cfg)
 	if err == nil {
 		t.Fatalf("native accepted on %v", caps)
@@ -130,7 +131,7 @@ func TestCapabilityRefusal(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{Lua, Unsafe, Redsync} {
-		if _, err := Check(context.Background(), Config{Recipe: ok, Addr: addr}); err != nil {
+		if _, err := Check(context.Background(), Config{Recipe: ok, Service: endpoint.One(addr)}); err != nil {
 			t.Errorf("%s refused on Redis 7.0: %v", ok, err)
 		}
 	}
@@ -166,18 +167,18 @@ func TestLualessBuildRefusesEvalRecipes(t *testing.T) {
 		t.Fatalf("the Lua-less build is needed (make setup-ci builds it): %v", err)
 	}
 	addr := testvalkey.Start(t, bins.NoLuaServer)
-	caps, err := Check(context.Background(), Config{Recipe: Native, Addr: addr})
+	caps, err := Check(context.Background(), Config{Recipe: Native, Service: endpoint.One(addr)})
 	if err != nil || caps.Lua {
 		t.Fatalf("native on the Lua-less build: %v (caps %+v)", err, caps)
 	}
 	for _, r := range []string{Lua, Redsync, Valkeylock, Redislock} {
-		_, err := Check(context.Background(), Config{Recipe: r, Addr: addr})
+		_, err := Check(context.Background(), Config{Recipe: r, Service: endpoint.One(addr)})
 		if err == nil || !strings.Contains(err.Error(), "Lua engine") {
 			t.Errorf("%s on the Lua-less build: %v, want a refusal naming the missing Lua engine", r, err)
 		}
 	}
 	// Forced past the check, an EVAL is refused by the server itself.
-	c, err := Connect(Config{Addr: addr})
+	c, err := Connect(Config{Service: endpoint.One(addr)})
 	if err != nil {
 		t.Fatal(err)
 	}

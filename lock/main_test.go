@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/cluster/clustertest"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -36,7 +37,7 @@ func runTests(m *testing.M) (int, error) {
 	}
 	defer stop()
 	testCluster, sentinels = l, l.SentinelAddrs()
-	raw, err = Connect(Config{Sentinels: sentinels, MasterSet: cluster.MasterName})
+	raw, err = Connect(Config{Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}})
 	if err != nil {
 		return 0, err
 	}
@@ -45,7 +46,7 @@ func runTests(m *testing.M) (int, error) {
 }
 
 func testConfig(recipe string) Config {
-	return Config{Recipe: recipe, Sentinels: sentinels, MasterSet: cluster.MasterName,
+	return Config{Recipe: recipe, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName},
 		TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, OpTimeout: time.Second}
 }
 

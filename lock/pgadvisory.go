@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -107,9 +108,9 @@ func (l *pgAdvisory) session(ctx context.Context) (*pgx.Conn, error) {
 	if l.conn != nil {
 		return l.conn, nil
 	}
-	cc, err := pgx.ParseConfig(l.cfg.DSN)
+	cc, err := pgx.ParseConfig(l.cfg.Service.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("dsn %q: %w", l.cfg.DSN, err)
+		return nil, fmt.Errorf("dsn %q: %w", l.cfg.Service.DSN, err)
 	}
 	cc.RuntimeParams["application_name"] = ApplicationName(l.cfg.Client)
 	// The simple protocol: no prepared statements, which a pooler in
@@ -272,9 +273,9 @@ func checkPG(ctx context.Context, cfg Config) (Caps, error) {
 	caps := Caps{Product: "PostgreSQL"}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cc, err := pgx.ParseConfig(cfg.DSN)
+	cc, err := pgx.ParseConfig(cfg.Service.DSN)
 	if err != nil {
-		return caps, fmt.Errorf("dsn %q: %w", cfg.DSN, err)
+		return caps, fmt.Errorf("dsn %q: %w", cfg.Service.DSN, err)
 	}
 	cc.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	c, err := pgx.ConnectConfig(ctx, cc)
@@ -294,7 +295,7 @@ func checkPG(ctx context.Context, cfg Config) (Caps, error) {
 // validatePG checks a pg-advisory recipe's config.
 func validatePG(c *Config) error {
 	switch {
-	case c.DSN == "":
+	case c.Service.Protocol != endpoint.Postgres || c.Service.DSN == "":
 		return fmt.Errorf("recipe %s: no PostgreSQL connection string: run it on --topology postgres", c.Recipe)
 	case c.Wait.On() || c.WaitAOF.On():
 		return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: they are Valkey commands", c.Recipe)

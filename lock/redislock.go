@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/redis/go-redis/v9"
 )
@@ -55,17 +56,17 @@ func (c *Config) goRedisOptions() *redis.UniversalOptions {
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return hookConn(d.DialContext(ctx, network, c.dial(addr)))
 	}
-	switch {
-	case c.Addr != "":
-		o.Addrs = []string{c.Addr}
-	case len(c.ClusterAddrs) > 0:
-		o.Addrs = append([]string(nil), c.ClusterAddrs...)
+	switch c.Service.Protocol {
+	case endpoint.Valkey:
+		o.Addrs = []string{c.Service.Addr()}
+	case endpoint.Cluster:
+		o.Addrs = append([]string(nil), c.Service.Addrs...)
 		o.IsClusterMode = true
 	default:
-		o.Addrs = append([]string(nil), c.Sentinels...)
-		o.MasterName = c.MasterSet
+		o.Addrs = append([]string(nil), c.Service.Addrs...)
+		o.MasterName = c.Service.MasterSet
 		if o.MasterName == "" {
-			o.MasterName = "lockjepsen"
+			o.MasterName = endpoint.DefaultMasterSet
 		}
 	}
 	return o

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/valkey-io/valkey-go"
 )
@@ -50,10 +51,10 @@ type redlock struct {
 }
 
 func openRedlock(cfg Config) (Lock, error) {
-	if len(cfg.Addrs) == 0 {
+	if cfg.Service.Protocol != endpoint.Redlock || len(cfg.Service.Addrs) == 0 {
 		return nil, fmt.Errorf("recipe %s needs the redlock topology's node list (--topology redlock)", cfg.Recipe)
 	}
-	l := &redlock{name: cfg.Recipe, cfg: cfg, addrs: cfg.Addrs, quorum: len(cfg.Addrs)/2 + 1,
+	l := &redlock{name: cfg.Recipe, cfg: cfg, addrs: cfg.Service.Addrs, quorum: len(cfg.Service.Addrs)/2 + 1,
 		factor: cfg.DriftFactor, unreachable: map[string]bool{}, validity: map[string]time.Duration{}}
 	if l.factor == 0 {
 		l.factor = DefaultDriftFactor
@@ -62,7 +63,7 @@ func openRedlock(cfg Config) (Lock, error) {
 	// could be in the ~ 5-50 milliseconds range". 50 ms is the floor here, as
 	// a loaded 2-core machine misses 5 ms often.
 	l.perNode = max(50*time.Millisecond, cfg.TTL/100)
-	for _, a := range cfg.Addrs {
+	for _, a := range cfg.Service.Addrs {
 		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}, ForceSingleClient: true,
 			DisableRetry: true, DisableCache: true, DialCtxFn: hookedDial})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/testvalkey"
 )
@@ -54,7 +55,7 @@ func TestRedlockAcquireOutcome(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			l, err := openRedlock(Config{Recipe: Redlock, Addrs: addrs, TTL: tt.ttl})
+			l, err := openRedlock(Config{Recipe: Redlock, Service: endpoint.Set{Protocol: endpoint.Redlock, Addrs: addrs}, TTL: tt.ttl})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -31,7 +32,7 @@ type redsyncLock struct {
 }
 
 func openRedsync(cfg Config) (Lock, error) {
-	if len(cfg.Addrs) > 0 {
+	if cfg.Service.Protocol == endpoint.Redlock {
 		return openRedsyncPools(cfg)
 	}
 	pool, closer, err := redsyncPrimaryPool(cfg)

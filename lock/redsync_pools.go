@@ -14,7 +14,7 @@ import (
 func openRedsyncPools(cfg Config) (Lock, error) {
 	var pools []redis.Pool
 	var closers []func()
-	for _, a := range cfg.Addrs {
+	for _, a := range cfg.Service.Addrs {
 		p, closer, err := redsyncNodePool(cfg, a)
 		if err != nil {
 			for _, c := range closers {

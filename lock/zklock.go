@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -84,7 +85,7 @@ type zkQuiet struct{}
 func (zkQuiet) Printf(string, ...any) {}
 
 func openZKLock(cfg Config) (Lock, error) {
-	conn, _, err := zk.Connect(cfg.ZooKeeper, ZKSessionTimeout(cfg.TTL), zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(cfg.Service.Addrs, ZKSessionTimeout(cfg.TTL), zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("connect to ZooKeeper: %w", err)
 	}
@@ -417,7 +418,7 @@ func (l *zkLock) Release(ctx context.Context, key, token string) Result {
 // the root answers.
 func checkZooKeeper(ctx context.Context, cfg Config) (Caps, error) {
 	caps := Caps{Product: "zookeeper"}
-	conn, _, err := zk.Connect(cfg.ZooKeeper, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(cfg.Service.Addrs, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
 	if err != nil {
 		return caps, fmt.Errorf("connect to ZooKeeper: %w", err)
 	}
@@ -425,15 +426,15 @@ func checkZooKeeper(ctx context.Context, cfg Config) (Caps, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := zkDo(ctx, func() error { _, _, err := conn.Exists("/"); return err }); err != nil {
-		return caps, fmt.Errorf("ZooKeeper %s: %w", strings.Join(cfg.ZooKeeper, ","), err)
+		return caps, fmt.Errorf("ZooKeeper %s: %w", strings.Join(cfg.Service.Addrs, ","), err)
 	}
-	caps.Version = fmt.Sprintf("ensemble (%d members)", len(cfg.ZooKeeper))
+	caps.Version = fmt.Sprintf("ensemble (%d members)", len(cfg.Service.Addrs))
 	return caps, nil
 }
 
 func (c *Config) validateZooKeeper() error {
 	switch {
-	case len(c.ZooKeeper) == 0:
+	case c.Service.Protocol != endpoint.ZooKeeper || len(c.Service.Addrs) == 0:
 		return fmt.Errorf("recipe %s: no ZooKeeper endpoints (--topology zookeeper starts the members)", c.Recipe)
 	case c.Wait.On() || c.WaitAOF.On():
 		return fmt.Errorf("recipe %s cannot WAIT or WAITAOF: ZooKeeper commits every write on a quorum before it answers", c.Recipe)

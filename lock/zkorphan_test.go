@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/deployments/zookeeper"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 // An orphan (a znode whose release lost its answer) is reaped by its
@@ -29,7 +30,7 @@ func TestZKOrphanReapedByAnyAcquire(t *testing.T) {
 		t.Fatalf("Up: %v", err)
 	}
 	defer rt.Down()
-	lc := Config{Recipe: ZKLock, ZooKeeper: cluster.Addrs(rt), TTL: 3 * time.Second,
+	lc := Config{Recipe: ZKLock, Service: endpoint.Set{Protocol: endpoint.ZooKeeper, Addrs: cluster.Addrs(rt)}, TTL: 3 * time.Second,
 		RenewEvery: time.Second, OpTimeout: 2 * time.Second}
 	open := func() *zkLock {
 		l, err := Open(lc)

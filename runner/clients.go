@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -15,27 +15,15 @@ import (
 	"github.com/lockjepsen/lockjepsen/workload"
 )
 
-// LockEndpoints is recipe's lock configuration reaching a deployment at ep:
-// the one place the deployment's endpoints become a client's addresses (a
-// run's clients, client-test's program).
-func LockEndpoints(recipe string, ep cluster.Endpoints) lock.Config {
-	return lock.Config{
-		Recipe:    recipe,
-		Sentinels: ep.Sentinels, MasterSet: ep.MasterSet,
-		Addr: ep.Addr, Addrs: ep.Addrs, ClusterAddrs: ep.Cluster, Etcd: ep.Etcd, ZooKeeper: ep.ZooKeeper, DSN: ep.DSN,
-		DialMap: ep.DialMap,
-	}
-}
-
 // lockConfig is how every client reaches the lock: the deployment's
 // endpoints and the run's recipe knobs.
 func (r *run) lockConfig() lock.Config {
 	ep := r.cfg.Cluster.Deployment().Endpoints(r.cluster)
 	rec, _ := lock.Lookup(r.cfg.Recipe)
-	lc := LockEndpoints(r.cfg.Recipe, ep)
+	lc := lock.Config{Recipe: r.cfg.Recipe, Service: ep}
 	lc.Fencing = rec.DrawsFence(r.cfg.Fence, r.cfg.FenceSource)
 	lc.ExecArgs, lc.Wait, lc.WaitAOF = r.cfg.ExecArgs, r.cfg.Wait, r.cfg.WaitAOF
-	if len(ep.Addrs) > 0 {
+	if ep.Protocol == endpoint.Redlock {
 		lc.DriftFactor = r.cfg.DriftFactor // Redlock's N instances
 	}
 	for _, name := range r.cfg.Faults {

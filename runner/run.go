@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -502,13 +503,16 @@ func ShellJoin(args []string) string {
 // probe acquire on a replica answered READONLY and warned, on every exec run
 // and for every replica, of a failure the node would not have once promoted.
 func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []string {
+	if !lcfg.Service.Protocol.Valkey() {
+		return nil // a consensus member or a database: the recipe's own check asked them all
+	}
 	var out []string
 	for _, n := range r.cluster.Nodes() {
 		if n.Kind == cluster.RoleSentinel || n.PID == 0 {
 			continue
 		}
 		c := lcfg
-		c.Sentinels, c.MasterSet, c.Addr = nil, "", n.Addr
+		c.Service = endpoint.Set{Protocol: endpoint.Valkey, Addrs: []string{n.Addr}, DialMap: lcfg.Service.DialMap}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := lock.CheckServer(cctx, c)
 		cancel()

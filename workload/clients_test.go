@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/resource"
@@ -32,7 +33,7 @@ func TestTenClientsOneKey(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	base := ClientConfig{
-		Lock: lock.Config{Recipe: lock.Native, Sentinels: sentinels, MasterSet: cluster.MasterName, Fencing: true},
+		Lock: lock.Config{Recipe: lock.Native, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}, Fencing: true},
 		Keys: []string{key}, TTLMs: 2000, RenewMs: 300, ThinkMs: 30, PauseMs: 5, OpTimeoutMs: 1000,
 		ResourceAddr: srv.URL,
 	}
@@ -204,7 +205,7 @@ func TestLibraryRecipesInClients(t *testing.T) {
 		t.Run(recipe, func(t *testing.T) {
 			ctx := context.Background()
 			base := ClientConfig{
-				Lock: lock.Config{Recipe: recipe, Sentinels: sentinels, MasterSet: cluster.MasterName},
+				Lock: lock.Config{Recipe: recipe, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}},
 				Keys: []string{"lock:{lib-" + recipe + "}"}, TTLMs: 600, RenewMs: 200, ThinkMs: 900, PauseMs: 20, OpTimeoutMs: 1000,
 			}
 			clients := startClients(t, ctx, 3, base)

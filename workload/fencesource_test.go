@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/resource"
@@ -25,7 +26,7 @@ func TestFenceFromResourceInClients(t *testing.T) {
 		lock   lock.Config
 		source string
 	}{
-		{"redsync+resource", lock.Config{Recipe: lock.Redsync, Sentinels: sentinels, MasterSet: cluster.MasterName}, history.FenceResource},
+		{"redsync+resource", lock.Config{Recipe: lock.Redsync, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}}, history.FenceResource},
 		{"sql-lease", lock.Config{Recipe: lock.SQLLease, Fencing: true}, history.FenceLeaseRow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

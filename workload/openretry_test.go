@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/lock"
 )
 
@@ -38,8 +39,8 @@ func TestOpenRetriesAReset(t *testing.T) {
 		retried  bool
 		patience time.Duration
 	}{
-		{"reset by the server", lock.Config{Recipe: lock.Native, Addr: ln.Addr().String()}, true, 700 * time.Millisecond},
-		{"a configuration error", lock.Config{Recipe: "no-such-recipe", Addr: ln.Addr().String()}, false, 5 * time.Second},
+		{"reset by the server", lock.Config{Recipe: lock.Native, Service: endpoint.One(ln.Addr().String())}, true, 700 * time.Millisecond},
+		{"a configuration error", lock.Config{Recipe: "no-such-recipe", Service: endpoint.One(ln.Addr().String())}, false, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

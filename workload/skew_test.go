@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 )
@@ -16,7 +17,7 @@ import (
 // stay distinct per slot (checked in checkHistory's pairing).
 func TestSetClockEndsHold(t *testing.T) {
 	base := ClientConfig{
-		Lock: lock.Config{Recipe: lock.Native, Sentinels: sentinels, MasterSet: cluster.MasterName},
+		Lock: lock.Config{Recipe: lock.Native, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}},
 		Keys: []string{"lock:{skew}"}, TTLMs: 10000, RenewMs: 3000, ThinkMs: 100, Steps: 30, OpTimeoutMs: 1000, MaxCycles: 1,
 	}
 	got, okAt, releaseAt := oneHold(t, base, func(c *Client) error { return c.SetClock(time.Minute, 1) })
@@ -36,7 +37,7 @@ func TestSetClockEndsHold(t *testing.T) {
 // before the 3 s job would have ended with a watchdog that renewed.
 func TestStarveRenewalsStallsWatchdog(t *testing.T) {
 	base := ClientConfig{
-		Lock: lock.Config{Recipe: lock.Native, Sentinels: sentinels, MasterSet: cluster.MasterName},
+		Lock: lock.Config{Recipe: lock.Native, Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}},
 		Keys: []string{"lock:{starve}"}, TTLMs: 1000, RenewMs: 300, ThinkMs: 100, Steps: 30, OpTimeoutMs: 1000, MaxCycles: 1,
 	}
 	got, okAt, releaseAt := oneHold(t, base, func(c *Client) error { return c.StarveRenewals(2 * time.Second) })

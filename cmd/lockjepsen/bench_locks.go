@@ -85,7 +85,7 @@ func runBenchLocks(args []string) int {
 	}
 	defer cl.Down()
 
-	lc := lock.Config{Recipe: *recipe, ExecArgs: execArgs, Sentinels: cl.SentinelAddrs(), MasterSet: cluster.MasterName, Fencing: *fencing}
+	lc := lock.Config{Recipe: *recipe, ExecArgs: execArgs, Service: cfg.Deployment().Endpoints(cl), Fencing: *fencing}
 	if _, err := lock.Check(ctx, lc); err != nil {
 		return fail("bench: %v", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
-	"github.com/lockjepsen/lockjepsen/runner"
 )
 
 func init() {
@@ -125,7 +124,7 @@ func runClientTest(args []string) int {
 	if own {
 		hooks = tester.ClientTestHooks(ctx, cl, ep)
 	}
-	lc := runner.LockEndpoints(recipe, ep)
+	lc := lock.Config{Recipe: recipe, Service: ep}
 	lc.ExecArgs, lc.TTL, lc.OpTimeout = execArgs, 5*time.Second, opTimeout
 	if hooks.TTL > 0 {
 		lc.TTL = hooks.TTL

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 // Topology is the --topology value.
@@ -51,8 +52,8 @@ func (deployment) Settled() string {
 	return "waiting for every etcd member to answer and one leader"
 }
 
-func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
-	return cluster.Endpoints{Etcd: cluster.MemberAddrs(rt)}
+func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
+	return endpoint.Set{Protocol: endpoint.Etcd, Addrs: cluster.MemberAddrs(rt)}
 }
 
 func (deployment) ClockError() error { return ErrClock }
@@ -80,9 +81,9 @@ func (deployment) ClientTestLayout(*cluster.Config) {}
 
 // ClientTestHooks add the leader case: the leader killed mid-grant, and
 // restarted when the case ends.
-func (deployment) ClientTestHooks(ctx context.Context, rt cluster.Runtime, ep cluster.Endpoints) cluster.ClientTestHooks {
+func (deployment) ClientTestHooks(ctx context.Context, rt cluster.Runtime, ep endpoint.Set) cluster.ClientTestHooks {
 	return cluster.ClientTestHooks{
-		Against: fmt.Sprintf("%s (%d members)", rt.Version(), len(ep.Etcd)),
+		Against: fmt.Sprintf("%s (%d members)", rt.Version(), len(ep.Addrs)),
 		ChangeLeader: func() (func() error, string, error) {
 			l, err := rt.Primary(ctx)
 			if err != nil {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/knob"
 )
 
@@ -109,11 +110,11 @@ func (deployment) Settled() string {
 	return "waiting for the primary to answer, the replica to stream from it and the pooler to answer"
 }
 func (deployment) Replicated() bool { return false }
-func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
+func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	if r, ok := rt.(*Runtime); ok {
-		return cluster.Endpoints{DSN: r.DSN()}
+		return endpoint.Set{Protocol: endpoint.Postgres, DSN: r.DSN()}
 	}
-	return cluster.Endpoints{}
+	return endpoint.Set{}
 }
 func (deployment) Expires() bool { return false }
 func (deployment) Offers(need string) bool {

@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 func init() { cluster.Register(1, deployment{}) }
@@ -51,8 +52,8 @@ func (deployment) Settled() string { return "waiting for every node to answer PI
 // Replicated is false: no primary and replicas to settle, every live node
 // answering PING is the whole wait.
 func (deployment) Replicated() bool { return false }
-func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
-	return cluster.Endpoints{Addrs: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
+func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
+	return endpoint.Set{Protocol: endpoint.Redlock, Addrs: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
 }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedNodes || need == cluster.NeedAny || need == cluster.NeedNetProxy
@@ -166,7 +167,7 @@ func redlockReadyOnce(ctx context.Context, l *cluster.Local) error {
 func (deployment) ClientTestLayout(c *cluster.Config) { c.Nodes = 3 }
 
 // cluster.ClientTestHooks add the minority case: node i SIGSTOPped around a grant.
-func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, ep cluster.Endpoints) cluster.ClientTestHooks {
+func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, ep endpoint.Set) cluster.ClientTestHooks {
 	return cluster.ClientTestHooks{
 		Against: fmt.Sprintf("Valkey %s, %d independent primaries (Redlock)", rt.Version(), len(ep.Addrs)),
 		PauseNode: func(i int) (func() error, error) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 func init() { cluster.Register(4, deployment{}) }
@@ -45,16 +46,16 @@ func (deployment) Settled() string {
 
 // Endpoints is the service address on the runner's runtime; a runtime made
 // without one (NewLocal, `cluster up`) hands out the first primary directly.
-func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
+func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	if s, ok := rt.(*standaloneLocal); ok && s.front != nil {
-		return cluster.Endpoints{Addr: s.front.addr()}
+		return endpoint.One(s.front.addr())
 	}
 	for _, n := range rt.Nodes() {
 		if n.Kind == cluster.RolePrimary {
-			return cluster.Endpoints{Addr: n.Addr}
+			return endpoint.One(n.Addr)
 		}
 	}
-	return cluster.Endpoints{}
+	return endpoint.Set{}
 }
 func (deployment) Offers(need string) bool {
 	return need == cluster.NeedPrimary || need == Topology || need == cluster.NeedAny || need == cluster.NeedReplicas || need == cluster.NeedNetProxy
@@ -290,6 +291,6 @@ func (f *frontDoor) close() {
 // ClientTestLayout: the primary alone.
 func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas = 0 }
 
-func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, _ cluster.Endpoints) cluster.ClientTestHooks {
+func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, _ endpoint.Set) cluster.ClientTestHooks {
 	return cluster.ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, no Sentinel)", rt.Version())}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -52,8 +53,8 @@ func (deployment) Banner(c cluster.Config, version string) string {
 func (deployment) Settled() string {
 	return "waiting for cluster_state:ok on every node, replicas in sync"
 }
-func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
-	return cluster.Endpoints{Cluster: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
+func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
+	return endpoint.Set{Protocol: endpoint.Cluster, Addrs: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
 }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedAny || need == cluster.NeedReplicas || need == cluster.NeedNetProxy
@@ -501,9 +502,9 @@ func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas = 0 }
 
 // cluster.ClientTestHooks add the slot case: the key's slot moved mid-grant, the
 // legacy way (ASK while the move is open, MOVED once it closes).
-func (deployment) ClientTestHooks(ctx context.Context, rt cluster.Runtime, ep cluster.Endpoints) cluster.ClientTestHooks {
+func (deployment) ClientTestHooks(ctx context.Context, rt cluster.Runtime, ep endpoint.Set) cluster.ClientTestHooks {
 	return cluster.ClientTestHooks{
-		Against: fmt.Sprintf("Valkey %s Cluster (%d primaries)", rt.Version(), len(ep.Cluster)),
+		Against: fmt.Sprintf("Valkey %s Cluster (%d primaries)", rt.Version(), len(ep.Addrs)),
 		MoveSlot: func(key string) (func() error, error) {
 			m, err := PlanSlotMove(ctx, rt, key)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/endpoint"
 )
 
 // Topology is the --topology value.
@@ -54,8 +55,8 @@ func (deployment) Banner(c cluster.Config, version string) string {
 func (deployment) Settled() string {
 	return "waiting for every ZooKeeper member to serve and one leader"
 }
-func (deployment) Endpoints(rt cluster.Runtime) cluster.Endpoints {
-	return cluster.Endpoints{ZooKeeper: cluster.MemberAddrs(rt)}
+func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
+	return endpoint.Set{Protocol: endpoint.ZooKeeper, Addrs: cluster.MemberAddrs(rt)}
 }
 func (deployment) ClockError() error { return ErrClock }
 func (deployment) Offers(need string) bool {
@@ -85,9 +86,9 @@ func (deployment) ClientTestLayout(*cluster.Config) {}
 // ClientTestHooks: the lease is the program's session, whose timeout is the
 // TTL: 3 s keeps the session-expiry case short and still outlasts a loaded
 // machine's stalls.
-func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, ep cluster.Endpoints) cluster.ClientTestHooks {
+func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, ep endpoint.Set) cluster.ClientTestHooks {
 	const ttl = 3 * time.Second
-	return cluster.ClientTestHooks{TTL: ttl, Against: fmt.Sprintf("%s (%d members, session timeout %v)", rt.Version(), len(ep.ZooKeeper), ttl)}
+	return cluster.ClientTestHooks{TTL: ttl, Against: fmt.Sprintf("%s (%d members, session timeout %v)", rt.Version(), len(ep.Addrs), ttl)}
 }
 
 // Comparisons is the deployment's row in the comparison of lock services
