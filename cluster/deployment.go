@@ -37,6 +37,9 @@ type Deployment interface {
 	Replicated() bool
 	// Endpoints says how a lock client reaches the lock service.
 	Endpoints(rt Runtime) endpoint.Set
+	// Protocol is what its clients speak (Endpoints' protocol, known
+	// before it starts): the recipes that speak it run here.
+	Protocol() endpoint.Protocol
 	// Expires reports whether the lock keys live on Valkey nodes with a
 	// PTTL a run's end can audit (a consensus service's keys live as long
 	// as their lease or session).

@@ -30,6 +30,7 @@ func (sentinelDeployment) Settled() string { return "waiting for one primary wit
 func (sentinelDeployment) Endpoints(rt Runtime) endpoint.Set {
 	return endpoint.Set{Protocol: endpoint.Sentinel, Addrs: rt.SentinelAddrs(), MasterSet: MasterName, DialMap: DialMapOf(rt)}
 }
+func (sentinelDeployment) Protocol() endpoint.Protocol { return endpoint.Sentinel }
 func (sentinelDeployment) Offers(need string) bool {
 	return need == NeedPrimary || need == NeedFailover || need == NeedAny || need == NeedReplicas || need == NeedNetProxy
 }

@@ -95,8 +95,9 @@ type Recipe struct {
 	// when it can run there.
 	Lacks func(Caps) []string
 	open  func(cfg Config) (Lock, error)
-	// On lists what it needs of a deployment, any one of them (Offerer).
-	On []string
+	// Speaks lists the protocols it can reach a lock service by: it runs on
+	// every deployment that speaks one of them (Offerer).
+	Speaks []endpoint.Protocol
 	// Driven: the recipe drives someone else's lock code unchanged, a
 	// third-party library or a team's own program (exec), not the project's
 	// recipes nor a deployment's own client; a sweep over such recipes
@@ -178,34 +179,34 @@ func needsLua(c Caps) []string {
 	return nil
 }
 
-// What a recipe needs of its deployment, in cluster.Deployment's Offers
-// terms: one primary (a Sentinel's or a standalone one's), or the cluster
-// client (cluster.go: every recipe that opens its client with the recipe's
-// connection options, and sql-lease, which does not use Valkey),
-// Redlock's independent primaries, etcd. An exec program runs on every
-// deployment: it is handed the deployment's own endpoints (ExecEnv), and
-// speaks whatever protocol they serve.
+// The protocols a recipe speaks: one primary (a Sentinel's or a standalone
+// one's) or the cluster client (cluster.go: every recipe that opens its
+// client with the recipe's connection options; and sql-lease, whose lock is
+// a row in the resource's database, beside the same deployments), plus
+// Redlock's independent primaries for redsync. An exec program runs on
+// every deployment: it is handed the deployment's own endpoints (ExecEnv),
+// and speaks whatever protocol they serve.
 var (
-	primaryOrBus = []string{"primary", "cluster"}
-	everywhere   = []string{"any"}
+	primaryOrBus = []endpoint.Protocol{endpoint.Sentinel, endpoint.Valkey, endpoint.Cluster}
+	everywhere   = endpoint.Protocols
 )
 
 var recipes = []Recipe{
-	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, On: primaryOrBus, Replies: true},
-	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, On: primaryOrBus, Replies: true},
-	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, On: primaryOrBus, Replies: true},
-	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, On: []string{"primary", "cluster", "redlock"}, Driven: true, Replies: true},
-	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, On: []string{"primary", "cluster", "redlock"}, Driven: true, Replies: true},
-	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, On: primaryOrBus, Driven: true, SelfRenews: true, Replies: true},
-	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, On: primaryOrBus, Driven: true, Replies: true},
-	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, On: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
-	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, On: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
-	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, On: []string{"redlock"}, Partitions: true, Replies: true},
-	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, On: primaryOrBus, Replies: true},
-	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, On: primaryOrBus, Replies: true},
-	{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, On: []string{"etcd"}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true},
+	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, Speaks: primaryOrBus, Replies: true},
+	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, Speaks: primaryOrBus, Replies: true},
+	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, Speaks: primaryOrBus, Replies: true},
+	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: append(slices.Clone(primaryOrBus), endpoint.Redlock), Driven: true, Replies: true},
+	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: append(slices.Clone(primaryOrBus), endpoint.Redlock), Driven: true, Replies: true},
+	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true},
+	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, Speaks: primaryOrBus, Driven: true, Replies: true},
+	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, Speaks: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
+	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, Speaks: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
+	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true},
+	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true},
+	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true},
+	{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true},
 	pgAdvisoryRecipe, pgAdvisoryXactRecipe,
-	{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, On: []string{"zookeeper"}, Server: checkZooKeeper, Fence: history.FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true},
+	{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, Speaks: []endpoint.Protocol{endpoint.ZooKeeper}, Server: checkZooKeeper, Fence: history.FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true},
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -226,14 +227,14 @@ func Lookup(name string) (Recipe, error) {
 }
 
 // Offerer is what a recipe asks of a deployment (cluster.Deployment is
-// one): its name, and whether it offers what the recipe needs.
+// one): its name, and the protocol its clients speak.
 type Offerer interface {
 	Name() string
-	Offers(need string) bool
+	Protocol() endpoint.Protocol
 }
 
 // RunsOn says whether a recipe can run on deployment d (some need in its
-// entry's On that d offers); the error names the deployments among all that
+// entry's Speaks that d speaks); the error names the deployments among all that
 // it runs on, and the recipes that run on d.
 func RunsOn(recipe string, d Offerer, all []Offerer) error {
 	r, err := Lookup(recipe)
@@ -259,7 +260,7 @@ func RunsOn(recipe string, d Offerer, all []Offerer) error {
 }
 
 func (r Recipe) runsOn(d Offerer) bool {
-	return slices.ContainsFunc(r.On, d.Offers)
+	return slices.Contains(r.Speaks, d.Protocol())
 }
 
 // RunsOn says whether the recipe can run on deployment d.

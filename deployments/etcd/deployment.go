@@ -56,7 +56,8 @@ func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	return endpoint.Set{Protocol: endpoint.Etcd, Addrs: cluster.MemberAddrs(rt)}
 }
 
-func (deployment) ClockError() error { return ErrClock }
+func (deployment) ClockError() error           { return ErrClock }
+func (deployment) Protocol() endpoint.Protocol { return endpoint.Etcd }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedAny
 }

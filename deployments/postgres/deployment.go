@@ -116,7 +116,8 @@ func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	}
 	return endpoint.Set{}
 }
-func (deployment) Expires() bool { return false }
+func (deployment) Expires() bool               { return false }
+func (deployment) Protocol() endpoint.Protocol { return endpoint.Postgres }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedAny
 }

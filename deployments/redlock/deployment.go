@@ -55,6 +55,7 @@ func (deployment) Replicated() bool { return false }
 func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	return endpoint.Set{Protocol: endpoint.Redlock, Addrs: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
 }
+func (deployment) Protocol() endpoint.Protocol { return endpoint.Redlock }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedNodes || need == cluster.NeedAny || need == cluster.NeedNetProxy
 }

@@ -57,6 +57,7 @@ func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	}
 	return endpoint.Set{}
 }
+func (deployment) Protocol() endpoint.Protocol { return endpoint.Valkey }
 func (deployment) Offers(need string) bool {
 	return need == cluster.NeedPrimary || need == Topology || need == cluster.NeedAny || need == cluster.NeedReplicas || need == cluster.NeedNetProxy
 }

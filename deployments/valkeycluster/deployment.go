@@ -56,6 +56,7 @@ func (deployment) Settled() string {
 func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	return endpoint.Set{Protocol: endpoint.Cluster, Addrs: cluster.Addrs(rt), DialMap: cluster.DialMapOf(rt)}
 }
+func (deployment) Protocol() endpoint.Protocol { return endpoint.Cluster }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedAny || need == cluster.NeedReplicas || need == cluster.NeedNetProxy
 }

@@ -58,7 +58,8 @@ func (deployment) Settled() string {
 func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
 	return endpoint.Set{Protocol: endpoint.ZooKeeper, Addrs: cluster.MemberAddrs(rt)}
 }
-func (deployment) ClockError() error { return ErrClock }
+func (deployment) ClockError() error           { return ErrClock }
+func (deployment) Protocol() endpoint.Protocol { return endpoint.ZooKeeper }
 func (deployment) Offers(need string) bool {
 	return need == Topology || need == cluster.NeedAny
 }
