@@ -194,6 +194,9 @@ func (c *Config) Validate() error {
 	if c.Job.Think < 0 {
 		return fmt.Errorf("--think %v: want 0 or more", c.Job.Think)
 	}
+	if c.Job.Pause < 0 {
+		return fmt.Errorf("--idle %v: want 0 or more", c.Job.Pause)
+	}
 	if c.Epsilon < 0 || c.Epsilon >= c.TTL/2 {
 		return fmt.Errorf("--epsilon %v: want 0 to below half the TTL (%v); a wider tolerance cannot see a double grant", c.Epsilon, c.TTL/2)
 	}

@@ -145,7 +145,7 @@ func TestScenariosShowTheirLesson(t *testing.T) {
 			testslot.Parallel(t)
 			o, r := runAndLoad(t, cfg)
 			if !Reproduced(cfg, r) {
-				t.Fatalf("the run did not show the %s lesson\n%s\n%s", tt.scenario, o.Summary, unexplained(cfg.Out, r))
+				t.Fatalf("the run did not show the %s lesson: %q\n%s\n%s", tt.scenario, Unmet(cfg, r), o.Summary, unexplained(cfg.Out, r))
 			}
 			want := tt.exit
 			if want < 0 { // the verdict may go either way: the exit code must follow it

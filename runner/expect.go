@@ -24,3 +24,16 @@ func Reproduced(cfg Config, r *checker.Result) bool {
 	ok, _ := scenario.Holds(Expected(cfg), r)
 	return ok
 }
+
+// Unmet lists the predicates of the run's scenario that did not hold, each
+// with what the run showed instead: the line a failed end-to-end test prints
+// first, so a CI log cut short still says which part of the lesson missed.
+func Unmet(cfg Config, r *checker.Result) []string {
+	var out []string
+	for _, p := range Expected(cfg) {
+		if saw, ok := p.Check(r); !ok {
+			out = append(out, p.Text+": "+saw)
+		}
+	}
+	return out
+}

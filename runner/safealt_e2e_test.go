@@ -20,7 +20,7 @@ func TestFailoverRaceFenceFromResource(t *testing.T) {
 	cfg := config(t, "failover-race", func(c *Config) { c.FenceSource = knob.FenceSourceResource })
 	o, r := runAndLoad(t, cfg)
 	if !Reproduced(cfg, r) {
-		t.Fatalf("the run did not show the lesson of --fence-source resource: %v\n%s", Expected(cfg), o.Summary)
+		t.Fatalf("the run did not show the lesson of --fence-source resource: %q\n%s", Unmet(cfg, r), o.Summary)
 	}
 	if r.Lock.Valid != checker.Invalid || r.Resource.Valid != checker.Valid {
 		t.Fatalf("lock %v, resource %v; want the lock invalid and the resource valid\n%s", r.Lock.Valid, r.Resource.Valid, o.Summary)
@@ -71,7 +71,7 @@ func TestSQLLeaseSurvivesDatabaseRestart(t *testing.T) {
 	}
 	o, r := runAndLoad(t, cfg)
 	if !Reproduced(cfg, r) || o.ExitCode != 0 {
-		t.Fatalf("exit %d; the run did not show the lesson of sql-lease-restart: %v\n%s", o.ExitCode, Expected(cfg), o.Summary)
+		t.Fatalf("exit %d; the run did not show the lesson of sql-lease-restart: %q\n%s", o.ExitCode, Unmet(cfg, r), o.Summary)
 	}
 	if r.Lock.Valid != checker.Valid || r.DoubleHolders != 0 {
 		t.Fatalf("lock %v with %d double holders: the database's lease granted twice\n%s", r.Lock.Valid, r.DoubleHolders, o.Summary)

@@ -172,6 +172,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run"}, "down-after", []string{"0s", "10ms"}},
 		{[]string{"run"}, "steps", []string{"0"}},
 		{[]string{"run"}, "think", []string{"-1s"}},
+		{[]string{"run"}, "idle", []string{"-1s", "x"}},
 		{[]string{"run"}, "epsilon", []string{"-1s"}},
 		{[]string{"run"}, "runtime", []string{"k8s"}},
 		{[]string{"run"}, "metrics-addr", []string{"bogus", "127.0.0.1", "127.0.0.1:99999"}},

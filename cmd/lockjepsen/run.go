@@ -143,6 +143,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
 	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
 	dur(&cfg.Job.Think, "think", 0, "work inside one critical section, between read and write")
+	dur(&cfg.Job.Pause, "idle", 0, "a client's idle time between a release and its next acquire: with --steps 1 --think 0s, how rarely a lease is alive")
 	dur(&cfg.Epsilon, "epsilon", 0, "checker's tolerance on lease bounds")
 	runtimeName := "local"
 	if sc.Runtime != "" {
