@@ -60,6 +60,14 @@ type NetShaper interface {
 	AddToxic(node string, t Toxic) error
 	// ClearToxics removes every toxic from node's proxy ("" every node's).
 	ClearToxics(node string) error
+	// DropReplicationLinks closes every connection through node's
+	// announced (replication) proxy and listens again on the same address
+	// with no toxic: for links whose far end has gone (a replica
+	// promoted, another repointed), whose bytes a latency toxic still
+	// holds. Removing the toxic would flush them to the gone peer, and
+	// toxiproxy gives each held chunk 5 s (a forced switch inside a 1 s
+	// link waited 211 s so); the proxy is replaced instead.
+	DropReplicationLinks(node string) error
 }
 
 var (
@@ -69,6 +77,7 @@ var (
 
 // netProxies is the set of proxies of one run.
 type netProxies struct {
+	srv    *toxiproxy.ApiServer // what a replaced proxy is made with
 	mu     sync.Mutex
 	byNode map[string]nodeProxies
 }
@@ -88,7 +97,7 @@ func (n nodeProxies) each(f func(*toxiproxy.Proxy)) { f(n.repl); f(n.client) }
 func startNetProxies(nodes []Node, listenOn func(Node) string) (p *netProxies, announced map[string]string, err error) {
 	// No HTTP API and no log: the proxies live and die with the run.
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p = &netProxies{byNode: map[string]nodeProxies{}}
+	p = &netProxies{byNode: map[string]nodeProxies{}, srv: srv}
 	announced = map[string]string{}
 	start := func(name, host, upstream string) (*toxiproxy.Proxy, error) {
 		px := toxiproxy.NewProxy(srv, name, net.JoinHostPort(host, "0"), upstream)
@@ -178,6 +187,38 @@ func (d *Docker) AddToxic(node string, t Toxic) error { return d.proxies.addToxi
 
 // ClearToxics removes every toxic from node's proxies, or from every proxy.
 func (d *Docker) ClearToxics(node string) error { return d.proxies.clearToxics(node) }
+
+// DropReplicationLinks closes the connections through node's replication
+// proxy, clears its toxics and listens again.
+func (l *Local) DropReplicationLinks(node string) error { return l.proxies.dropReplicationLinks(node) }
+
+// DropReplicationLinks closes the connections through node's replication
+// proxy, clears its toxics and listens again.
+func (d *Docker) DropReplicationLinks(node string) error { return d.proxies.dropReplicationLinks(node) }
+
+// dropReplicationLinks replaces node's replication proxy by a fresh one on
+// the same address. The old one is stopped and left with its toxics: its
+// links' held chunks have nowhere to go, and removing a toxic from them
+// blocks (toxiproxy's RemoveToxic flushes each with a 5 s timeout; closing
+// the connections first did not end the links before it ran, 369 s). Their
+// goroutines stay blocked until the process ends, a few per switch.
+func (p *netProxies) dropReplicationLinks(node string) error {
+	np, err := p.proxy(node)
+	if err != nil {
+		return err
+	}
+	old := np.repl
+	old.Stop()
+	px := toxiproxy.NewProxy(p.srv, old.Name, old.Listen, old.Upstream)
+	if err := px.Start(); err != nil {
+		return fmt.Errorf("listen again on %s's replication proxy %s: %w", node, old.Listen, err)
+	}
+	p.mu.Lock()
+	np.repl = px
+	p.byNode[node] = np
+	p.mu.Unlock()
+	return nil
+}
 
 // DialMap maps every node's announced address to its client proxy (nil
 // without --net-proxy).

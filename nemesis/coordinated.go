@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -39,10 +40,22 @@ var faultFailoverCoordinated = &Fault{
 // the forced one pauses the target replica behind that grant and switches
 // with FAILOVER TO ... TIMEOUT 300 FORCE.
 func CoordinatedSwitch(force bool) func(ctx context.Context, env Env, _ Step) error {
-	return func(ctx context.Context, env Env, _ Step) error { return runCoordinated(ctx, env, force) }
+	return func(ctx context.Context, env Env, _ Step) error { return runCoordinated(ctx, env, force, nil) }
 }
 
-func runCoordinated(ctx context.Context, env Env, force bool) error {
+// CoordinatedSwitchSlowLink is the forced switch with the target behind on a
+// slow link rather than paused: the primary's replication links (its proxy,
+// --net-proxy) delayed by the step's --net-latency ± --net-jitter each way
+// while the grant is made and the switch forced. A paused replica loses
+// nothing already sent, since the bytes wait in its socket; on a slow link
+// they wait in the network, and the switch's PSYNC FAILOVER reaches the
+// target by another path, its own proxy, which nothing slows.
+func CoordinatedSwitchSlowLink(ctx context.Context, env Env, s Step) error {
+	n := s.sizes()
+	return runCoordinated(ctx, env, true, &n)
+}
+
+func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
 	if err != nil {
@@ -66,20 +79,42 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 			return pauseAll(c, rs)
 		}
 	}
-	if err := cut(ctx, c, p, replicas); err != nil {
-		return err
+	var sh cluster.NetShaper
+	targets := replicas
+	if slow != nil {
+		event += "-slow-link"
+		var ok bool
+		if sh, ok = c.(cluster.NetShaper); !ok {
+			return fmt.Errorf("%s needs a proxy in front of the primary: add --net-proxy", event)
+		}
+		if err := slowReplication(sh, p.Name, event, *slow); err != nil {
+			return err
+		}
+		Logf(env, event, p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas; not the clients); %s acknowledges writes its replicas get that much later",
+			p.Name, slow.Latency, slow.Jitter, p.Name)
+		replicas = nil // nothing paused: the link is what is behind
+	} else {
+		if err := cut(ctx, c, p, replicas); err != nil {
+			return err
+		}
+		Logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
+			map[bool]string{false: " and dropped their links", true: " (links kept: the stream waits in their sockets)"}[force], p.Name)
 	}
-	Logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
-		map[bool]string{false: " and dropped their links", true: " (links kept: the stream waits in their sockets)"}[force], p.Name)
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	got := env.AwaitAcquire(actx, nowTrue())
 	cancel()
 	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
-		return errorsJoinResume(err, c, replicas)
+		return errors.Join(errorsJoinResume(err, c, replicas), clearSlow(sh, p.Name))
 	}
-	target := replicas[0]
+	target := targets[0]
 	var how string
 	switch {
+	case slow != nil:
+		host, port, _ := strings.Cut(target.Reach(), ":")
+		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
+			return errors.Join(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), clearSlow(sh, p.Name))
+		}
+		how = fmt.Sprintf("FAILOVER TO %s TIMEOUT 300 FORCE with the link %v ± %v slow", target.Name, slow.Latency, slow.Jitter)
 	case force:
 		host, port, _ := strings.Cut(target.Reach(), ":")
 		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
@@ -128,6 +163,14 @@ func runCoordinated(ctx context.Context, env Env, force bool) error {
 		}
 	}
 	np, err := awaitSwitch(ctx, env, p, len(sentinels) > 0)
+	if slow != nil {
+		// The link stays slow until the switch is done: a network does not
+		// speed up when a node changes role. By then nobody replicates from
+		// the old primary (the target promoted itself, the others were
+		// repointed), and what the link still holds is for peers that have
+		// gone: dropped with the links, not flushed to them.
+		err = errors.Join(err, sh.DropReplicationLinks(p.Name))
+	}
 	if err != nil {
 		return err
 	}
@@ -243,4 +286,29 @@ func errorsJoinResume(err error, c cluster.Runtime, nodes []cluster.Node) error 
 		return fmt.Errorf("%w (and resuming: %v)", err, rerr)
 	}
 	return err
+}
+
+// slowReplication delays node's replication links both ways (its announced
+// proxy only; the clients' is untouched): the stream to its replicas
+// downstream, their acknowledgements upstream, which is what FAILOVER waits
+// for.
+func slowReplication(sh cluster.NetShaper, node, name string, n NetSizes) error {
+	attrs := map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}
+	for _, t := range []cluster.Toxic{
+		{Name: name + "-down", Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
+		{Name: name + "-up", Type: "latency", Stream: "upstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
+	} {
+		if err := sh.AddToxic(node, t); err != nil {
+			return errors.Join(err, sh.ClearToxics(node))
+		}
+	}
+	return nil
+}
+
+// clearSlow takes slowReplication's toxics off; nothing without a shaper.
+func clearSlow(sh cluster.NetShaper, node string) error {
+	if sh == nil {
+		return nil
+	}
+	return sh.ClearToxics(node)
 }

@@ -115,7 +115,7 @@ var faultSlowLinkFailover = &Fault{
 	},
 	Span:    func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 6*time.Second },
 	Inject:  runSlowLinkFailover,
-	Restore: clearToxics,
+	Restore: ClearToxics,
 }
 
 // runSlowLinkFailover slows the primary's replication both ways, waits for
@@ -135,15 +135,8 @@ func runSlowLinkFailover(ctx context.Context, env Env, s Step) error {
 		return err
 	}
 	n := s.sizes()
-	attrs := map[string]int64{"latency": n.Latency.Milliseconds(), "jitter": n.Jitter.Milliseconds()}
-	for _, t := range []cluster.Toxic{
-		{Name: "slow-link-failover-down", Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
-		{Name: "slow-link-failover-up", Type: "latency", Stream: "upstream", Toxicity: 1, Attributes: attrs, ReplicationOnly: true},
-	} {
-		if err := sh.AddToxic(p.Name, t); err != nil {
-			_ = sh.ClearToxics(p.Name)
-			return err
-		}
+	if err := slowReplication(sh, p.Name, "slow-link-failover", n); err != nil {
+		return err
 	}
 	Logf(env, "slow-link-failover", p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas and Sentinels; not the clients)",
 		p.Name, n.Latency, n.Jitter)
@@ -202,7 +195,7 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 			ts, what := toxics(s.sizes())
 			return holdToxic(ctx, env, s, name, ts, what)
 		},
-		Restore: clearToxics,
+		Restore: ClearToxics,
 	}
 }
 
@@ -242,8 +235,8 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 	return sleepErr
 }
 
-// clearToxics is the network faults' Restore: no toxic left on any proxy.
-func clearToxics(_ context.Context, env Env) error {
+// ClearToxics is the network faults' Restore: no toxic left on any proxy.
+func ClearToxics(_ context.Context, env Env) error {
 	if sh, ok := env.Cluster().(cluster.NetShaper); ok {
 		return sh.ClearToxics("")
 	}

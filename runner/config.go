@@ -131,6 +131,9 @@ func FromScenario(s scenario.Scenario) Config {
 	if s.DownAfter > 0 {
 		c.Cluster.DownAfter = s.DownAfter
 	}
+	if s.NetLatency > 0 {
+		c.Net.Latency, c.Net.Jitter = s.NetLatency, s.NetJitter
+	}
 	c.Cluster.MaxMemory, c.Cluster.MaxMemoryPolicy = s.MaxMemory, s.MaxMemoryPolicy
 	if s.Recipe != "" {
 		c.Recipe = s.Recipe

@@ -41,6 +41,10 @@ type Scenario struct {
 	NetProxy bool `json:"net_proxy,omitempty"`
 	// DownAfter, when set, is Sentinel's down-after (--down-after).
 	DownAfter time.Duration `json:"down_after_ns,omitempty"`
+	// NetLatency and NetJitter, when set, size the network faults
+	// (--net-latency, --net-jitter) in place of the network's default.
+	NetLatency time.Duration `json:"net_latency_ns,omitempty"`
+	NetJitter  time.Duration `json:"net_jitter_ns,omitempty"`
 	// Runtime, when set, is the only runtime that can carry the scenario out
 	// ("docker" for partitions); `lockjepsen run` refuses the others.
 	Runtime string `json:"runtime,omitempty"`

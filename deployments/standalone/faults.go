@@ -39,6 +39,30 @@ var faultFailoverCoordinatedForce = &nemesis.Fault{
 	Inject:   nemesis.CoordinatedSwitch(true),
 }
 
+// faultFailoverCoordinatedForceSlowLink is the forced switch with the
+// target behind on a slow link (the primary's replication proxy) rather
+// than paused: the bytes of the grant are still in the network when the
+// timeout expires.
+var faultFailoverCoordinatedForceSlowLink = &nemesis.Fault{
+	Name:     "failover-coordinated-force-slow-link",
+	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology, NetProxy: true, DialMap: true},
+	Marks: []nemesis.Mark{{Event: "failover-coordinated-force-slow-link", Heal: "coordinated-done", Cause: nemesis.CauseFailover, Moment: marks.MomentGrant}},
+	Doc: "the forced switch with the replica behind on a slow link instead of paused: the primary's replication links " +
+		"delayed --net-latency ± --net-jitter each way (--net-proxy; the clients' path untouched), a fresh grant, then " +
+		"FAILOVER TO ... TIMEOUT 300 FORCE: a link slower than the timeout holds the grant's bytes in the network, not in " +
+		"the target's socket, and the target promotes itself without them",
+	PlanStep: func(_ *rand.Rand, p nemesis.PlanParams) nemesis.Step {
+		n := p.Net
+		if n == (nemesis.NetSizes{}) {
+			n = nemesis.DefaultNetSizes
+		}
+		return nemesis.Step{Net: &n}
+	},
+	Span:    func(_ nemesis.Step, p nemesis.PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+	Inject:  nemesis.CoordinatedSwitchSlowLink,
+	Restore: nemesis.ClearToxics,
+}
+
 func init() {
-	nemesis.Register(faultPromoteReplica, faultFailoverCoordinatedForce)
+	nemesis.Register(faultPromoteReplica, faultFailoverCoordinatedForce, faultFailoverCoordinatedForceSlowLink)
 }
