@@ -188,12 +188,12 @@ func (d *Docker) AddToxic(node string, t Toxic) error { return d.proxies.addToxi
 // ClearToxics removes every toxic from node's proxies, or from every proxy.
 func (d *Docker) ClearToxics(node string) error { return d.proxies.clearToxics(node) }
 
-// DropReplicationLinks closes the connections through node's replication
-// proxy, clears its toxics and listens again.
+// DropReplicationLinks replaces node's replication proxy by one with no
+// toxic on the same address (dropReplicationLinks).
 func (l *Local) DropReplicationLinks(node string) error { return l.proxies.dropReplicationLinks(node) }
 
-// DropReplicationLinks closes the connections through node's replication
-// proxy, clears its toxics and listens again.
+// DropReplicationLinks replaces node's replication proxy by one with no
+// toxic on the same address (dropReplicationLinks).
 func (d *Docker) DropReplicationLinks(node string) error { return d.proxies.dropReplicationLinks(node) }
 
 // dropReplicationLinks replaces node's replication proxy by a fresh one on

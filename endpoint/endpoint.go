@@ -62,6 +62,22 @@ type Set struct {
 // One is a single Valkey server, spoken to directly.
 func One(addr string) Set { return Set{Protocol: Valkey, Addrs: []string{addr}} }
 
+// Node is one server of the set's, spoken to directly, through the same
+// dial map: a capability check of a node, a redirect followed, one of
+// Redlock's primaries on its own.
+func (s Set) Node(addr string) Set {
+	return Set{Protocol: Valkey, Addrs: []string{addr}, DialMap: s.DialMap}
+}
+
+// Master is the Sentinel master set to ask for, DefaultMasterSet unless
+// one was given.
+func (s Set) Master() string {
+	if s.MasterSet == "" {
+		return DefaultMasterSet
+	}
+	return s.MasterSet
+}
+
 // Empty: no service to reach (a deployment not started yet).
 func (s Set) Empty() bool { return s.Protocol == "" }
 
@@ -122,11 +138,7 @@ func (s Set) Env() []string {
 	if s.Protocol == Sentinel {
 		sentinels = join(s.Addrs)
 	}
-	ms := s.MasterSet
-	if ms == "" {
-		ms = DefaultMasterSet
-	}
-	env := []string{"LOCKJEPSEN_SERVICE=" + string(s.Protocol), "LOCKJEPSEN_SENTINELS=" + sentinels, "LOCKJEPSEN_MASTER_SET=" + ms}
+	env := []string{"LOCKJEPSEN_SERVICE=" + string(s.Protocol), "LOCKJEPSEN_SENTINELS=" + sentinels, "LOCKJEPSEN_MASTER_SET=" + s.Master()}
 	switch s.Protocol {
 	case Valkey:
 		env = append(env, "LOCKJEPSEN_ADDR="+s.Addr())

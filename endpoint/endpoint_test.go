@@ -76,3 +76,14 @@ func TestDialFollowsTheMap(t *testing.T) {
 		t.Fatalf("Dial: %q %q", s.Dial("a:1"), s.Dial("b:2"))
 	}
 }
+
+func TestNodeKeepsTheDialMapAndMasterHasADefault(t *testing.T) {
+	s := Set{Protocol: Redlock, Addrs: []string{"a:1", "b:2"}, DialMap: map[string]string{"b:2": "y:2"}}
+	n := s.Node("b:2")
+	if n.Protocol != Valkey || n.Addr() != "b:2" || n.Dial("b:2") != "y:2" {
+		t.Fatalf("Node: %+v", n)
+	}
+	if (Set{}).Master() != DefaultMasterSet || (Set{MasterSet: "m"}).Master() != "m" {
+		t.Fatalf("Master: %q %q", (Set{}).Master(), (Set{MasterSet: "m"}).Master())
+	}
+}

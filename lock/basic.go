@@ -184,7 +184,7 @@ func (b *basic) node(addr string) (valkey.Client, error) {
 		return c, nil
 	}
 	cfg := b.cfg
-	cfg.Service = endpoint.Set{Protocol: endpoint.Valkey, Addrs: []string{addr}, DialMap: b.cfg.Service.DialMap}
+	cfg.Service = b.cfg.Service.Node(addr)
 	c, err := Connect(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", addr, err)

@@ -187,16 +187,17 @@ func needsLua(c Caps) []string {
 // every deployment: it is handed the deployment's own endpoints (ExecEnv),
 // and speaks whatever protocol they serve.
 var (
-	primaryOrBus = []endpoint.Protocol{endpoint.Sentinel, endpoint.Valkey, endpoint.Cluster}
-	everywhere   = endpoint.Protocols
+	primaryOrBus      = []endpoint.Protocol{endpoint.Sentinel, endpoint.Valkey, endpoint.Cluster}
+	primaryBusOrNodes = []endpoint.Protocol{endpoint.Sentinel, endpoint.Valkey, endpoint.Cluster, endpoint.Redlock}
+	everywhere        = endpoint.Protocols
 )
 
 var recipes = []Recipe{
 	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, Speaks: primaryOrBus, Replies: true},
 	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, Speaks: primaryOrBus, Replies: true},
 	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, Speaks: primaryOrBus, Replies: true},
-	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: append(slices.Clone(primaryOrBus), endpoint.Redlock), Driven: true, Replies: true},
-	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: append(slices.Clone(primaryOrBus), endpoint.Redlock), Driven: true, Replies: true},
+	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: primaryBusOrNodes, Driven: true, Replies: true},
+	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true},
 	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true},
 	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, Speaks: primaryOrBus, Driven: true, Replies: true},
 	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, Speaks: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
@@ -387,11 +388,7 @@ func (c *Config) clientOption() valkey.ClientOption {
 		return c.clusterOption(o)
 	}
 	o.InitAddress = c.Service.Addrs
-	ms := c.Service.MasterSet
-	if ms == "" {
-		ms = endpoint.DefaultMasterSet
-	}
-	o.Sentinel = valkey.SentinelOption{MasterSet: ms}
+	o.Sentinel = valkey.SentinelOption{MasterSet: c.Service.Master()}
 	return o
 }
 

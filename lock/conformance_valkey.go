@@ -27,7 +27,7 @@ func newValkeyServer(cfg Config) (*valkeyServer, error) {
 	if cfg.Service.Protocol == endpoint.Redlock {
 		one = one[:0]
 		for _, a := range cfg.Service.Addrs {
-			one = append(one, Config{Recipe: cfg.Recipe, Service: endpoint.Set{Protocol: endpoint.Valkey, Addrs: []string{a}, DialMap: cfg.Service.DialMap}})
+			one = append(one, Config{Recipe: cfg.Recipe, Service: cfg.Service.Node(a)})
 		}
 	}
 	v := &valkeyServer{}

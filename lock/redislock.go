@@ -64,10 +64,7 @@ func (c *Config) goRedisOptions() *redis.UniversalOptions {
 		o.IsClusterMode = true
 	default:
 		o.Addrs = append([]string(nil), c.Service.Addrs...)
-		o.MasterName = c.Service.MasterSet
-		if o.MasterName == "" {
-			o.MasterName = endpoint.DefaultMasterSet
-		}
+		o.MasterName = c.Service.Master()
 	}
 	return o
 }

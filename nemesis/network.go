@@ -42,6 +42,16 @@ type NetSizes struct {
 var DefaultNetSizes = NetSizes{Latency: 300 * time.Millisecond, Jitter: 100 * time.Millisecond, Share: 0.5}
 
 // sizes are the step's sizes, or the defaults for a step planned without.
+// NetStep plans a network fault's step: the run's sizes (--net-latency,
+// --net-jitter, --net-share), or the network's default.
+func NetStep(_ *rand.Rand, p PlanParams) Step {
+	n := p.Net
+	if n == (NetSizes{}) {
+		n = DefaultNetSizes
+	}
+	return Step{Net: &n}
+}
+
 func (s Step) sizes() NetSizes {
 	if s.Net == nil {
 		return DefaultNetSizes
@@ -106,16 +116,10 @@ var faultSlowLinkFailover = &Fault{
 	Doc: "the primary's replication links (and Sentinel's) delayed --net-latency ± --net-jitter each way (the clients' " +
 		"path untouched), a fresh grant awaited, then the primary SIGKILLed: Sentinel promotes a replica a link's delay " +
 		"behind; against kill-primary on the same proxies, what a slow link loses",
-	PlanStep: func(_ *rand.Rand, p PlanParams) Step {
-		n := p.Net
-		if n == (NetSizes{}) {
-			n = DefaultNetSizes
-		}
-		return Step{Net: &n}
-	},
-	Span:    func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 6*time.Second },
-	Inject:  runSlowLinkFailover,
-	Restore: ClearToxics,
+	PlanStep: NetStep,
+	Span:     func(_ Step, p PlanParams) time.Duration { return p.DownAfter + 6*time.Second },
+	Inject:   runSlowLinkFailover,
+	Restore:  ClearToxics,
 }
 
 // runSlowLinkFailover slows the primary's replication both ways, waits for
@@ -184,11 +188,9 @@ func networkFault(name, doc string, hold func(PlanParams) (min, spread time.Dura
 		Marks: []Mark{{Event: name, Heal: name + "-healed", Cause: marks.CauseNetwork}},
 		PlanStep: func(rng *rand.Rand, p PlanParams) Step {
 			lo, spread := hold(p)
-			n := p.Net
-			if n == (NetSizes{}) {
-				n = DefaultNetSizes
-			}
-			return Step{Duration: lo + time.Duration(rng.Int64N(int64(spread)+1)), Net: &n}
+			s := NetStep(rng, p)
+			s.Duration = lo + time.Duration(rng.Int64N(int64(spread)+1))
+			return s
 		},
 		Span: HeldSpan,
 		Inject: func(ctx context.Context, env Env, s Step) error {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -512,7 +511,7 @@ func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []st
 			continue
 		}
 		c := lcfg
-		c.Service = endpoint.Set{Protocol: endpoint.Valkey, Addrs: []string{n.Addr}, DialMap: lcfg.Service.DialMap}
+		c.Service = lcfg.Service.Node(n.Addr)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := lock.CheckServer(cctx, c)
 		cancel()

@@ -51,16 +51,10 @@ var faultFailoverCoordinatedForceSlowLink = &nemesis.Fault{
 		"delayed --net-latency ± --net-jitter each way (--net-proxy; the clients' path untouched), a fresh grant, then " +
 		"FAILOVER TO ... TIMEOUT 300 FORCE: a link slower than the timeout holds the grant's bytes in the network, not in " +
 		"the target's socket, and the target promotes itself without them",
-	PlanStep: func(_ *rand.Rand, p nemesis.PlanParams) nemesis.Step {
-		n := p.Net
-		if n == (nemesis.NetSizes{}) {
-			n = nemesis.DefaultNetSizes
-		}
-		return nemesis.Step{Net: &n}
-	},
-	Span:    func(_ nemesis.Step, p nemesis.PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
-	Inject:  nemesis.CoordinatedSwitchSlowLink,
-	Restore: nemesis.ClearToxics,
+	PlanStep: nemesis.NetStep,
+	Span:     func(_ nemesis.Step, p nemesis.PlanParams) time.Duration { return 2*p.TTL + 8*time.Second },
+	Inject:   nemesis.CoordinatedSwitchSlowLink,
+	Restore:  nemesis.ClearToxics,
 }
 
 func init() {
