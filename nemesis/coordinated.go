@@ -271,15 +271,6 @@ func liveSentinels(c cluster.Runtime) []cluster.Node {
 	return out
 }
 
-func resumeAll(c cluster.Runtime, nodes []cluster.Node) error {
-	for _, n := range nodes {
-		if err := c.Resume(n.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // errorsJoinResume resumes the paused nodes on the way out of a failed step.
 func errorsJoinResume(err error, c cluster.Runtime, nodes []cluster.Node) error {
 	if rerr := resumeAll(c, nodes); rerr != nil {

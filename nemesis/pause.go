@@ -2,7 +2,9 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
@@ -48,6 +50,24 @@ func pauseAll(c cluster.Runtime, nodes []cluster.Node) error {
 		}
 	}
 	return nil
+}
+
+// resumeAll resumes the nodes side by side: on the docker runtime each
+// unpause is a daemon call, 0.3-1 s apiece under CI's load, and the failover
+// race needs every replica answering Sentinel again before the primary's
+// down-after runs out (runCutReplication).
+func resumeAll(c cluster.Runtime, nodes []cluster.Node) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Resume(n.Name)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 var faultPauseReplicas = &Fault{
