@@ -192,7 +192,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 			kind = "newer-holder-turned-away"
 			sw.NewerTurnedAway++
 		}
-		if stalePaid(d) {
+		if d.StalePaid() {
 			// Numbers from the database's sequence: the stale holder was the
 			// one turned away, and the newer holder the lock chose was protected.
 			kind = "stale-holder-turned-away"

@@ -46,13 +46,6 @@ func repliedSpans(ops []Op) []heldSpan {
 	return out
 }
 
-// momentWords says what a window must show, for the summary.
-var momentWords = map[string]string{
-	marks.MomentHeld:  "a lease alive when it began",
-	marks.MomentGrant: "a grant inside it",
-	marks.MomentReply: "a call it reached in flight",
-}
-
 // coverage marks each window that reached its fault's moment and tallies
 // them by fault, in the order the faults first fired. replied are the ops
 // a reply fault reached (MomentReply's windows).
@@ -114,7 +107,7 @@ func notExercised(cs []FaultCoverage) string {
 	var parts []string
 	for _, c := range cs {
 		if c.Reached == 0 {
-			parts = append(parts, fmt.Sprintf("%s (0 of %d windows had %s)", c.Fault, c.Windows, momentWords[c.Moment]))
+			parts = append(parts, fmt.Sprintf("%s (0 of %d windows had %s)", c.Fault, c.Windows, marks.MomentWords(c.Moment)))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -90,13 +89,11 @@ func TestCoverage(t *testing.T) {
 					t.Errorf("%s: reached %d of %d, want %d of %d", f, got[f][0], got[f][1], w[0], w[1])
 				}
 			}
-			first := strings.SplitN(r.Summary(), "\n", 2)[0]
-			if tt.exercise {
-				if r.NotExercised != "" || first != "VALID: no violation found." {
-					t.Errorf("every fault reached its moment, yet: %q / %q", r.NotExercised, first)
-				}
-			} else if r.NotExercised == "" || !strings.HasPrefix(first, "VALID: no violation found, but not exercised: ") {
-				t.Errorf("a fault never reached its moment, and the summary's first line is %q", first)
+			// The summary's first line follows NotExercised (report.Summary).
+			if tt.exercise && r.NotExercised != "" {
+				t.Errorf("every fault reached its moment, yet not exercised: %q", r.NotExercised)
+			} else if !tt.exercise && r.NotExercised == "" {
+				t.Errorf("a fault never reached its moment, and NotExercised is empty")
 			}
 		})
 	}

@@ -110,9 +110,9 @@ func names(c1 int, t1 string, c2 int, t2 string) (string, string) {
 		return fmt.Sprintf("client %d", c1), fmt.Sprintf("client %d", c2)
 	}
 	if t1 == t2 {
-		return fmt.Sprintf("client %d (token %s)", c1, shortToken(t1)), fmt.Sprintf("client %d again (same token)", c2)
+		return fmt.Sprintf("client %d (token %s)", c1, ShortToken(t1)), fmt.Sprintf("client %d again (same token)", c2)
 	}
-	return fmt.Sprintf("client %d (token %s)", c1, shortToken(t1)), fmt.Sprintf("client %d (token %s)", c2, shortToken(t2))
+	return fmt.Sprintf("client %d (token %s)", c1, ShortToken(t1)), fmt.Sprintf("client %d (token %s)", c2, ShortToken(t2))
 }
 
 func capital(s string) string {
@@ -146,8 +146,8 @@ func explainWitness(w witness, t0 int64, cause string, faults []string, ev evict
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
 	case "lease-lost":
 		return fmt.Sprintf("The lock service ended client %d's lease on %s early: its lease (token %s) was certainly alive from %s to %s, yet at %s the server answered its %s that the token did not hold the lock, and granted the lock to client %d again (token %s) at %s. There were never two holders, since the client had been told; but no correct lease server forgets a lease before it can have expired. %s",
-			h.grant.Client, w.key, shortToken(h.token), secs(h.start, t0), secs(h.end, t0), secs(w.op.Return, t0), w.op.F,
-			w.regrant.Client, shortToken(w.regrant.Token), secs(w.regrant.Return, t0), clause)
+			h.grant.Client, w.key, ShortToken(h.token), secs(h.start, t0), secs(h.end, t0), secs(w.op.Return, t0), w.op.F,
+			w.regrant.Client, ShortToken(w.regrant.Token), secs(w.regrant.Return, t0), clause)
 	case "non-holder-extend":
 		return fmt.Sprintf("%s extended %s at %s while %s certainly held it (its lease ran from %s to at least %s): the extend prolonged someone else's lease. A plain PEXPIRE does this; SET ... IFEQ would have refused.",
 			capital(b), w.key, secs(w.op.Call, t0), a, secs(h.start, t0), secs(h.end, t0))
@@ -168,7 +168,7 @@ func explainStuckLock(key string, o *Op, from, to, t0 int64) string {
 			key, secs(from, t0), secs(to, t0))
 	}
 	return fmt.Sprintf("No single correct lock server could have given client %d's %s %s (token %s) on %s at %s: for every outcome of the earlier operations whose outcome is unknown, the lock was not in a state that allows that reply.",
-		o.Client, o.F, o.Outcome, shortToken(o.Token), key, secs(o.Call, t0))
+		o.Client, o.F, o.Outcome, ShortToken(o.Token), key, secs(o.Call, t0))
 }
 
 func explainLostUpdate(key string, a, b *Section, t0 int64) string {
@@ -183,7 +183,7 @@ func explainRewind(key string, w, cur *Section, t0 int64) string {
 		read = fmt.Sprintf("after reading %d at %s", w.ReadValue, secs(w.Call, t0))
 	}
 	return fmt.Sprintf("Client %d's write of %d to %s (token %s, %s) was accepted at %s, after client %d's write of %d had already been accepted at %s: the value went back from %d to %d, so %d increment(s) were undone, and any holder after it counted on from %d again, repeating values already written. Client %d wrote from a value it had read before those increments; a fenced resource rejects such a stale write.",
-		w.Client, w.WriteValue, key, shortToken(w.Token), read, secs(w.Applied, t0), cur.Client, cur.WriteValue, secs(cur.Applied, t0),
+		w.Client, w.WriteValue, key, ShortToken(w.Token), read, secs(w.Applied, t0), cur.Client, cur.WriteValue, secs(cur.Applied, t0),
 		cur.WriteValue, w.WriteValue, cur.WriteValue-w.WriteValue, w.WriteValue, w.Client)
 }
 
@@ -216,7 +216,7 @@ func explainDoubleHolder(d DoubleHolder, t0 int64, ev evictions) string {
 		fmt.Fprintf(&b, " The fence turned the newer holder, client %d, away at its %s (%s), although its number came from the database's own sequence: client %d asked for its number later, after a stall between its grant and its request.", d.NewClient, d.NewTurnedAway, d.NewTurnedAwayReason, d.StaleClient)
 		return b.String()
 	}
-	if stalePaid(d) {
+	if d.StalePaid() {
 		fmt.Fprintf(&b, " The fence turned the stale holder, client %d, away at its %s: the fence numbers were issued by the database's own sequence after each grant, and a sequence does not go backwards, so client %d, granted later, carried the higher number and was the holder protected. The lock still granted twice; the data is safe and the lock's last choice won.", d.StaleClient, d.StaleTurnedAway, d.NewClient)
 		return b.String()
 	}
@@ -248,9 +248,9 @@ func explainDoubleHolder(d DoubleHolder, t0 int64, ev evictions) string {
 	return b.String()
 }
 
-// stalePaid: numbers from the database's sequence turned the stale holder
+// StalePaid: numbers from the database's sequence turned the stale holder
 // away, and the newer holder (the lock's last choice) was protected.
-func stalePaid(d DoubleHolder) bool {
+func (d DoubleHolder) StalePaid() bool {
 	return d.FenceSource == history.FenceResource && d.StaleTurnedAway != "" && d.NewTurnedAway == ""
 }
 

@@ -193,7 +193,7 @@ func lockModel(t0 int64) porcupine.Model {
 }
 
 func describeLockOp(o *Op, t0 int64) string {
-	tok := shortToken(o.Token)
+	tok := ShortToken(o.Token)
 	out := string(o.Outcome)
 	switch o.F {
 	case history.FAcquire:
@@ -220,7 +220,7 @@ func describeLockStates(ss lockStates, t0 int64) string {
 			if s.hi != never {
 				hi = fmt.Sprintf("%.3fs", rel(s.hi, t0))
 			}
-			parts = append(parts, fmt.Sprintf("held by %s, expires in [%.3fs, %s]", shortToken(s.holder), rel(s.lo, t0), hi))
+			parts = append(parts, fmt.Sprintf("held by %s, expires in [%.3fs, %s]", ShortToken(s.holder), rel(s.lo, t0), hi))
 		}
 	}
 	if len(parts) == 1 {
@@ -229,7 +229,8 @@ func describeLockStates(ss lockStates, t0 int64) string {
 	return "one of: " + strings.Join(parts, " | ")
 }
 
-func shortToken(t string) string {
+// ShortToken is a token as people read it: its first 8 characters.
+func ShortToken(t string) string {
 	if len(t) > 8 {
 		return t[:8]
 	}

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -58,35 +57,4 @@ func regrant(ws []FaultWindow, keys []keyGrants, t0 int64) {
 		}
 		ws[i].RegrantMs = &v
 	}
-}
-
-// regrantLine is the summary's liveness line under faults: the slowest
-// window's regrant, and the windows after which a key never came back.
-func regrantLine(ws []FaultWindow) string {
-	var worst *FaultWindow
-	never, n := 0, 0
-	for i := range ws {
-		w := &ws[i]
-		switch {
-		case w.RegrantMs == nil:
-		case *w.RegrantMs < 0:
-			never++
-		default:
-			n++
-			if worst == nil || *w.RegrantMs > *worst.RegrantMs {
-				worst = w
-			}
-		}
-	}
-	if worst == nil && never == 0 {
-		return ""
-	}
-	s := "regranted after each fault (every key asked for granted again):"
-	if worst != nil {
-		s += fmt.Sprintf(" %d window(s), the slowest %s after the %s at %.1fs", n, HumanDuration(*worst.RegrantMs), worst.Fault, worst.StartS)
-	}
-	if never > 0 {
-		s += fmt.Sprintf("; %d window(s) after which a key was never granted again before the run ended", never)
-	}
-	return s + "\n"
 }

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -55,13 +54,6 @@ func TestRegrant(t *testing.T) {
 			}
 			if got := r.FaultWindows[0].RegrantMs; got == nil || *got < tt.want-0.01 || *got > tt.want+0.01 {
 				t.Errorf("regrant %v ms, want %.0f", got, tt.want)
-			}
-			line := "the slowest"
-			if tt.want < 0 {
-				line = "1 window(s) after which a key was never granted again"
-			}
-			if !strings.Contains(r.Summary(), "regranted after each fault") || !strings.Contains(r.Summary(), line) {
-				t.Errorf("summary lacks the regrant line with %q:\n%s", line, r.Summary())
 			}
 		})
 	}

@@ -51,6 +51,18 @@ const (
 	MomentGrant = "grant"
 )
 
+// MomentWords says what a window must show to reach moment, as the
+// summary and the verdict's "not exercised" read it.
+func MomentWords(moment string) string {
+	switch moment {
+	case MomentGrant:
+		return "a grant inside it"
+	case MomentReply:
+		return "a call it reached in flight"
+	}
+	return "a lease alive when it began"
+}
+
 // MomentOf is the mark's moment with the default filled in.
 func (m Mark) MomentOf() string {
 	if m.Moment == "" {

@@ -70,7 +70,7 @@ func humanConfig(cfg string) string {
 func msWord(ms float64) string { return checker.HumanDuration(ms) }
 
 func (p *Page) digest() {
-	p.Held, p.Wrote, p.TurnedAway = p.Result.Story()
+	p.Held, p.Wrote, p.TurnedAway = story(p.Result)
 	p.Config = humanConfig(p.Config)
 	counts := map[string]int{}
 	var kinds []string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/report"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -28,7 +29,7 @@ func summarize(dir string, res *checker.Result, cfg Config, hasCfg bool) string 
 			b.WriteString(note + "\n\n")
 		}
 	}
-	b.WriteString(res.Summary())
+	b.WriteString(report.Summary(res))
 	fmt.Fprintf(&b, "\nopen first: %s (timeline, explanations, porcupine pictures)\n", filepath.Join(dir, runfolder.Index))
 	return b.String()
 }

@@ -1,18 +1,21 @@
-package checker
+package report
 
 import (
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
-// Summary renders the result for people: the verdict first, then what
+// Summary renders a check's result for people: the verdict first, then what
 // happened, then every violation in words.
-func (r *Result) Summary() string {
+func Summary(r *checker.Result) string {
 	var b strings.Builder
 	switch r.Valid {
-	case Valid:
+	case checker.Valid:
 		if r.NotExercised != "" {
 			// The exit code stays 0: the run found nothing; it says what it
 			// could not have found.
@@ -20,7 +23,7 @@ func (r *Result) Summary() string {
 		} else {
 			b.WriteString("VALID: no violation found.\n")
 		}
-	case Invalid:
+	case checker.Invalid:
 		b.WriteString("INVALID: violations found.\n")
 	default:
 		b.WriteString("UNKNOWN: the checker ran out of time before reaching a verdict; no violation was found, but this is NOT a pass.\n")
@@ -43,7 +46,7 @@ func (r *Result) Summary() string {
 	}
 	for _, part := range []struct {
 		name string
-		keys map[string]*KeyResult
+		keys map[string]*checker.KeyResult
 	}{{"lock", r.Lock.Keys}, {"resource", r.Resource.Keys}} {
 		names := make([]string, 0, len(part.keys))
 		for k := range part.keys {
@@ -52,16 +55,16 @@ func (r *Result) Summary() string {
 		sort.Strings(names)
 		for _, k := range names {
 			kr := part.keys[k]
-			if kr.Valid != Valid {
-				fmt.Fprintf(&b, "    %s %s: %s, %s (%s checked in %s)\n", part.name, k, kr.Valid, decidedBy(kr), Count(kr.Ops, "op"), HumanDuration(kr.CheckMs))
+			if kr.Valid != checker.Valid {
+				fmt.Fprintf(&b, "    %s %s: %s, %s (%s checked in %s)\n", part.name, k, kr.Valid, decidedBy(kr), checker.Count(kr.Ops, "op"), checker.HumanDuration(kr.CheckMs))
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nrun: %s, %s%s\n", HumanDuration(r.DurationMs), Count(r.Failovers, "failover"), closedWords(r.ClosedBySetting))
+	fmt.Fprintf(&b, "\nrun: %s, %s%s\n", checker.HumanDuration(r.DurationMs), checker.Count(r.Failovers, "failover"), closedWords(r.ClosedBySetting))
 	if len(r.Coverage) > 0 {
 		var cs []string
 		for _, c := range r.Coverage {
-			cs = append(cs, fmt.Sprintf("%s %d of %d with %s", c.Fault, c.Reached, c.Windows, momentWords[c.Moment]))
+			cs = append(cs, fmt.Sprintf("%s %d of %d with %s", c.Fault, c.Reached, c.Windows, marks.MomentWords(c.Moment)))
 		}
 		fmt.Fprintf(&b, "coverage (each fault window that reached its dangerous moment): %s\n", strings.Join(cs, "; "))
 		b.WriteString(regrantLine(r.FaultWindows))
@@ -84,18 +87,18 @@ func (r *Result) Summary() string {
 		ops = append(ops, o+fmt.Sprintf(" / %d failed / %d unknown", c.Fail-c.Refused, c.Info))
 	}
 	fmt.Fprintf(&b, "ops: %s", strings.Join(ops, "; "))
-	fmt.Fprintf(&b, "\nacquire latency: p50 %s, p99 %s (%s completed)\n", HumanDuration(r.LatencyMs.Acquire.P50), HumanDuration(r.LatencyMs.Acquire.P99), Count(r.LatencyMs.Acquire.Count, "acquire"))
-	fmt.Fprintf(&b, "double holders: %d, exposure %s total, %s longest\n", r.DoubleHolders, HumanDuration(r.ExposureMs.Total), HumanDuration(r.ExposureMs.Max))
+	fmt.Fprintf(&b, "\nacquire latency: p50 %s, p99 %s (%s completed)\n", checker.HumanDuration(r.LatencyMs.Acquire.P50), checker.HumanDuration(r.LatencyMs.Acquire.P99), checker.Count(r.LatencyMs.Acquire.Count, "acquire"))
+	fmt.Fprintf(&b, "double holders: %d, exposure %s total, %s longest\n", r.DoubleHolders, checker.HumanDuration(r.ExposureMs.Total), checker.HumanDuration(r.ExposureMs.Max))
 	sw := r.StaleWrites
 	fmt.Fprintf(&b, "stale writes (sent by a holder after another client was granted its lock): %d attempted, %d rejected by the fence, %d accepted, %d unknown\n",
 		sw.Attempted, sw.Rejected, sw.Accepted, sw.Unknown)
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
-		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %s: its fence number was lower than the older holder's (a counter on Valkey set back by a failover or restart, or drawn first by an acquire whose reply came back second), so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", Count(n, "double holder"), ArticleTitle)
+		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %s: its fence number was lower than the older holder's (a counter on Valkey set back by a failover or restart, or drawn first by an acquire whose reply came back second), so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", checker.Count(n, "double holder"), checker.ArticleTitle)
 	}
 	if n := staleTurnedAway(r); n > 0 {
-		fmt.Fprintf(&b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", Count(n, "double holder"))
+		fmt.Fprintf(&b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", checker.Count(n, "double holder"))
 	}
-	fmt.Fprintf(&b, "fence tokens: %s, %s\n", Count(r.FenceTokens.Duplicates, "duplicate"), Count(r.FenceTokens.Regressions, "regression"))
+	fmt.Fprintf(&b, "fence tokens: %s, %s\n", checker.Count(r.FenceTokens.Duplicates, "duplicate"), checker.Count(r.FenceTokens.Regressions, "regression"))
 	for _, u := range r.UnknownCommands {
 		var ops []string
 		for f, n := range u.Ops {
@@ -138,10 +141,10 @@ func (r *Result) Summary() string {
 
 // staleTurnedAway counts the double holders in which numbers from the
 // database's sequence protected the newer holder.
-func staleTurnedAway(r *Result) int {
+func staleTurnedAway(r *checker.Result) int {
 	n := 0
 	for _, d := range r.DoubleHolderList {
-		if stalePaid(d) {
+		if d.StalePaid() {
 			n++
 		}
 	}
@@ -159,15 +162,15 @@ func clientList(cs []int, tokens []string) string {
 	for i, c := range cs {
 		parts[i] = fmt.Sprint(c)
 		if dup {
-			parts[i] += " (" + shortToken(tokens[i]) + ")"
+			parts[i] += " (" + checker.ShortToken(tokens[i]) + ")"
 		}
 	}
 	return "clients " + strings.Join(parts, " & ")
 }
 
-// Story is the summary's three sentences without their labels: who held,
+// story is the summary's three sentences without their labels: who held,
 // who wrote, who was turned away (index.html shows them).
-func (r *Result) Story() (held, wrote, turnedAway string) {
+func story(r *checker.Result) (held, wrote, turnedAway string) {
 	cut := func(s string) string {
 		s = strings.TrimSuffix(s, "\n")
 		if i := strings.Index(s, ": "); i >= 0 {
@@ -180,12 +183,12 @@ func (r *Result) Story() (held, wrote, turnedAway string) {
 
 // decidedBy says how a failed partition's verdict was reached: by direct
 // witnesses (porcupine was not needed), or by porcupine.
-func decidedBy(kr *KeyResult) string {
+func decidedBy(kr *checker.KeyResult) string {
 	switch {
 	case kr.Witnesses > 0 && kr.Porcupine == "skipped":
-		return "decided by " + Count(kr.Witnesses, "direct witness") + ", porcupine not needed"
+		return "decided by " + checker.Count(kr.Witnesses, "direct witness") + ", porcupine not needed"
 	case kr.Witnesses > 0:
-		return "decided by " + Count(kr.Witnesses, "direct witness") + "; porcupine: " + kr.Porcupine
+		return "decided by " + checker.Count(kr.Witnesses, "direct witness") + "; porcupine: " + kr.Porcupine
 	case kr.Porcupine == "unknown":
 		return "porcupine ran out of time"
 	}
@@ -199,17 +202,17 @@ func clientSet(set map[int]bool) string {
 		cs = append(cs, c)
 	}
 	sort.Ints(cs)
-	return ClientList(cs)
+	return checker.ClientList(cs)
 }
 
 // whoHeld is one sentence: how often the lock was granted, and how often to
 // two clients at once.
-func whoHeld(r *Result) string {
+func whoHeld(r *checker.Result) string {
 	grants := 0
 	if c := r.Ops["acquire"]; c != nil {
 		grants = c.OK
 	}
-	s := fmt.Sprintf("who held: the lock service granted the lock %s", Count(grants, "time"))
+	s := fmt.Sprintf("who held: the lock service granted the lock %s", checker.Count(grants, "time"))
 	if r.DoubleHolders == 0 {
 		// A double grant whose first holder stopped before the second
 		// acted (its extend was refused, or its next write turned away)
@@ -223,7 +226,7 @@ func whoHeld(r *Result) string {
 		}
 		switch {
 		case twice > 0:
-			return s + fmt.Sprintf("; %s it granted the lock while another client's lease was still alive, though the two never acted as holder at the same moment.\n", Count(twice, "time"))
+			return s + fmt.Sprintf("; %s it granted the lock while another client's lease was still alive, though the two never acted as holder at the same moment.\n", checker.Count(twice, "time"))
 		case lockFindings > 0:
 			// A lease ended early, a grant hidden behind an unknown acquire:
 			// the grants it counts do not say how often two overlapped.
@@ -242,7 +245,7 @@ func whoHeld(r *Result) string {
 			expired++
 		}
 	}
-	s += fmt.Sprintf("; two clients acted as holder at once %s", Count(r.DoubleHolders, "time"))
+	s += fmt.Sprintf("; two clients acted as holder at once %s", checker.Count(r.DoubleHolders, "time"))
 	switch {
 	case revoked > 0 && grantedTwice == 0 && expired == 0:
 		s += ", each time after the server had ended the older holder's session, releasing its lock honestly, before the holder learned of it (not a double grant)"
@@ -255,7 +258,7 @@ func whoHeld(r *Result) string {
 	default:
 		s += fmt.Sprintf(" (%d granted twice, %d after the older lease expired)", grantedTwice, expired)
 	}
-	s += fmt.Sprintf(", %s in all", HumanDuration(r.ExposureMs.Total))
+	s += fmt.Sprintf(", %s in all", checker.HumanDuration(r.ExposureMs.Total))
 	// The violations list one double grant per grant made inside a live
 	// lease; a double holder is a moment two clients acted. They differ
 	// when the older holder stopped before the newer one acted: an
@@ -263,12 +266,12 @@ func whoHeld(r *Result) string {
 	// double-grant 220", with nothing to say how the two relate.
 	if twice := countKind(r.Violations, "double-grant"); twice > grantedTwice {
 		s += fmt.Sprintf("; it granted the lock while another client's lease was still alive %s, the other %d with the older holder already stopped (its extend or release refused, or its write turned away) before the newer one acted",
-			Count(twice, "time"), twice-grantedTwice)
+			checker.Count(twice, "time"), twice-grantedTwice)
 	}
 	return s + ".\n"
 }
 
-func countKind(vs []Violation, kind string) int {
+func countKind(vs []checker.Violation, kind string) int {
 	n := 0
 	for _, v := range vs {
 		if v.Kind == kind {
@@ -279,15 +282,15 @@ func countKind(vs []Violation, kind string) int {
 }
 
 // whoWrote is one sentence: whose writes landed, and why a stale one did.
-func whoWrote(r *Result) string {
+func whoWrote(r *checker.Result) string {
 	landed := 0
 	if c := r.Ops["write"]; c != nil {
 		landed = c.OK
 	}
-	s := fmt.Sprintf("who wrote: %s landed at the resource", Count(landed, "write"))
+	s := fmt.Sprintf("who wrote: %s landed at the resource", checker.Count(landed, "write"))
 	if r.StaleWrites.Accepted == 0 {
 		if r.StaleWrites.Attempted > 0 {
-			return s + fmt.Sprintf("; none of them a stale holder's (%s tried).\n", Count(r.StaleWrites.Attempted, "stale write"))
+			return s + fmt.Sprintf("; none of them a stale holder's (%s tried).\n", checker.Count(r.StaleWrites.Attempted, "stale write"))
 		}
 		return s + ", every one from the holder of the moment.\n"
 	}
@@ -334,7 +337,7 @@ func whoWrote(r *Result) string {
 
 // whoTurnedAway is one sentence: the reads and writes the fence refused,
 // and those that failed for another reason.
-func whoTurnedAway(r *Result) string {
+func whoTurnedAway(r *checker.Result) string {
 	var refused, failed []string
 	clients := map[int]bool{}
 	for _, f := range []string{"read", "write"} {
@@ -343,10 +346,10 @@ func whoTurnedAway(r *Result) string {
 			continue
 		}
 		if c.Refused > 0 {
-			refused = append(refused, Count(c.Refused, f))
+			refused = append(refused, checker.Count(c.Refused, f))
 		}
 		if n := c.Fail - c.Refused; n > 0 {
-			failed = append(failed, Count(n, f))
+			failed = append(failed, checker.Count(n, f))
 		}
 	}
 	for _, d := range r.DoubleHolderList {
@@ -381,12 +384,12 @@ func closedWords(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; the replication setting refused the grant a fault waited for %s (closed by the setting)", Count(n, "time"))
+	return fmt.Sprintf("; the replication setting refused the grant a fault waited for %s (closed by the setting)", checker.Count(n, "time"))
 }
 
 // cutOffLine is one sentence on the clients that never reached the lock
 // service, or nothing.
-func cutOffLine(cs []CutOffClient) string {
+func cutOffLine(cs []checker.CutOffClient) string {
 	if len(cs) == 0 {
 		return ""
 	}
@@ -401,12 +404,12 @@ func cutOffLine(cs []CutOffClient) string {
 		first = "no answer"
 	}
 	return fmt.Sprintf("cut off: %s never reached the lock service: %s, none granted, none refused for another holder (the first said %q); the run exercised the others only",
-		ClientList(ids), Count(n, "acquire")+" failed or went unanswered", first)
+		checker.ClientList(ids), checker.Count(n, "acquire")+" failed or went unanswered", first)
 }
 
 // orphanedLine sums the orphaned spans (orphaned.go) and names the longest,
 // or nothing.
-func orphanedLine(spans []OrphanedSpan) string {
+func orphanedLine(spans []checker.OrphanedSpan) string {
 	if len(spans) == 0 {
 		return ""
 	}
@@ -425,6 +428,37 @@ func orphanedLine(spans []OrphanedSpan) string {
 	// A span's LeftBy is never empty (orphaned drops those with none).
 	l := longest.LeftBy[0]
 	return fmt.Sprintf("orphaned: %s turned away while no client believed it held the key, in %s on %s, %s in all; the longest %s on %s from %.3f s, left by client %d's %s at %.3f s (%s)",
-		Count(refused, "acquire"), Count(len(spans), "span"), Count(len(keys), "key"), HumanDuration(total),
-		HumanDuration(longest.Ms), longest.Key, longest.StartS, l.Client, l.F, l.TimeS, l.Outcome)
+		checker.Count(refused, "acquire"), checker.Count(len(spans), "span"), checker.Count(len(keys), "key"), checker.HumanDuration(total),
+		checker.HumanDuration(longest.Ms), longest.Key, longest.StartS, l.Client, l.F, l.TimeS, l.Outcome)
+}
+
+// regrantLine is the summary's liveness line under faults: the slowest
+// window's regrant, and the windows after which a key never came back.
+func regrantLine(ws []checker.FaultWindow) string {
+	var worst *checker.FaultWindow
+	never, n := 0, 0
+	for i := range ws {
+		w := &ws[i]
+		switch {
+		case w.RegrantMs == nil:
+		case *w.RegrantMs < 0:
+			never++
+		default:
+			n++
+			if worst == nil || *w.RegrantMs > *worst.RegrantMs {
+				worst = w
+			}
+		}
+	}
+	if worst == nil && never == 0 {
+		return ""
+	}
+	s := "regranted after each fault (every key asked for granted again):"
+	if worst != nil {
+		s += fmt.Sprintf(" %d window(s), the slowest %s after the %s at %.1fs", n, checker.HumanDuration(*worst.RegrantMs), worst.Fault, worst.StartS)
+	}
+	if never > 0 {
+		s += fmt.Sprintf("; %d window(s) after which a key was never granted again before the run ended", never)
+	}
+	return s + "\n"
 }
