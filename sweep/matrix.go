@@ -11,10 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
@@ -139,68 +135,6 @@ type Plan struct {
 	HostParallel int `json:"host_parallel,omitempty"`
 }
 
-// Shard is one of Count shards of a sweep.
-type Shard struct {
-	Index int `json:"index"`
-	Count int `json:"count"`
-}
-
-// Adaptive reports whether the plan adds trials beyond Trials.
-func (p Plan) Adaptive() bool { return p.MinFailovers > 0 || p.UntilCI > 0 }
-
-// ZeroHitBound is the --until-ci rule for a cell with no hit: its upper bound below this (Below, or UntilCI).
-func (p Plan) ZeroHitBound() float64 {
-	if p.Below > 0 {
-		return p.Below
-	}
-	return p.UntilCI
-}
-
-// Enough reports whether a cell with these counts needs no more trials under
-// the plan's stopping rules (always true for a plan without one). A shard
-// judges its own counts scaled by the number of shards: the other shards run
-// the same number of trials of the cell on the same seeds' neighbours, so the
-// merged cell meets the rule about as well (merge reports the real widths).
-func (p Plan) Enough(hits, opps int) bool {
-	if p.Shard != nil && p.Shard.Count > 1 {
-		hits, opps = hits*p.Shard.Count, opps*p.Shard.Count
-	}
-	if p.MinFailovers > 0 && opps < p.MinFailovers {
-		return false
-	}
-	if p.UntilCI > 0 {
-		lo, hi := Wilson(hits, opps, Z95)
-		if opps == 0 {
-			return false
-		}
-		if hits == 0 && hi >= p.ZeroHitBound() || hits > 0 && hi-lo >= p.UntilCI {
-			return false
-		}
-	}
-	return true
-}
-
-// OpportunitiesFor is how many opportunities a cell needs under the --until-ci
-// rule when its hits are 0 (the Below bound) and at p = 1/2 (the widest
-// interval); 0 without the rule.
-func (p Plan) OpportunitiesFor() (zeroHits, half int) {
-	if p.UntilCI <= 0 {
-		return 0, 0
-	}
-	for n := 1; n < 1_000_000; n++ {
-		if _, hi := Wilson(0, n, Z95); zeroHits == 0 && hi < p.ZeroHitBound() {
-			zeroHits = n
-		}
-		if lo, hi := Wilson(n/2, n, Z95); half == 0 && hi-lo < p.UntilCI {
-			half = n
-		}
-		if zeroHits > 0 && half > 0 {
-			break
-		}
-	}
-	return zeroHits, half
-}
-
 // Job is one trial of a plan: trial N of a cell.
 type Job struct {
 	Cell Cell
@@ -223,45 +157,6 @@ func (p Plan) Jobs() []Job {
 		}
 	}
 	return out
-}
-
-// ShardIndex is the index that decides a trial's shard: trial n of the cell
-// at position ci of Cells has index ci + n, and shard I of N runs the trials
-// whose index is ≡ I mod N. Each cell's trials are so dealt round-robin to
-// the shards, starting one shard further for each cell: every shard runs
-// every cell (which the per-shard stopping rule needs), the shards' loads
-// differ by at most one trial per cell, and the owner of a trial does not
-// depend on --trials or --max-trials, which a resume may change. (A plain
-// position in Jobs would pin each cell to one shard whenever the shard count
-// divides the cell count.)
-func ShardIndex(ci, n int) int { return ci + n }
-
-// Owns reports whether this plan's shard runs trial n of the cell with
-// index ci in Cells (every trial without a shard).
-func (p Plan) Owns(ci, n int) bool {
-	if p.Shard == nil || p.Shard.Count <= 1 {
-		return true
-	}
-	return ShardIndex(ci, n)%p.Shard.Count == p.Shard.Index
-}
-
-// Owned is how many of the cell's fixed trials (n < Trials) this plan's
-// shard runs.
-func (p Plan) Owned(ci int) int {
-	k := 0
-	for n := 0; n < p.Trials; n++ {
-		if p.Owns(ci, n) {
-			k++
-		}
-	}
-	return k
-}
-
-// Unsharded is the plan without its shard: what every shard of one sweep
-// shares, and the plan of a merged sweep.
-func (p Plan) Unsharded() Plan {
-	p.Shard = nil
-	return p
 }
 
 // HasDeployments reports whether a configuration of the plan sets a
@@ -347,154 +242,6 @@ func (p Plan) NotApplicable() []NACell {
 		}
 	}
 	return out
-}
-
-// ReadPlanFile reads a sweep file (JSON, the shape of Plan). Configurations
-// and faults may be given by catalog name alone ({"name": "wait-1-100ms"}).
-func ReadPlanFile(path string) (Plan, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Plan{}, fmt.Errorf("read sweep file: %w", err)
-	}
-	var p Plan
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
-	}
-	for i, c := range p.Configs {
-		if bare := (Config{Name: c.Name}); len(c.Opts) == 0 && reflect.DeepEqual(c, bare) {
-			if p.Configs[i], err = LookupConfig(c.Name); err != nil {
-				return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
-			}
-		}
-	}
-	for i, f := range p.Faults {
-		// 0 is "the fault's own"; below 0 is a typo to name.
-		if f.Duration < 0 || f.Interval < 0 {
-			return Plan{}, fmt.Errorf("sweep file %s: fault %q: duration %s, interval %s: want durations above 0, or leave them out for the fault's own",
-				path, f.Name, time.Duration(f.Duration), time.Duration(f.Interval))
-		}
-		if len(f.Faults) == 0 {
-			lf, err := LookupFault(f.Name)
-			if err != nil {
-				return Plan{}, fmt.Errorf("sweep file %s: %w", path, err)
-			}
-			lf.Duration, lf.Interval = f.Duration, f.Interval
-			p.Faults[i], f = lf, lf
-		}
-		if f.Duration > 0 {
-			if err := f.takesDuration(); err != nil {
-				return Plan{}, fmt.Errorf("sweep file %s: fault %q: duration %s: %w; leave duration out", path, f.Name, time.Duration(f.Duration), err)
-			}
-		}
-	}
-	return p, nil
-}
-
-// Defaults fills what a plan leaves out.
-func (p *Plan) Defaults() {
-	if p.Scenario == "" {
-		p.Scenario = "failover-race"
-	}
-	if p.Seed == 0 {
-		p.Seed = 1
-	}
-	if p.Trials == 0 {
-		p.Trials = DefaultTrials
-	}
-	if p.Parallel == 0 {
-		p.Parallel = 1
-	}
-	if p.MinFailovers > 0 && p.MaxTrials == 0 {
-		p.MaxTrials = 4 * max(p.Trials, p.MinFailovers)
-	}
-	if p.UntilCI > 0 && p.MaxTrials == 0 {
-		p.MaxTrials = DefaultMaxTrials
-	}
-}
-
-// DefaultMaxTrials caps the trials of a cell under --until-ci: at the
-// back-to-back pace a 2-minute trial holds 20-40 opportunities, so 10 trials
-// are 200 or more.
-const DefaultMaxTrials = 10
-
-// setting names a plan setting both ways a user can have typed it: the flag and
-// the sweep file's field (--max-trials, "max_trials").
-func setting(flag string) string {
-	return fmt.Sprintf("--%s (%q in a sweep file)", flag, strings.ReplaceAll(flag, "-", "_"))
-}
-
-// Validate checks the plan by building the run config of every cell, so a
-// bad knob is reported before the first trial rather than an hour in.
-func (p Plan) Validate() error {
-	if len(p.Configs) == 0 || len(p.Faults) == 0 {
-		return fmt.Errorf("sweep: the matrix is empty (%d configurations × %d faults)", len(p.Configs), len(p.Faults))
-	}
-	if p.Trials < 1 {
-		return fmt.Errorf("%s %d: want 1 or more", setting("trials"), p.Trials)
-	}
-	if p.Parallel < 1 || p.Parallel > 16 {
-		return fmt.Errorf("%s %d: want 1 to 16", setting("parallel"), p.Parallel)
-	}
-	if p.TimeLimit < 0 {
-		return fmt.Errorf("%s %v: want a workload above 0, or leave it out for the scenario's", setting("time-limit"), time.Duration(p.TimeLimit))
-	}
-	if p.MinFailovers < 0 {
-		return fmt.Errorf("%s %d: want 0 (no minimum) or more", setting("min-failovers"), p.MinFailovers)
-	}
-	if p.MaxTrials < 0 {
-		return fmt.Errorf("%s %d: want a cap of at least the trials, or leave it out", setting("max-trials"), p.MaxTrials)
-	}
-	if p.Adaptive() && p.MaxTrials < p.Trials {
-		return fmt.Errorf("%s %d is below %s %d", setting("max-trials"), p.MaxTrials, setting("trials"), p.Trials)
-	}
-	// Written so that NaN, which fails every comparison, is refused too.
-	if !(p.UntilCI >= 0 && p.UntilCI < 1) {
-		return fmt.Errorf("%s %v: want an interval width between 0 and 1, e.g. 0.2", setting("until-ci"), p.UntilCI)
-	}
-	if !(p.Below >= 0 && p.Below < 1) {
-		return fmt.Errorf("%s %v: want a rate between 0 and 1, e.g. 0.04", setting("below"), p.Below)
-	}
-	if p.Below > 0 && p.UntilCI == 0 {
-		return fmt.Errorf("%s %v needs %s", setting("below"), p.Below, setting("until-ci"))
-	}
-	if s := p.Shard; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
-		return fmt.Errorf("--shard %d/%d: want I/N with 0 <= I < N", s.Index, s.Count)
-	}
-	seen := map[string]bool{}
-	for _, c := range p.Configs {
-		if !nameRE.MatchString(c.Name) || strings.Contains(c.Name, ".") {
-			return fmt.Errorf("configuration name %q: letters, digits, '-', '_' and '+' only", c.Name)
-		}
-		if seen["c"+c.Name] {
-			return fmt.Errorf("configuration %q appears twice", c.Name)
-		}
-		seen["c"+c.Name] = true
-	}
-	for _, f := range p.Faults {
-		if seen["f"+f.Name] {
-			return fmt.Errorf("fault %q appears twice", f.Name)
-		}
-		seen["f"+f.Name] = true
-	}
-	for _, c := range p.Configs {
-		for _, f := range p.Faults {
-			var na *NotApplicableError
-			if _, err := f.On(p.Backend(c)); err != nil && !errors.As(err, &na) {
-				return fmt.Errorf("%s.%s: %w", c.Name, f.Name, err)
-			}
-		}
-	}
-	if len(p.Cells()) == 0 {
-		return fmt.Errorf("sweep: every pair of the matrix is n/a (%d configurations × %d faults)", len(p.Configs), len(p.Faults))
-	}
-	for _, cell := range p.Cells() {
-		if _, err := p.RunConfig(cell, 0, "/nonexistent"); err != nil {
-			return fmt.Errorf("%s: %w", cell.ID(), err)
-		}
-	}
-	return nil
 }
 
 // SeedOf is the seed of trial n. Trial n of every cell shares it, so the cells
@@ -586,7 +333,3 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 	}
 	return cfg, nil
 }
-
-// RewritePlan replaces plan.json of a sweep being resumed (only --parallel
-// and the adaptive trial counts may change).
-func RewritePlan(dir string, p Plan) error { return writePlan(filepath.Join(dir, PlanFile), p) }

@@ -170,3 +170,48 @@ func copyTree(src, dst string) error {
 		return o.Close()
 	})
 }
+
+// Shard is one of Count shards of a sweep.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// ShardIndex is the index that decides a trial's shard: trial n of the cell
+// at position ci of Cells has index ci + n, and shard I of N runs the trials
+// whose index is ≡ I mod N. Each cell's trials are so dealt round-robin to
+// the shards, starting one shard further for each cell: every shard runs
+// every cell (which the per-shard stopping rule needs), the shards' loads
+// differ by at most one trial per cell, and the owner of a trial does not
+// depend on --trials or --max-trials, which a resume may change. (A plain
+// position in Jobs would pin each cell to one shard whenever the shard count
+// divides the cell count.)
+func ShardIndex(ci, n int) int { return ci + n }
+
+// Owns reports whether this plan's shard runs trial n of the cell with
+// index ci in Cells (every trial without a shard).
+func (p Plan) Owns(ci, n int) bool {
+	if p.Shard == nil || p.Shard.Count <= 1 {
+		return true
+	}
+	return ShardIndex(ci, n)%p.Shard.Count == p.Shard.Index
+}
+
+// Owned is how many of the cell's fixed trials (n < Trials) this plan's
+// shard runs.
+func (p Plan) Owned(ci int) int {
+	k := 0
+	for n := 0; n < p.Trials; n++ {
+		if p.Owns(ci, n) {
+			k++
+		}
+	}
+	return k
+}
+
+// Unsharded is the plan without its shard: what every shard of one sweep
+// shares, and the plan of a merged sweep.
+func (p Plan) Unsharded() Plan {
+	p.Shard = nil
+	return p
+}
