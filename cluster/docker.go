@@ -812,7 +812,7 @@ func (d *Docker) Kill(name string) error {
 // systemd and cgroupfs drivers alike).
 func containerProcess(pid int, id string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	return err == nil && strings.Contains(string(b), id)
+	return err == nil && id != "" && strings.Contains(string(b), id)
 }
 
 // waitDead returns once pid has exited: gone, or a zombie its parent has not
