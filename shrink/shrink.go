@@ -98,11 +98,16 @@ type Target struct {
 	// whose unknown acquire was removed, which the run never showed.
 	Events []int64
 	Tokens []string
+	// Reported: a finding that changes no verdict (a stale write accepted
+	// before the newer holder's first fenced access, say), so a valid
+	// sub-history may still show it. A sweep cell is red for such findings
+	// too, and its evidence is their shrunk run.
+	Reported bool
 }
 
 // targetOf is the violation v as a target.
 func targetOf(v *checker.Violation) Target {
-	return Target{Kind: v.Kind, Key: v.Key, Cause: v.Cause, Events: v.Events, Tokens: v.Tokens}
+	return Target{Kind: v.Kind, Key: v.Key, Cause: v.Cause, Events: v.Events, Tokens: v.Tokens, Reported: v.Affects == "none"}
 }
 
 // same reports whether v is the target's violation: its kind on its key
@@ -266,10 +271,18 @@ func Shrink(r *Run, o Options) (*Result, error) {
 
 // pick chooses the violation: the first of kind on key (either may be
 // empty: any), and with no kind asked for, the first that falsifies a
-// verdict (the reported-only findings come with one).
+// verdict (the reported-only findings come with one). A valid run has
+// only reported findings, which a kind must name.
 func pick(res *checker.Result, kind, key string) (*checker.Violation, error) {
 	switch {
+	case res.Valid == checker.Valid && kind == "":
+		return nil, ErrValid
 	case res.Valid == checker.Valid:
+		for i := range res.Violations {
+			if v := &res.Violations[i]; v.Kind == kind && v.Affects == "none" && (key == "" || v.Key == key) {
+				return v, nil
+			}
+		}
 		return nil, ErrValid
 	case res.Valid == checker.Unknown:
 		return nil, ErrUnknown
@@ -368,10 +381,10 @@ func (s *shrinker) cacheKey(set []int) string {
 
 // judge says whether a result shows the target, and what it shows instead.
 func (t Target) judge(res *checker.Result) (bool, *checker.Violation, string) {
-	switch res.Valid {
-	case checker.Valid:
+	switch {
+	case res.Valid == checker.Valid && !t.Reported:
 		return false, nil, "valid"
-	case checker.Unknown:
+	case res.Valid == checker.Unknown:
 		return false, nil, "unknown (porcupine's budget ran out)"
 	}
 	var other []string

@@ -27,6 +27,7 @@ func TestKeepEvidence(t *testing.T) {
 		kept     bool
 	}{
 		{"invalid trial", "false", false, false, 1, true},
+		{"valid trial with a stale write let in", `true,"stale_writes":{"accepted":1}`, false, false, 1, true},
 		{"valid trial", "true", false, false, 0, false},
 		{"unknown trial", `"unknown"`, false, false, 0, false},
 		{"no result loaded", "", false, false, 0, false},
@@ -57,10 +58,13 @@ func TestKeepEvidence(t *testing.T) {
 			}
 			calls := 0
 			var progress strings.Builder
-			opt := Options{Progress: &progress, Evidence: func(tr, to string) error {
+			opt := Options{Progress: &progress, Evidence: func(tr, to, kind string) error {
 				calls++
 				if tr != trial || to != ev {
 					t.Errorf("shrink %s into %s, want %s into %s", tr, to, trial, ev)
+				}
+				if want, _ := EvidenceKind(resultOf(tt.valid)); kind != want {
+					t.Errorf("shrink keeping %q, want %q", kind, want)
 				}
 				if err := os.MkdirAll(to, 0o755); err != nil {
 					return err
@@ -84,3 +88,10 @@ func TestKeepEvidence(t *testing.T) {
 }
 
 func dirExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// resultOf is the result a case's verdict JSON reads as.
+func resultOf(valid string) *checker.Result {
+	r := new(checker.Result)
+	_ = json.Unmarshal([]byte(`{"valid":`+valid+`}`), r)
+	return r
+}

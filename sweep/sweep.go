@@ -26,13 +26,15 @@ type Options struct {
 	Progress io.Writer // the progress bar; nil: none
 	TTY      bool      // redraw the bar in place; else one line per trial
 	Run      RunFunc   // nil: runner.Run
-	// Evidence, when set, is given each cell's first invalid trial as it
-	// finishes, and the cell's evidence folder (EvidenceDir) to shrink it
-	// into, unless that folder already holds one: a row's red cells then
+	// Evidence, when set, is given each cell's first trial that shows what
+	// makes the cell red (EvidenceKind: invalid, or a stale write let in) as
+	// it finishes, the cell's evidence folder (EvidenceDir) to shrink it
+	// into and the violation kind to keep, unless that folder already holds
+	// one: a row's red cells then
 	// link a violating trial without running again (lockjepsen sweep
 	// evidence does it for rows swept before). Its error is reported on the
 	// progress writer and does not stop the sweep.
-	Evidence func(trialDir, evidenceDir string) error
+	Evidence func(trialDir, evidenceDir, kind string) error
 }
 
 // job is one trial to run.
@@ -322,11 +324,31 @@ func runTrial(ctx context.Context, dir string, plan Plan, j job, run RunFunc) (*
 	return t, nil
 }
 
-// keepEvidence shrinks t, if its check found violations (the result
-// LoadTrial read), into the cell's evidence folder, unless the cell has
-// evidence already or another of its trials is being shrunk.
+// EvidenceKind says whether a trial's result shows what makes a cell red,
+// and the violation kind a shrink must keep for it: "" (the first that
+// falsifies a verdict) for an invalid trial, stale-write-accepted for a
+// valid one whose fence let a stale write in (a finding that changes no
+// verdict: a write that lands before the newer holder's first fenced
+// access, which no fence can refuse).
+func EvidenceKind(r *checker.Result) (string, bool) {
+	switch {
+	case r == nil:
+		return "", false
+	case r.Valid == checker.Invalid:
+		return "", true
+	case r.Valid == checker.Valid && r.StaleWrites.Accepted > 0:
+		return "stale-write-accepted", true
+	}
+	return "", false
+}
+
+// keepEvidence shrinks t, if it shows what makes its cell red
+// (EvidenceKind, on the result LoadTrial read), into the cell's evidence
+// folder, unless the cell has evidence already or another of its trials is
+// being shrunk.
 func keepEvidence(dir, cell string, t *Trial, opt Options, mu *sync.Mutex, busy map[string]bool) {
-	if t.Result == nil || t.Result.Valid != checker.Invalid {
+	kind, ok := EvidenceKind(t.Result)
+	if !ok {
 		return
 	}
 	trial := t.Dir
@@ -344,7 +366,7 @@ func keepEvidence(dir, cell string, t *Trial, opt Options, mu *sync.Mutex, busy 
 		delete(busy, cell)
 		mu.Unlock()
 	}()
-	if err := opt.Evidence(trial, ev); err != nil {
+	if err := opt.Evidence(trial, ev, kind); err != nil {
 		// A half-written folder would read as evidence on a resume.
 		_ = os.RemoveAll(ev)
 		if opt.Progress != nil {

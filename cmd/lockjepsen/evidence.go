@@ -24,8 +24,8 @@ import (
 // KB), is kept in evidence/<cell>/ with its timeline and porcupine picture.
 func runSweepEvidence(args []string) int {
 	fs := newFlagSet("sweep evidence", "sweep evidence [--attempts N] DIR   for each red cell of the sweep in DIR (double grants or stale\n"+
-		"       writes) that has no evidence yet: run the cell again on its own, one trial at a time, until a trial is\n"+
-		"       invalid, shrink that trial (lockjepsen shrink) into DIR/evidence/<cell>/ and check it there; the\n"+
+		"       writes) that has no evidence yet: run the cell again on its own, one trial at a time, until a trial shows\n"+
+		"       it (invalid, or valid with a stale write let in), shrink that trial (lockjepsen shrink) into DIR/evidence/<cell>/ and check it there; the\n"+
 		"       grid of DIR's index.html then links it (make docs redraws a committed row's page)\n")
 	attempts := 3
 	fs.Var(knob.Int{N: &attempts, Min: 1, Max: 50}, "attempts", "trials to run per cell before giving up on it (a cell at 3% needs many)")
@@ -85,7 +85,7 @@ func runSweepEvidence(args []string) int {
 			return failCrashed("sweep evidence: %s: %v", c.Cell, err)
 		}
 		if !found {
-			fmt.Printf("%s: no invalid trial in %d attempt(s) (%s); --attempts raises it\n", c.Cell, attempts, c.Lock)
+			fmt.Printf("%s: no trial showed it in %d attempt(s) (%s); --attempts raises it\n", c.Cell, attempts, c.Lock)
 			missing++
 		}
 	}
@@ -119,7 +119,7 @@ func evidenceFor(exe string, args []string, cell, ev string, attempts int) (bool
 			return false, err
 		}
 		if found {
-			fmt.Printf("%s: trial %d was invalid; shrunk into %s\n", cell, i, ev)
+			fmt.Printf("%s: trial %d showed it; shrunk into %s\n", cell, i, ev)
 			return true, nil
 		}
 	}
@@ -144,30 +144,46 @@ func evidenceAttempt(exe string, args []string, cell, ev string, seed int) (bool
 		return false, fmt.Errorf("the cell's sweep: %w", err)
 	}
 	trials, _ := filepath.Glob(filepath.Join(out, sweep.Trials, cell, "*")) // one trial: its number is the sweep's
-	if len(trials) != 1 || !invalid(trials[0]) {
+	if len(trials) != 1 {
 		return false, nil
 	}
-	return true, shrinkInto(exe, trials[0], ev)
+	kind, ok := evidenceIn(trials[0])
+	if !ok {
+		return false, nil
+	}
+	return true, shrinkInto(exe, trials[0], ev, kind)
 }
 
-// invalid says whether the run folder's check found violations.
-func invalid(run string) bool {
+// evidenceIn says whether the run folder shows what makes a cell red, and
+// the violation kind its shrink keeps (sweep.EvidenceKind).
+func evidenceIn(run string) (string, bool) {
 	var res checker.Result
-	return runfolder.ReadJSON(filepath.Join(run, runfolder.Results), &res) == nil && res.Valid == checker.Invalid
+	if runfolder.ReadJSON(filepath.Join(run, runfolder.Results), &res) != nil {
+		return "", false
+	}
+	return sweep.EvidenceKind(&res)
 }
 
-// shrinkInto shrinks the trial into ev (lockjepsen shrink exits 1 when it
-// wrote an invalid shrunk run) and checks it there, for its index.html.
-func shrinkInto(exe, trial, ev string) error {
+// shrinkInto shrinks the trial into ev, keeping a violation of kind ("":
+// the first that falsifies a verdict; lockjepsen shrink exits 1 when it
+// wrote a shrunk run), and checks it there, for its index.html: invalid,
+// or for a kind that changes no verdict, valid and showing it.
+func shrinkInto(exe, trial, ev, kind string) error {
 	if err := os.MkdirAll(filepath.Dir(ev), 0o755); err != nil {
 		return err
 	}
-	sh := exec.Command(exe, "shrink", "--out", ev, trial)
+	args := []string{"shrink", "--out", ev}
+	want := exitInvalid
+	if kind != "" {
+		args = append(args, "--kind", kind)
+		want = exitValid
+	}
+	sh := exec.Command(exe, append(args, trial)...)
 	if out, err := sh.CombinedOutput(); sh.ProcessState == nil || sh.ProcessState.ExitCode() != exitInvalid {
 		return fmt.Errorf("shrink %s: %v\n%s", trial, err, out)
 	}
 	ck := exec.Command(exe, "check", ev)
-	if out, err := ck.CombinedOutput(); ck.ProcessState == nil || ck.ProcessState.ExitCode() != exitInvalid {
+	if out, err := ck.CombinedOutput(); ck.ProcessState == nil || ck.ProcessState.ExitCode() != want {
 		return fmt.Errorf("check %s: %v\n%s", ev, err, out)
 	}
 	return dropSVG(ev)

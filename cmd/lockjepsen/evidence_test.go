@@ -40,17 +40,22 @@ func TestDropSVG(t *testing.T) {
 	}
 }
 
-// A trial is evidence only when its check found violations: valid, unknown
-// and a folder without results.json are not.
-func TestInvalidReadsTheVerdict(t *testing.T) {
+// A trial is evidence when its check found violations, or, valid, when a
+// stale write got in (the finding a cell is red for that changes no
+// verdict, shrunk by its kind); unknown and a folder without results.json
+// are not.
+func TestEvidenceInReadsTheVerdict(t *testing.T) {
 	for _, tt := range []struct {
 		results string
 		want    bool
+		kind    string
 	}{
-		{`{"valid":false}`, true},
-		{`{"valid":true}`, false},
-		{`{"valid":"unknown"}`, false},
-		{"", false},
+		{`{"valid":false}`, true, ""},
+		{`{"valid":true}`, false, ""},
+		{`{"valid":true,"stale_writes":{"accepted":1}}`, true, "stale-write-accepted"},
+		{`{"valid":"unknown","stale_writes":{"accepted":1}}`, false, ""},
+		{`{"valid":"unknown"}`, false, ""},
+		{"", false, ""},
 	} {
 		dir := t.TempDir()
 		if tt.results != "" {
@@ -58,12 +63,12 @@ func TestInvalidReadsTheVerdict(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := invalid(dir); got != tt.want {
-			t.Errorf("results.json %q: invalid %v, want %v", tt.results, got, tt.want)
+		if kind, got := evidenceIn(dir); got != tt.want || kind != tt.kind {
+			t.Errorf("results.json %q: evidence %v (kind %q), want %v (%q)", tt.results, got, kind, tt.want, tt.kind)
 		}
 	}
 	for _, dir := range []string{"../../results/network/evidence/native.net-reset"} {
-		if !invalid(dir) {
+		if _, ok := evidenceIn(dir); !ok {
 			t.Errorf("%s, a shrunk violation, does not read invalid", dir)
 		}
 	}

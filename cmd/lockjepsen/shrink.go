@@ -30,7 +30,8 @@ func runShrink(args []string) int {
 		"violation (its kind on its key, its cause, the operations it names), removing whole operations and\n"+
 		"faults until no single one can go, and writes it as a run folder. Exit 1 when it wrote one (the shrunk\n"+
 		"run is invalid, as check says), 0 when the history is valid (nothing to shrink), 2 when its verdict is\n"+
-		"unknown, 254 on bad input.\n\n"+
+		"unknown, 254 on bad input. A --kind that changes no verdict (a stale write accepted, say) is shrunk in a\n"+
+		"valid run too: the shrunk run is valid and shows it.\n\n"+
 		"With --rerun it shrinks the fault schedule instead, on real runs: DIR's scenario (its config.json) is run\n"+
 		"again with subsets of the faults DIR injected (each at the offset nemesis.jsonl shows it fired at, by\n"+
 		"--faults-at) and then with shorter time limits, keeping the smallest schedule that still shows the\n"+

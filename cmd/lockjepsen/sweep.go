@@ -312,7 +312,7 @@ func executeSweep(dir string, msrv *metrics.Server, mcoll *metrics.Collector, mo
 		// Each red cell's first violating trial, shrunk into evidence/<cell>/
 		// as it finishes: the row's grid links it, and a committed row keeps
 		// it where it drops its trials.
-		opts.Evidence = func(trial, ev string) error { return shrinkInto(exe, trial, ev) }
+		opts.Evidence = func(trial, ev, kind string) error { return shrinkInto(exe, trial, ev, kind) }
 	}
 	if mcoll != nil {
 		// One endpoint and one registry for the whole sweep: counters add up
