@@ -99,15 +99,18 @@ type Target struct {
 	Events []int64
 	Tokens []string
 	// Reported: a finding that changes no verdict (a stale write accepted
-	// before the newer holder's first fenced access, say), so a valid
-	// sub-history may still show it. A sweep cell is red for such findings
-	// too, and its evidence is their shrunk run.
+	// before the newer holder's first fenced access, say), picked in a
+	// valid run. A sweep cell is red for such findings too, and its
+	// evidence is their shrunk run: a valid sub-history that still shows
+	// it. One that turns invalid tells another story (dropping the event
+	// that ended the holder's session makes its stale write a double
+	// grant), so it does not count.
 	Reported bool
 }
 
 // targetOf is the violation v as a target.
 func targetOf(v *checker.Violation) Target {
-	return Target{Kind: v.Kind, Key: v.Key, Cause: v.Cause, Events: v.Events, Tokens: v.Tokens, Reported: v.Affects == "none"}
+	return Target{Kind: v.Kind, Key: v.Key, Cause: v.Cause, Events: v.Events, Tokens: v.Tokens}
 }
 
 // same reports whether v is the target's violation: its kind on its key
@@ -218,7 +221,9 @@ func Shrink(r *Run, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &shrinker{run: r, target: targetOf(v), full: opts, cache: map[string]*outcome{}}
+	t := targetOf(v)
+	t.Reported = whole.Valid == checker.Valid
+	s := &shrinker{run: r, target: t, full: opts, cache: map[string]*outcome{}}
 	s.try = opts
 	s.try.Budget = min(opts.Budget, candidateBudget)
 	s.units, s.keyOnly = buildUnits(r, v.Key), true
@@ -384,6 +389,8 @@ func (t Target) judge(res *checker.Result) (bool, *checker.Violation, string) {
 	switch {
 	case res.Valid == checker.Valid && !t.Reported:
 		return false, nil, "valid"
+	case res.Valid == checker.Invalid && t.Reported:
+		return false, nil, "invalid (the valid run's finding became a violation)"
 	case res.Valid == checker.Unknown:
 		return false, nil, "unknown (porcupine's budget ran out)"
 	}

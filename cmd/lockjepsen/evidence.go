@@ -168,10 +168,16 @@ func evidenceIn(run string) (string, bool) {
 // the first that falsifies a verdict; lockjepsen shrink exits 1 when it
 // wrote a shrunk run), and checks it there, for its index.html: invalid,
 // or for a kind that changes no verdict, valid and showing it.
-func shrinkInto(exe, trial, ev, kind string) error {
+func shrinkInto(exe, trial, ev, kind string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(ev), 0o755); err != nil {
 		return err
 	}
+	// A half-written folder would read as evidence next time.
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(ev)
+		}
+	}()
 	args := []string{"shrink", "--out", ev}
 	want := exitInvalid
 	if kind != "" {
