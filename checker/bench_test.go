@@ -57,7 +57,7 @@ func BenchmarkCheck(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				events := benchHistory(b, simConfig{Seed: 42, Clients: 16, Keys: 4, Events: n, TTLms: 500,
 					PInfo: 0.01, PPause: 0.01, Inject: inject})
-				benchCheck(b, events, Options{}, want)
+				benchCheck(b, events, Options{Marks: testMarks}, want)
 			})
 		}
 	}
@@ -73,10 +73,10 @@ func faultRun(b *testing.B) []history.Event {
 func BenchmarkFaultRun(b *testing.B) {
 	b.Run("witness", func(b *testing.B) {
 		events := faultRun(b)
-		benchCheck(b, events, Options{}, Invalid)
+		benchCheck(b, events, Options{Marks: testMarks}, Invalid)
 	})
 	b.Run("witness+picture", func(b *testing.B) {
 		events := faultRun(b)
-		benchCheck(b, events, Options{Pictures: true}, Invalid)
+		benchCheck(b, events, Options{Marks: testMarks, Pictures: true}, Invalid)
 	})
 }

@@ -20,6 +20,8 @@ type fault struct {
 	start  int64
 	end    int64 // heal time; never when it was never healed
 	index  int64
+	moment string      // its dangerous moment (marks.Mark.MomentOf)
+	cause  marks.Cause // what it is blamed on; Name "unknown" when the catalog has no such cause
 }
 
 func (f fault) String() string {
@@ -29,20 +31,28 @@ func (f fault) String() string {
 	return f.f
 }
 
-// faults pairs each fault with its heal (same node, matching heal name).
-func faults(nem []history.Event) []fault {
+// faults pairs each fault with its heal (same node, matching heal name), as
+// the catalog cat reads the events.
+func faults(nem []history.Event, cat *marks.Catalog) []fault {
 	var out []fault
 	open := make(map[string][]int) // heal f + node → indexes of unhealed faults
+	causeOf := func(name string) marks.Cause {
+		if c, ok := cat.LookupCause(name); ok {
+			return c
+		}
+		return marks.Cause{Name: name, Rank: 100}
+	}
 	for _, e := range nem {
-		if m, isFault := marks.Of(e.F); isFault {
+		if m, isFault := cat.Of(e.F); isFault {
 			heal := m.Heal
-			out = append(out, fault{f: e.F, node: e.Node, client: targetClient(e, m), start: e.Time, end: never, index: e.Index})
+			out = append(out, fault{f: e.F, node: e.Node, client: targetClient(e, cat.Client(m)), start: e.Time, end: never, index: e.Index,
+				moment: m.MomentOf(), cause: causeOf(m.Cause)})
 			k := heal + "\x00" + e.Node
 			open[k] = append(open[k], len(out)-1)
 			continue
 		}
 		if e.F == history.NFailover {
-			out = append(out, fault{f: e.F, node: e.Node, client: -1, start: e.Time, end: e.Time, index: e.Index})
+			out = append(out, fault{f: e.F, node: e.Node, client: -1, start: e.Time, end: e.Time, index: e.Index, cause: causeOf(marks.CauseFailover)})
 			continue
 		}
 		k := e.F + "\x00" + e.Node
@@ -68,8 +78,8 @@ const observedLag = int64(time.Second)
 // targetClient reads the client slot a client fault targets (its mark's
 // cause is a client's own doing): the number at the end of its node name
 // (client-3, c3, 3), or the event's client field.
-func targetClient(e history.Event, m marks.Mark) int {
-	if !m.Client() {
+func targetClient(e history.Event, client bool) int {
+	if !client {
 		return -1
 	}
 	n := strings.TrimLeftFunc(e.Node, func(r rune) bool { return r < '0' || r > '9' })
@@ -115,11 +125,10 @@ func attribute(fs []fault, from, at, to, slack int64, clients []int, doubleGrant
 		if e < from || s > to || s > at {
 			continue
 		}
-		c := marks.CauseOf(f.f)
 		if f.client >= 0 && !contains(clients, f.client) {
 			continue // a pause of an uninvolved client explains nothing here
 		}
-		if cc, _ := marks.LookupCause(c); doubleGrant && cc.Client {
+		if doubleGrant && f.cause.Client {
 			continue
 		}
 		class := 2
@@ -133,13 +142,13 @@ func attribute(fs []fault, from, at, to, slack int64, clients []int, doubleGrant
 		if dist < 0 {
 			dist = -dist
 		}
-		cs = append(cs, cand{c, f, class, dist})
+		cs = append(cs, cand{f.cause.Name, f, class, dist})
 	}
 	if len(cs) == 0 {
 		return "none", nil
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
-		ri, rj := causePriority(cs[i].cause, doubleGrant), causePriority(cs[j].cause, doubleGrant)
+		ri, rj := causePriority(cs[i].f.cause, doubleGrant), causePriority(cs[j].f.cause, doubleGrant)
 		if ri != rj {
 			return ri < rj
 		}
@@ -163,11 +172,7 @@ func attribute(fs []fault, from, at, to, slack int64, clients []int, doubleGrant
 // causePriority orders the causes in force (marks.Cause's rank): the
 // faults that can make a correct-looking server hand out a lock twice come
 // first, those that only make a client outlive its lease after.
-func causePriority(cause string, doubleGrant bool) int {
-	c, ok := marks.LookupCause(cause)
-	if !ok {
-		return 100
-	}
+func causePriority(c marks.Cause, doubleGrant bool) int {
 	if !doubleGrant && c.Client {
 		return c.Rank - 100 // an honest expiry is explained first by the client that overslept
 	}

@@ -30,7 +30,7 @@ func TestCauseNamesOnlyFaultsBeforeTheViolationInOrderOfRelevance(t *testing.T) 
 		nem("cut-replication", "valkey-1", 12000).
 		nem("kill", "valkey-1", 16000).
 		nem("failover", "valkey-0", 17000)
-	r, err := Check(h.build(), nil, Options{})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestUndrivenFailoverStalePrimaryIsSplitBrain(t *testing.T) {
 		acq(0, "A", 3000, 8741, 8742, ok, 7).
 		acq(1, "B", 3000, 9237, 9238, ok, 7).
 		nem("stale-primary-demoted", "valkey-0", 18000)
-	r, err := Check(h.build(), nil, Options{})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Check judges a history (history.jsonl) and the resource's own log
@@ -53,7 +52,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	began := time.Now()
 	opts = opts.Defaults()
 	nem, t0, tEnd := h.nem, h.t0, h.tEnd
-	fs := faults(nem)
+	fs := faults(nem, opts.Marks)
 	res := &Result{
 		Options:            OptionsEcho{EpsilonMs: ms(opts.Epsilon), BudgetS: opts.Budget.Seconds()},
 		StartTime:          t0,
@@ -82,16 +81,16 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 	}
 	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
-	ev := evictionsOf(nem, min(slack, observedLag))
-	if !marks.Registered() && slices.ContainsFunc(nem, func(e history.Event) bool {
+	ev := evictionsOf(nem, min(slack, observedLag), opts.Marks)
+	if opts.Marks.Empty() && slices.ContainsFunc(nem, func(e history.Event) bool {
 		return e.F != history.NFailover && e.F != history.NAuditPTTL && e.F != history.NClosedBySetting
 	}) {
 		// The checker imports no fault catalog (it is a leaf); a program
-		// that reads histories without linking one would blame nothing.
-		res.Warnings = append(res.Warnings, "no fault marks are registered, so the nemesis events were read as no fault at all: a program that checks histories must link package nemesis (or call marks.Register)")
+		// that hands it none would blame nothing.
+		res.Warnings = append(res.Warnings, "no fault marks were handed to the checker (checker.Options.Marks), so the nemesis events were read as no fault at all: a program that checks histories must pass nemesis.Catalog()")
 	}
 	audited, audit := livenessAudit(nem)
-	revoked := revocations(nem)
+	revoked := revocations(nem, opts.Marks)
 
 	groups := h.groups()
 	parts := make([]*groupResult, len(groups))

@@ -235,7 +235,7 @@ func TestCheckClasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h.build(), nil, Options{Pictures: true})
+			r, err := Check(c.h.build(), nil, Options{Marks: testMarks, Pictures: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +305,7 @@ func TestResourceLogSettlesUnknownWrite(t *testing.T) {
 		read(1, "B", 2, 0, 122, 123, ok).write(1, "B", 2, 1, 124, 125, ok)
 	events := h.build()
 	// Without the resource log the stale write might never have landed.
-	r, err := Check(events, nil, Options{})
+	r, err := Check(events, nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestResourceLogSettlesUnknownWrite(t *testing.T) {
 		t.Fatalf("without log: resource %v stale %+v", r.Resource.Valid, r.StaleWrites)
 	}
 	log := []history.Attempt{{Time: ms2ns(160), Op: "write", RunID: "job", Token: "A", Fence: 1, Value: 1, Verdict: history.Accepted}}
-	r, err = Check(events, log, Options{})
+	r, err = Check(events, log, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestResourceLogLineBelongsToTheWriteAroundIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Check(h.build(), tt.log, Options{})
+			r, err := Check(h.build(), tt.log, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,14 +377,14 @@ func TestCorruptHistory(t *testing.T) {
 		},
 	}
 	for name, ev := range cases {
-		if _, err := Check(ev, nil, Options{}); err == nil || !strings.Contains(err.Error(), "event ") {
+		if _, err := Check(ev, nil, Options{Marks: testMarks}); err == nil || !strings.Contains(err.Error(), "event ") {
 			t.Errorf("%s: err %v, want one naming the event", name, err)
 		}
 	}
 }
 
 func TestResultJSONKeys(t *testing.T) {
-	r, err := Check(newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).build(), nil, Options{})
+	r, err := Check(newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestResultJSONKeys(t *testing.T) {
 func TestPictureGathered(t *testing.T) {
 	h := newHB().nem("kill", "valkey-1", 5).
 		acq(0, "A", 1000, 0, 1, ok, 0).acq(1, "B", 1000, 10, 11, ok, 0).nem("restart", "valkey-1", 20)
-	r, err := Check(h.build(), nil, Options{Pictures: true})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks, Pictures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestPictureGathered(t *testing.T) {
 }
 
 func TestUnknownWhenBudgetExhausted(t *testing.T) {
-	r, err := Check(newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).build(), nil, Options{Budget: time.Nanosecond})
+	r, err := Check(newHB().acq(0, "A", 1000, 0, 1, ok, 1).rel(0, "A", 2, 3, ok).build(), nil, Options{Marks: testMarks, Budget: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +495,7 @@ func TestNewerHolderOutrankedByALaterOne(t *testing.T) {
 			acq(1, "B", 10000, 100, 101, ok, 1).
 			acq(2, "C", 10000, 150, 151, ok, 2).
 			write(2, "C", 2, 2, 200, 201, history.Fail)
-		r, err := Check(h.build(), nil, Options{})
+		r, err := Check(h.build(), nil, Options{Marks: testMarks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +521,7 @@ func TestNewerHolderOutrankedByALaterOne(t *testing.T) {
 				write(2, "C", 30, 1, 160, 161, ok).
 				write(1, "B", tt.second, 2, 200, 201, history.Fail).
 				write(0, "A", 10, 2, 210, 211, history.Fail)
-			r, err := Check(h.build(), nil, Options{})
+			r, err := Check(h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,8 +60,7 @@ func coverage(ws []FaultWindow, fs []fault, held, replied []heldSpan) []FaultCov
 		}
 		w := &ws[wi]
 		wi++
-		m, _ := marks.Of(f.f)
-		w.Moment = m.MomentOf()
+		w.Moment = f.moment
 		switch w.Moment {
 		case marks.MomentGrant:
 			w.Reached = w.Grants > 0

@@ -14,8 +14,8 @@ import (
 
 func secs(t, t0 int64) string { return fmt.Sprintf("%.3f s", rel(t, t0)) }
 
-func causeClause(cause string, faults []string) string {
-	if c, ok := marks.LookupCause(cause); ok {
+func (ev evictions) causeClause(cause string, faults []string) string {
+	if c, ok := ev.cat.LookupCause(cause); ok {
 		return fmt.Sprintf(c.Text, faultList(faults))
 	}
 	return "No injected fault was in force at the time, which points at the lock recipe, the server, or a client slower than its lease."
@@ -31,14 +31,16 @@ func faultList(faults []string) string {
 
 // evictions are the times the nemesis logged each lock key evicted
 // (history.NEvicted), per key in time order, and lag, how late such a log
-// may come after the eviction (attribute's slack for point events).
+// may come after the eviction (attribute's slack for point events); cat is
+// the catalog whose causes the explanations name.
 type evictions struct {
 	at  map[string][]int64
 	lag int64
+	cat *marks.Catalog
 }
 
-func evictionsOf(nem []history.Event, lag int64) evictions {
-	ev := evictions{at: make(map[string][]int64), lag: lag}
+func evictionsOf(nem []history.Event, lag int64, cat *marks.Catalog) evictions {
+	ev := evictions{at: make(map[string][]int64), lag: lag, cat: cat}
 	for _, e := range nem {
 		if e.F == history.NEvicted && e.Key != "" {
 			ev.at[e.Key] = append(ev.at[e.Key], e.Time)
@@ -64,7 +66,7 @@ type lossSpan struct {
 // within s: the text names it, or says that none was logged there.
 func (ev evictions) clause(cause string, faults []string, s lossSpan, t0 int64) string {
 	if cause != marks.CauseEviction {
-		return causeClause(cause, faults)
+		return ev.causeClause(cause, faults)
 	}
 	// The node logs an eviction a moment after it, so one of the first
 	// lease's key comes after the first acquire was sent (the key was set by
@@ -99,7 +101,7 @@ func (ev evictions) clause(cause string, faults []string, s lossSpan, t0 int64) 
 		return fmt.Sprintf("It happened while the primary was over its maxmemory%s, but the node logged no eviction of %s between %s acquire at %s and %s: the cause named is the fault in force, not an eviction seen.",
 			faultList(faults), s.key, s.first, secs(s.call, t0), ended)
 	}
-	return causeClause(cause, faults) + " The node logged " + seen + "."
+	return ev.causeClause(cause, faults) + " The node logged " + seen + "."
 }
 
 // names words two holders for a sentence: by client slot, and by token too

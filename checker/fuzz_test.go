@@ -28,7 +28,7 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := Check(ev, nil, Options{Budget: 200 * time.Millisecond}); err != nil {
+		if _, err := Check(ev, nil, Options{Marks: testMarks, Budget: 200 * time.Millisecond}); err != nil {
 			return
 		}
 	})
@@ -67,7 +67,7 @@ func FuzzModels(f *testing.F) {
 		// Hand-built ops on one process may overlap; only well-formed
 		// histories reach the models.
 		began := time.Now()
-		if _, err := Check(h.build(), nil, Options{Budget: 300 * time.Millisecond, Pictures: true}); err != nil {
+		if _, err := Check(h.build(), nil, Options{Marks: testMarks, Budget: 300 * time.Millisecond, Pictures: true}); err != nil {
 			return
 		}
 		if d := time.Since(began); d > 5*time.Second {

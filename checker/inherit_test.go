@@ -22,7 +22,7 @@ func TestLostUpdatesInheritTheDoubleGrantsCause(t *testing.T) {
 		write(1, "B", 0, 6, 2006, 2007, ok).
 		rel(1, "B", 2100, 2101, ok).
 		rel(0, "A", 2102, 2103, fail)
-	r, err := Check(h.build(), nil, Options{})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestViolationKindsNameEveryKindGiven(t *testing.T) {
 			{Seed: seed, Clients: 8, Keys: 2, Events: 1 << 30, Until: 4e9, TTLms: 500, PInfo: 0.01, PPause: 0.01, Failovers: 2, FailEvery: 15e8},
 		} {
 			events, attempts, _ := simulate(cfg)
-			r, err := Check(events, attempts, Options{})
+			r, err := Check(events, attempts, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,10 +4,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	// The fault catalog registers the history's fault marks (package marks)
-	// for the tests; the checker itself imports no fault and no runtime.
-	_ "github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // TestCheckerIsALeaf: the checker reads files and judges them; it needs no

@@ -25,7 +25,7 @@ func TestStuckLockNamesEveryUnknownOutcome(t *testing.T) {
 		at := 1600 + float64(i)*200
 		h = h.acq(c, "refused-"+string(rune('a'+i)), 1000, at, at+1, fail, 0)
 	}
-	r, err := Check(h.build(), nil, Options{})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCutOffClients(t *testing.T) {
 			if tt.granted {
 				h.rel(0, "holder", 5000, 5001, ok).acq(1, "late", 1000, 5010, 5011, ok, 0)
 			}
-			r, err := Check(h.build(), nil, Options{})
+			r, err := Check(h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

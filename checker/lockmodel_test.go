@@ -82,7 +82,7 @@ func TestUnexpiringLockLateUnlockIsValid(t *testing.T) {
 		{"never expires", newHB().acqNoExpiry(0, "A", 100, 0, 1).rel(0, "A", 500, 501, ok), Valid},
 		{"expires after its TTL", newHB().acq(0, "A", 100, 0, 1, ok, 0).rel(0, "A", 500, 501, ok), Invalid},
 	} {
-		r, err := Check(c.h.build(), nil, Options{})
+		r, err := Check(c.h.build(), nil, Options{Marks: testMarks})
 		if err != nil {
 			t.Fatal(err)
 		}

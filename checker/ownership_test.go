@@ -31,7 +31,7 @@ func TestOwnership(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h.build(), nil, Options{})
+			r, err := Check(c.h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

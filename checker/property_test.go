@@ -21,7 +21,7 @@ func TestPropertyCorrectServerIsValid(t *testing.T) {
 			if !withLog {
 				as = nil
 			}
-			r, err := Check(events, as, Options{})
+			r, err := Check(events, as, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -46,7 +46,7 @@ func TestPropertyInjectedDoubleGrantIsInvalid(t *testing.T) {
 			t.Logf("seed %d: no moment to inject", seed)
 			continue
 		}
-		r, err := Check(events, nil, Options{})
+		r, err := Check(events, nil, Options{Marks: testMarks})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -78,7 +78,7 @@ func TestPropertyUnfencedStaleWritesAreRewindsAndLostUpdates(t *testing.T) {
 		cfg := simConfig{Seed: seed, Clients: 2 + int(seed%7), Keys: 1, Events: 3000,
 			TTLms: 50 + seed%5*50, PInfo: 0, PPause: 0.08, Unfenced: true}
 		events, attempts, s := simulate(cfg)
-		r, err := Check(events, attempts, Options{})
+		r, err := Check(events, attempts, Options{Marks: testMarks})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -45,7 +45,7 @@ func TestRegrant(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Check(tt.h.build(), nil, Options{})
+			r, err := Check(tt.h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -58,14 +58,14 @@ func TestVerdictRegressions(t *testing.T) {
 		{
 			name:  "class 4: epsilon of half the lease or more is warned about",
 			h:     newHB().acq(0, "A", 100, 0, 1, ok, 0).acq(1, "B", 100, 60, 61, ok, 0),
-			opts:  Options{Epsilon: 50 * time.Millisecond},
+			opts:  Options{Marks: testMarks, Epsilon: 50 * time.Millisecond},
 			valid: Valid, doubleHolders: 1, exposureMs: 39,
 			warnings: []string{"epsilon 50ms is at least half the shortest lease (100ms): a lease is certain for at most half its length, so double grants go unseen; a VALID verdict proves little (use an epsilon well below TTL/2)"},
 		},
 		{
 			name:     "class 4: a negative epsilon is warned about",
 			h:        newHB().acq(0, "A", 100, 0, 1, ok, 0).rel(0, "A", 10, 11, ok),
-			opts:     Options{Epsilon: -time.Millisecond},
+			opts:     Options{Marks: testMarks, Epsilon: -time.Millisecond},
 			valid:    Valid,
 			warnings: []string{"epsilon -1ms is negative: lease bounds are narrower than a correct server guarantees, so legal histories may be judged invalid"},
 		},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Validity is a three-valued verdict. It is written to JSON as true, false or
@@ -97,6 +99,11 @@ type Options struct {
 	ChunkOps int
 	// WindowOps caps the operations drawn in one visualisation.
 	WindowOps int
+	// Marks is the vocabulary of the history's fault events, handed over by
+	// the program that ran the faults (nemesis.Catalog): which event begins a
+	// fault, which heals it, what it is blamed on. Without it every fault
+	// event reads as no fault at all, and the result warns so.
+	Marks *marks.Catalog
 }
 
 // Defaults fills unset options.

@@ -26,10 +26,10 @@ const revokeProcess = 1 << 30
 // not a double grant. Only the lock tier: the client did not release, so the
 // double-holder count and the resource still see it act as holder until it
 // learns, and its stale writes are the fence's to turn away.
-func revocations(nem []history.Event) []*Op {
+func revocations(nem []history.Event, cat *marks.Catalog) []*Op {
 	var out []*Op
 	for i, e := range nem {
-		m, ok := marks.Of(e.F)
+		m, ok := cat.Of(e.F)
 		if !ok || !m.Revokes || e.Key == "" {
 			continue
 		}

@@ -4,13 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/marks"
 )
-
-// The mark of a fault that ends a session, as a deployment registers it.
-func init() {
-	marks.Register(marks.Mark{Event: "test-end-session", Heal: "test-session-gone", Cause: "session-ended", Revokes: true})
-}
 
 // A server that ends a holder's session releases its lock honestly (a
 // PostgreSQL session lock under pg_terminate_backend): the event that says
@@ -65,7 +59,7 @@ func TestRevocationEndsTheLease(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h.build(), nil, Options{})
+			r, err := Check(c.h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +78,7 @@ func TestRevokedHolderIsNoDoubleGrant(t *testing.T) {
 		Node: "pg-0", Key: "lock:{job}", Client: 0, Time: ms2ns(100)})
 	h = h.acq(1, "B", 1000, 200, 201, ok, 2).read(1, "B", 2, 0, 202, 203, ok).
 		write(0, "A", 1, 1, 250, 251, fail).write(1, "B", 2, 1, 260, 261, ok)
-	r, err := Check(h.build(), nil, Options{})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}

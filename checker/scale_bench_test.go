@@ -57,5 +57,5 @@ func checkFile(b *testing.B, dir string) (*History, *Result) {
 		b.Fatal(err)
 	}
 	h := bd.History()
-	return h, CheckHistory(h, idx, Options{})
+	return h, CheckHistory(h, idx, Options{Marks: testMarks})
 }

@@ -22,7 +22,7 @@ func TestStreamedHistoryMatchesSorted(t *testing.T) {
 				PInfo: 0.001, PPause: 0.005, Failovers: 2, FailEvery: int64(3e9)}
 		}
 		sorted, attempts, _ := simulate(cfg)
-		want, err := Check(sorted, attempts, Options{})
+		want, err := Check(sorted, attempts, Options{Marks: testMarks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestStreamedHistoryMatchesSorted(t *testing.T) {
 			idx.Add(&attempts[i])
 		}
 		h := b.History()
-		got := CheckHistory(h, idx, Options{})
+		got := CheckHistory(h, idx, Options{Marks: testMarks})
 		wj, gj := withoutTimes(t, want), withoutTimes(t, got)
 		if wj != gj {
 			t.Fatalf("seed %d: streamed history judged differently\nsorted:   %s\nstreamed: %s", seed, wj, gj)

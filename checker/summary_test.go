@@ -17,7 +17,7 @@ func TestDoubleHoldersInsideAnyOlderLeaseAreDoubleGrants(t *testing.T) {
 		acq(0, "A", 1000, 1, 2, ok, 1).read(0, "A", 1, 0, 300, 301, ok).
 		acq(1, "B", 2000, 10, 11, ok, 2).read(1, "B", 2, 0, 302, 303, ok).
 		acq(2, "C", 1000, 20, 21, ok, 3).read(2, "C", 3, 0, 304, 305, ok)
-	r, err := Check(h.build(), nil, Options{})
+	r, err := Check(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestClosedBySettingCounted(t *testing.T) {
 			for i := range tt.closed {
 				h.nem(history.NClosedBySetting, "valkey-0", 4+float64(i)/10)
 			}
-			r, err := Check(h.build(), nil, Options{})
+			r, err := Check(h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,16 +4,16 @@
 // that tells a reader what happened.
 //
 // The faults own their marks (each catalog entry in nemesis/ names the events
-// it logs) and register them here when the nemesis package is linked in; the
-// readers of a history (the checker, the timeline, the metrics) look them up
-// here. The package imports nothing but history, so those readers need no
-// runtime: `go list -deps ./checker` holds no Docker, etcd, gRPC or
-// valkey-go package (checker's TestCheckerIsALeaf).
+// it logs); a reader of a history (the checker, the timeline, the metrics,
+// shrink) is handed them as a Catalog by whoever ran the faults
+// (nemesis.Catalog), never through a registry filled behind its back. The
+// package imports nothing but history, so those readers need no runtime:
+// `go list -deps ./checker` holds no Docker, etcd, gRPC or valkey-go package
+// (checker's TestCheckerIsALeaf).
 package marks
 
 import (
 	"sort"
-	"sync"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )
@@ -71,13 +71,6 @@ func (m Mark) MomentOf() string {
 	return m.Moment
 }
 
-// Client reports whether the mark's fault targets a client (its node names
-// the client slot) rather than a server: its cause is a client's own doing.
-func (m Mark) Client() bool {
-	c, ok := LookupCause(m.Cause)
-	return ok && c.Client
-}
-
 // Causes, from the server-side faults that can make a correct-looking server
 // grant a lock twice to the client-side ones that only make a client outlive
 // its lease.
@@ -116,7 +109,9 @@ type Cause struct {
 	Text string
 }
 
-var causes = []Cause{
+// Causes are the causes every catalog knows, the faults in nemesis/ blame;
+// a deployment in its own folder adds its own (nemesis.RegisterCause).
+var Causes = []Cause{
 	{CauseFastRestart, 0, false, "It happened around a fast restart%s: the primary came back empty, faster than any failover (before Sentinel noticed, or with no Sentinel at all), forgot the first grant and granted again."},
 	{CauseReplicaClock, 1, false, "It happened after a failover to a replica whose wall clock ran ahead%s: the lock reached it as an absolute expiry time (SET ... PX travels as PXAT), so on its clock the lease was already over and it granted the lock again."},
 	{CauseFailover, 2, false, "It happened around a failover%s: the promoted replica never received the first grant, so it handed the lock out again."},
@@ -137,88 +132,85 @@ var causes = []Cause{
 	{CauseMinorityPartition, 9, false, "It happened while a minority of the nodes was cut off from every client%s: the others still formed a majority, so a grant there should have been refused while the first lease lived."},
 }
 
-// RegisterCause adds a cause that a fault declared outside the nemesis
-// package blames (a deployment's own, in its folder); a name registered twice is a
-// programming error.
-func RegisterCause(c Cause) {
-	mu.Lock()
-	defer mu.Unlock()
-	for _, o := range causes {
-		if o.Name == c.Name {
-			panic("marks: cause " + c.Name + " registered twice")
-		}
-	}
-	causes = append(causes, c)
+// Catalog is the vocabulary a history is read with: which event begins a
+// fault and which heals it, and the causes those faults blame. The program
+// that ran the faults hands it to the readers (nemesis.Catalog); a nil or
+// empty Catalog knows no fault, and Causes only.
+type Catalog struct {
+	byEvent map[string]Mark
+	causes  []Cause
 }
 
-// LookupCause finds a cause by name; false for "none", "unknown" and names
-// no fault gives.
-func LookupCause(name string) (Cause, bool) {
-	for _, c := range causes {
-		if c.Name == name {
-			return c, true
-		}
-	}
-	return Cause{}, false
-}
-
-var (
-	mu       sync.RWMutex
-	byEvent  = map[string]Mark{}
-	recorded bool
-)
-
-// Register adds a fault's marks. Faults share events (every failover fault
-// logs "kill"); the first registration of an event wins, and nemesis's
-// TestMarksAgree holds the catalog to one meaning per event.
-func Register(ms ...Mark) {
-	mu.Lock()
-	defer mu.Unlock()
-	recorded = true
+// NewCatalog holds the marks and, beside Causes, the extra causes given.
+// Faults share events (every failover fault logs "kill"): the first mark
+// of an event wins, and nemesis's TestMarksAgree holds its catalog to one
+// meaning per event.
+func NewCatalog(ms []Mark, extra []Cause) *Catalog {
+	c := &Catalog{byEvent: map[string]Mark{}, causes: append(append([]Cause{}, Causes...), extra...)}
 	for _, m := range ms {
-		if _, dup := byEvent[m.Event]; !dup {
-			byEvent[m.Event] = m
+		if _, dup := c.byEvent[m.Event]; !dup {
+			c.byEvent[m.Event] = m
 		}
 	}
+	return c
 }
 
-// Registered reports whether any fault registered its marks: false in a
-// program that reads histories without linking the nemesis in, where every
-// fault event would go unrecognised.
-func Registered() bool {
-	mu.RLock()
-	defer mu.RUnlock()
-	return recorded
-}
+// Empty reports whether the catalog knows no fault: a reader handed none
+// would read every fault event as no fault at all.
+func (c *Catalog) Empty() bool { return c == nil || len(c.byEvent) == 0 }
 
 // Of is the mark an event name begins; false when the event begins no fault.
-func Of(event string) (Mark, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	m, ok := byEvent[event]
+func (c *Catalog) Of(event string) (Mark, bool) {
+	if c == nil {
+		return Mark{}, false
+	}
+	m, ok := c.byEvent[event]
 	return m, ok
 }
 
 // All lists every mark, sorted by event name.
-func All() []Mark {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]Mark, 0, len(byEvent))
-	for _, m := range byEvent {
+func (c *Catalog) All() []Mark {
+	if c == nil {
+		return nil
+	}
+	out := make([]Mark, 0, len(c.byEvent))
+	for _, m := range c.byEvent {
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Event < out[j].Event })
 	return out
 }
 
+// LookupCause finds a cause by name; false for "none", "unknown" and names
+// no fault gives.
+func (c *Catalog) LookupCause(name string) (Cause, bool) {
+	causes := Causes
+	if c != nil {
+		causes = c.causes
+	}
+	for _, x := range causes {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return Cause{}, false
+}
+
+// Client reports whether a mark's fault targets a client (its node names
+// the client slot) rather than a server: its cause is a client's own doing.
+func (c *Catalog) Client(m Mark) bool {
+	x, ok := c.LookupCause(m.Cause)
+	return ok && x.Client
+}
+
 // CauseOf is the cause a fault event (or the failover observation, a point
 // blamed on CauseFailover) stands for; "unknown" for an event that is
 // neither.
-func CauseOf(event string) string {
+func (c *Catalog) CauseOf(event string) string {
 	if event == history.NFailover {
 		return CauseFailover
 	}
-	if m, ok := Of(event); ok {
+	if m, ok := c.Of(event); ok {
 		return m.Cause
 	}
 	return "unknown"

@@ -26,6 +26,7 @@ var Outcomes = []string{string(history.OK), string(history.Fail), string(history
 // work across trials, and lockjepsen_trial says which trial is running.
 type Collector struct {
 	reg *prometheus.Registry
+	cat *marks.Catalog
 
 	acquireLatency   *prometheus.HistogramVec
 	acquires         *prometheus.CounterVec
@@ -41,9 +42,11 @@ type Collector struct {
 }
 
 // New makes a collector with its own registry (plus the Go runtime and
-// process collectors, as Prometheus users expect of an exporter).
-func New() *Collector {
+// process collectors, as Prometheus users expect of an exporter); cat names
+// the fault events it counts (nemesis.Catalog).
+func New(cat *marks.Catalog) *Collector {
 	c := &Collector{
+		cat: cat,
 		reg: prometheus.NewRegistry(),
 		acquireLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockjepsen_acquire_latency_seconds",
@@ -110,7 +113,7 @@ func New() *Collector {
 	c.renewFailures.WithLabelValues(string(history.Info))
 	c.fenceRejections.WithLabelValues(history.FRead)
 	c.fenceRejections.WithLabelValues(history.FWrite)
-	for _, m := range marks.All() {
+	for _, m := range cat.All() {
 		c.faults.WithLabelValues(m.Event)
 	}
 	return c
@@ -167,7 +170,7 @@ func (r *Run) Observe(e history.Event) {
 	defer r.mu.Unlock()
 	c := r.c
 	if !e.IsClient() {
-		switch _, fault := marks.Of(e.F); {
+		switch _, fault := c.cat.Of(e.F); {
 		case e.F == history.NFailover:
 			c.failovers.Inc()
 			r.sum.Failovers++
@@ -255,8 +258,8 @@ func (r *Run) Summary() Summary {
 // Replay feeds a whole history, in time order (history.ReadFile's, or
 // checker.History.Replay's), into a fresh collector: the run the figures in
 // results.json come from.
-func Replay(events iter.Seq[history.Event]) *Run {
-	r := New().NewRun(Info{})
+func Replay(events iter.Seq[history.Event], cat *marks.Catalog) *Run {
+	r := New(cat).NewRun(Info{})
 	for e := range events {
 		r.Observe(e)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -116,7 +117,7 @@ func TestRunCountsEveryFigure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := New()
+			c := New(nemesis.Catalog())
 			r := c.NewRun(Info{Scenario: "baseline"})
 			for _, e := range tt.h.ev {
 				r.Observe(e)
@@ -134,7 +135,7 @@ func TestRunCountsEveryFigure(t *testing.T) {
 				t.Errorf("summary figure = %d, want %d (%+v)", got, want, s)
 			}
 			// The replay of the same history gives the same summary.
-			rr := Replay(slices.Values(tt.h.ev))
+			rr := Replay(slices.Values(tt.h.ev), nemesis.Catalog())
 			rr.DoubleGrantsSeen(tt.seen)
 			if got := tt.summary(rr.Summary()); got != want {
 				t.Errorf("replayed figure = %d, want %d", got, want)
@@ -166,7 +167,7 @@ func histCount(c *Collector, name string) uint64 {
 func TestArrivalOrderAcrossProcessesDoesNotMatter(t *testing.T) {
 	h := new(hb).op(0, "acquire", "a", 0, 2, history.OK, nil).op(1, "acquire", "b", 1, 3, history.Fail, errText("another client holds the lock")).
 		op(0, "release", "a", 10, 11, history.OK, nil)
-	inOrder := Replay(slices.Values(h.ev)).Summary()
+	inOrder := Replay(slices.Values(h.ev), nemesis.Catalog()).Summary()
 	// Process 1's events first, then process 0's.
 	var mixed []history.Event
 	for _, p := range []history.Process{1, 0} {
@@ -176,7 +177,7 @@ func TestArrivalOrderAcrossProcessesDoesNotMatter(t *testing.T) {
 			}
 		}
 	}
-	got := Replay(slices.Values(mixed)).Summary()
+	got := Replay(slices.Values(mixed), nemesis.Catalog()).Summary()
 	if !reflect.DeepEqual(got.Acquires, inOrder.Acquires) || got.Acquires.OK != 1 || got.Acquires.FailBy["contention"] != 1 {
 		t.Fatalf("arrival order changed the counts: %+v vs %+v", got.Acquires, inOrder.Acquires)
 	}
@@ -197,7 +198,7 @@ func TestPercentilesAreNearestRank(t *testing.T) {
 }
 
 func TestDoubleGrantsSeenNeverGoesBackAndTwoRunsAdd(t *testing.T) {
-	c := New()
+	c := New(nemesis.Catalog())
 	a, b := c.NewRun(Info{}), c.NewRun(Info{})
 	a.DoubleGrantsSeen(2)
 	a.DoubleGrantsSeen(1) // a late, smaller report is ignored
@@ -212,11 +213,11 @@ func TestDoubleGrantsSeenNeverGoesBackAndTwoRunsAdd(t *testing.T) {
 
 func TestServerServesAndRefusesBadAddresses(t *testing.T) {
 	for _, bad := range []string{"nonsense", "127.0.0.1", "127.0.0.1:http-nope", ":99999"} {
-		if _, err := Listen(bad, New()); err == nil {
+		if _, err := Listen(bad, New(nemesis.Catalog())); err == nil {
 			t.Errorf("Listen(%q) accepted a bad address", bad)
 		}
 	}
-	c := New()
+	c := New(nemesis.Catalog())
 	s, err := Listen("127.0.0.1:0", c)
 	if err != nil {
 		t.Fatal(err)

@@ -150,10 +150,6 @@ const (
 // Cause is what a violation is blamed on (package marks).
 type Cause = marks.Cause
 
-// LookupCause finds a cause by name; false for "none", "unknown" and names
-// no fault gives.
-func LookupCause(name string) (Cause, bool) { return marks.LookupCause(name) }
-
 // Held reports whether the fault is held for a time before its heal (a
 // pause, a partition, a slowed link), so that a sweep's duration= applies to
 // it, or acts at once (a kill, a failover, a clock step). Its plan says: a
@@ -261,26 +257,31 @@ func (f *Fault) check(runtime string, replicas int) error {
 	return nil
 }
 
-// MarkOf is the fault mark an event name begins, from every fault's marks
-// (the history's vocabulary of fault events); false when the event begins no
-// fault. A "failover" observation is a point, blamed on CauseFailover.
-func MarkOf(event string) (Mark, bool) { return marks.Of(event) }
-
-// Marks lists every fault mark, sorted by event name.
-func Marks() []Mark { return marks.All() }
-
-// CauseOf is the cause a fault event (or the failover observation) stands for;
-// "unknown" for an event that is neither.
-func CauseOf(event string) string { return marks.CauseOf(event) }
-
-// The catalog's marks are the history's vocabulary: registered with package
-// marks, for the readers that do not import the nemesis. TestMarksAgree holds
-// the catalog to one meaning per event.
-func init() {
+// Catalog is the history's vocabulary of fault events: every fault's marks
+// (the built-in ones and those the deployments registered), the windows the
+// runner logs from what it observes, and the causes they blame. A program
+// that ran these faults hands it to the readers of its histories (the
+// checker's Options.Marks, the timeline, the metrics, shrink).
+// TestMarksAgree holds it to one meaning per event.
+func Catalog() *marks.Catalog {
+	var ms []Mark
 	for _, f := range catalog {
-		marks.Register(f.Marks...)
+		ms = append(ms, f.Marks...)
 	}
-	marks.Register(observedMarks...)
+	return marks.NewCatalog(append(ms, observedMarks...), extraCauses)
+}
+
+// extraCauses are the causes deployments declare beside their faults.
+var extraCauses []Cause
+
+// RegisterCause adds a cause that a fault declared outside this package
+// blames (a deployment's own, in its folder); a name registered twice is a
+// programming error.
+func RegisterCause(c Cause) {
+	if _, dup := Catalog().LookupCause(c.Name); dup {
+		panic("nemesis: cause " + c.Name + " registered twice")
+	}
+	extraCauses = append(extraCauses, c)
 }
 
 // observedMarks are windows the runner logs from what it observes rather

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // HeldSpan is the span of a fault held for its step's duration: that and a
@@ -68,6 +67,5 @@ func Register(fs ...*Fault) {
 			panic("nemesis: fault " + f.Name + " registered twice")
 		}
 		catalog = append(catalog, f)
-		marks.Register(f.Marks...)
 	}
 }

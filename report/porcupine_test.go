@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // Drawing is report's job: the checker's pictures become porcupine pages
@@ -28,7 +29,7 @@ func TestDrawPorcupineWritesPagesAndLinks(t *testing.T) {
 		ev[i].Index = int64(i)
 	}
 	history.Sort(ev)
-	res, err := checker.Check(ev, nil, checker.Options{Pictures: true})
+	res, err := checker.Check(ev, nil, checker.Options{Pictures: true, Marks: nemesis.Catalog()})
 	if err != nil {
 		t.Fatal(err)
 	}

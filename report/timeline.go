@@ -65,7 +65,7 @@ type Mark struct {
 }
 
 // BuildTimeline reduces a history to what the plot draws.
-func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
+func BuildTimeline(events []history.Event, res *checker.Result, cat *marks.Catalog) Timeline {
 	var tl Timeline
 	if len(events) == 0 {
 		return tl
@@ -107,11 +107,11 @@ func BuildTimeline(events []history.Event, res *checker.Result) Timeline {
 	}
 	for _, e := range events {
 		if !e.IsClient() {
-			if _, ok := marks.Of(e.F); ok {
+			if _, ok := cat.Of(e.F); ok {
 				openFaults[e.F+"@"+e.Node] = e
 				continue
 			}
-			for _, m := range marks.All() {
+			for _, m := range cat.All() {
 				if m.Heal == e.F {
 					if st, ok := openFaults[m.Event+"@"+e.Node]; ok {
 						tl.Faults = append(tl.Faults, Band{From: st.Time, To: e.Time, Label: m.Event + " " + st.Node})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/report"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -86,7 +87,8 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	if len(opt) > 0 {
 		o = opt[0]
 	}
-	opts := checker.Options{Epsilon: ck.Epsilon(o.Epsilon), Budget: ck.Budget(o.Budget), Pictures: !o.NoHTML}
+	cat := nemesis.Catalog()
+	opts := checker.Options{Epsilon: ck.Epsilon(o.Epsilon), Budget: ck.Budget(o.Budget), Pictures: !o.NoHTML, Marks: cat}
 	res := checker.CheckHistory(h, attempts, opts)
 	if err := report.DrawPorcupine(dir, res); err != nil {
 		return "", ExitCannot, err
@@ -107,7 +109,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 			return
 		}
 		note = n
-		tl := report.BuildTimeline(win, res)
+		tl := report.BuildTimeline(win, res, cat)
 		tl.Start = h.Start() // seconds count from the run's first event, as the summary's do
 		fig, err := tl.Plot(title + note)
 		if err == nil {

@@ -58,7 +58,7 @@ func (t *tracker) observe(e history.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !e.IsClient() {
-		if _, ok := nemesis.MarkOf(e.F); ok {
+		if _, ok := nemesis.Catalog().Of(e.F); ok {
 			t.faults++
 		}
 		return

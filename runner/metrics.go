@@ -8,6 +8,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/metrics"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // finalDoubleGrants runs the tracker's online detector over the events it
@@ -51,7 +52,7 @@ type resultsFile struct {
 func withMetrics(res *checker.Result, h *checker.History, ttl time.Duration) resultsFile {
 	seen := make(chan int, 1)
 	go func() { seen <- doubleGrantsSeen(h.Replay(), ttl) }()
-	m := metrics.Replay(h.Replay())
+	m := metrics.Replay(h.Replay(), nemesis.Catalog())
 	m.DoubleGrantsSeen(<-seen)
 	return resultsFile{Result: res, Metrics: m.Summary()}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/checker"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/shrink"
 )
@@ -25,6 +26,7 @@ func checkShrinks(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Marks = nemesis.Catalog()
 	res, err := shrink.Shrink(r, shrink.Options{Check: opts})
 	if err != nil {
 		t.Fatalf("shrink %s: %v", dir, err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/internal/checkertest"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
@@ -60,7 +61,7 @@ func BenchmarkShrink1M(b *testing.B) {
 func benchShrink(b *testing.B, dir string) *Result {
 	var res *Result
 	for i := 0; i < b.N; i++ {
-		r, err := LoadPart(dir, Options{})
+		r, err := LoadPart(dir, Options{Check: checker.Options{Marks: testMarks}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,6 +69,7 @@ func benchShrink(b *testing.B, dir string) *Result {
 		if err != nil {
 			b.Fatal(err)
 		}
+		opts.Marks = testMarks
 		if res, err = Shrink(r, Options{Check: opts}); err != nil {
 			b.Fatal(err)
 		}

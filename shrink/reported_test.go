@@ -6,14 +6,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
-	"github.com/lockjepsen/lockjepsen/marks"
 )
-
-// The mark of a fault that ends a holder's session, as a deployment
-// registers one (PostgreSQL's pg-terminate-holder).
-func init() {
-	marks.Register(marks.Mark{Event: "test-end-session", Heal: "test-session-gone", Cause: "session-ended", Revokes: true})
-}
 
 // revokedStaleWrite: A holds, the server ends A's session (a release, as
 // the contract says), B is granted, and A, not knowing, writes once before
@@ -62,7 +55,7 @@ func revokedStaleWrite() *Run {
 
 func TestShrinkAFindingThatChangesNoVerdict(t *testing.T) {
 	r := revokedStaleWrite()
-	whole, err := checker.Check(r.Events, nil, checker.Options{})
+	whole, err := checker.Check(r.Events, nil, checker.Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,19 +63,19 @@ func TestShrinkAFindingThatChangesNoVerdict(t *testing.T) {
 		t.Fatalf("the history checks %v with %d stale writes accepted; want valid with 1: %+v", whole.Valid, whole.StaleWrites.Accepted, whole.Violations)
 	}
 	// With no kind asked for there is nothing to shrink: the run is valid.
-	if _, err := Shrink(r, Options{}); !errors.Is(err, ErrValid) {
+	if _, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}}); !errors.Is(err, ErrValid) {
 		t.Fatalf("no kind: %v, want %v", err, ErrValid)
 	}
-	res, err := Shrink(r, Options{Kind: "stale-write-accepted"})
+	res, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}, Kind: "stale-write-accepted"})
 	if err != nil {
 		t.Fatalf("--kind stale-write-accepted: %v", err)
 	}
-	if err := res.Verify(r, checker.Options{}); err != nil {
+	if err := res.Verify(r, checker.Options{Marks: testMarks}); err != nil {
 		t.Fatal(err)
 	}
 	// The shrunk run tells the same story: valid, the stale write let in.
 	// Without the revocation's events it would read as a double grant.
-	shrunk, err := checker.Check(res.Shrunk.Events, nil, checker.Options{})
+	shrunk, err := checker.Check(res.Shrunk.Events, nil, checker.Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,9 +156,11 @@ func LoadPart(dir string, o Options) (*Run, error) {
 	if r.Config, err = os.ReadFile(filepath.Join(dir, runfolder.Config)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
 	}
+	cat := o.Check.Marks
 	if o.Check, err = r.CheckOptions(); err != nil {
 		return nil, fmt.Errorf("cannot shrink %s: %w", dir, err)
 	}
+	o.Check.Marks = cat
 	hpath := filepath.Join(dir, runfolder.History)
 	b := checker.NewBuilder()
 	if st, err := os.Stat(hpath); err == nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // Options choose the violation to shrink and how to judge.
@@ -226,7 +227,7 @@ func Shrink(r *Run, o Options) (*Result, error) {
 	s := &shrinker{run: r, target: t, full: opts, cache: map[string]*outcome{}}
 	s.try = opts
 	s.try.Budget = min(opts.Budget, candidateBudget)
-	s.units, s.keyOnly = buildUnits(r, v.Key), true
+	s.units, s.keyOnly = buildUnits(r, v.Key, opts.Marks), true
 	from := s.grow(v)
 	if from == nil {
 		// A token shared with another key ties the keys' checks together:
@@ -238,7 +239,7 @@ func Shrink(r *Run, o Options) (*Result, error) {
 			}
 			return Shrink(full, o)
 		}
-		s.units, s.keyOnly, s.cache = buildUnits(r, ""), false, map[string]*outcome{}
+		s.units, s.keyOnly, s.cache = buildUnits(r, "", opts.Marks), false, map[string]*outcome{}
 		if from = s.grow(v); from == nil {
 			return nil, fmt.Errorf("the %s does not show again on a check of its own operations; this is a checker bug worth reporting", s.target)
 		}
@@ -505,7 +506,7 @@ func (res *Result) Verify(r *Run, opts checker.Options) error {
 	if ok, _, text := res.Target.judge(c); !ok {
 		return fmt.Errorf("(a) the shrunk run does not show the %s: %s", res.Target, text)
 	}
-	if err := subHistory(r, sh); err != nil {
+	if err := subHistory(r, sh, opts.Marks); err != nil {
 		return fmt.Errorf("(b) %w", err)
 	}
 	seen, attempts := map[int64]int{}, 0
@@ -554,7 +555,7 @@ func (res *Result) Verify(r *Run, opts checker.Options) error {
 // subHistory checks that sh's events and attempts are r's, in r's order,
 // and that every operation and every fault of r is in sh whole or not at
 // all.
-func subHistory(r, sh *Run) error {
+func subHistory(r, sh *Run, cat *marks.Catalog) error {
 	pos := make(map[int64]int, len(r.Events))
 	for i := range r.Events {
 		pos[r.Events[i].Index] = i
@@ -581,7 +582,7 @@ func subHistory(r, sh *Run) error {
 		}
 		j++
 	}
-	for _, u := range buildUnits(r, "") {
+	for _, u := range buildUnits(r, "", cat) {
 		if u.events[1] >= 0 && kept[u.events[0]] != kept[u.events[1]] {
 			return fmt.Errorf("events %d and %d (%s) are one unit, but only one was kept", r.Events[u.events[0]].Index, r.Events[u.events[1]].Index, u.F)
 		}

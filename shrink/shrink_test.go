@@ -12,7 +12,6 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/checkertest"
-	"github.com/lockjepsen/lockjepsen/marks"
 	// The fault catalog registers the marks of the generator's fault events
 	// (cut-replication, kill, restart, ...), as the lockjepsen binary does.
 	_ "github.com/lockjepsen/lockjepsen/nemesis"
@@ -32,7 +31,7 @@ func generated(cfg checkertest.Config, withLog bool) *Run {
 // own: the first of kind, or with none the first that falsifies a verdict.
 func firstViolation(t *testing.T, r *Run, kind string) *checker.Violation {
 	t.Helper()
-	res, err := checker.Check(r.Events, r.Attempts, checker.Options{})
+	res, err := checker.Check(r.Events, r.Attempts, checker.Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +84,14 @@ func TestShrinkKeepsTheViolationAndIsOneMinimal(t *testing.T) {
 				if want == nil {
 					continue // this seed's history has no such violation
 				}
-				res, err := Shrink(r, Options{Kind: tt.kind})
+				res, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}, Kind: tt.kind})
 				if err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 				if got := res.Target; got.Kind != want.Kind || got.Key != want.Key || got.Cause != want.Cause {
 					t.Fatalf("seed %d: shrank %s, want %s on %s (cause %s)", seed, got, want.Kind, want.Key, want.Cause)
 				}
-				if err := res.Verify(r, checker.Options{}); err != nil {
+				if err := res.Verify(r, checker.Options{Marks: testMarks}); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 				if res.After.Events >= res.Before.Events || res.After.Operations == 0 {
@@ -129,7 +128,7 @@ func wholeUnits(r, shrunk *Run) error {
 	begun := map[string][]int64{}
 	for _, e := range r.Events {
 		if !e.IsClient() {
-			if m, ok := marks.Of(e.F); ok {
+			if m, ok := testMarks.Of(e.F); ok {
 				begun[m.Heal+" "+e.Node] = append(begun[m.Heal+" "+e.Node], e.Index)
 			} else if q := begun[e.F+" "+e.Node]; len(q) > 0 && e.F != history.NFailover {
 				if kept[q[0]] != kept[e.Index] {
@@ -156,7 +155,7 @@ func TestShrinkRefusesLegalHistories(t *testing.T) {
 		for _, withLog := range []bool{false, true} {
 			r := generated(checkertest.Config{Seed: seed, Clients: 2 + int(seed%7), Keys: 1 + int(seed%3), Events: 3000,
 				TTLms: 50 + seed%5*50, PInfo: 0.03, PPause: 0.05}, withLog)
-			if _, err := Shrink(r, Options{}); !errors.Is(err, ErrValid) {
+			if _, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}}); !errors.Is(err, ErrValid) {
 				t.Fatalf("seed %d (log %v): %v, want %v", seed, withLog, err, ErrValid)
 			}
 		}
@@ -180,7 +179,7 @@ func TestShrinkRefusesAViolationTheRunLacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Shrink(r, Options{Kind: tt.kind, Key: tt.key})
+			_, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}, Kind: tt.kind, Key: tt.key})
 			var nf *NotFoundError
 			if err == nil || errors.As(err, &nf) != tt.notFound {
 				t.Fatalf("err %v, want a NotFoundError: %v", err, tt.notFound)
@@ -197,7 +196,7 @@ func TestShrinkRefusesAViolationTheRunLacks(t *testing.T) {
 func TestShrunkRunRoundTrips(t *testing.T) {
 	r := generated(checkertest.Config{Seed: 2, Clients: 8, Keys: 2, Events: 1 << 30, Until: 4e9, TTLms: 500, PInfo: 0.01,
 		Failovers: 2, FailEvery: 15e8}, true)
-	res, err := Shrink(r, Options{})
+	res, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +212,7 @@ func TestShrunkRunRoundTrips(t *testing.T) {
 		t.Fatalf("read back %d events, %d attempts, %d nemesis lines; wrote %v", len(back.Events), len(back.Attempts), len(back.Nemesis), res.After)
 	}
 	again := &Result{Target: res.Target, Shrunk: back, Kept: res.Kept}
-	if err := again.Verify(r, checker.Options{}); err != nil {
+	if err := again.Verify(r, checker.Options{Marks: testMarks}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -277,11 +276,11 @@ func TestShrinkWidensPastTheSeed(t *testing.T) {
 	if want == nil || want.Kind != "lock-not-linearizable" {
 		t.Fatalf("the history's first violation is %+v, want lock-not-linearizable", want)
 	}
-	res, err := Shrink(r, Options{})
+	res, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Verify(r, checker.Options{}); err != nil {
+	if err := res.Verify(r, checker.Options{Marks: testMarks}); err != nil {
 		t.Fatal(err)
 	}
 	if res.From <= res.Seed {
@@ -300,7 +299,7 @@ func TestShrinkWidensPastTheSeed(t *testing.T) {
 // witness) has nothing proven to shrink: ErrUnknown, not a guess.
 func TestShrinkRefusesAnUnknownVerdict(t *testing.T) {
 	r := generated(checkertest.Config{Seed: 5, Clients: 8, Keys: 1, Events: 6000, TTLms: 100, PInfo: 0.2}, true)
-	opts := checker.Options{Budget: time.Nanosecond}
+	opts := checker.Options{Marks: testMarks, Budget: time.Nanosecond}
 	whole, err := checker.Check(r.Events, r.Attempts, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -329,14 +328,14 @@ func TestShrinkKeepsTheAuditOfAStuckLock(t *testing.T) {
 				Type: history.Info, F: history.NAuditPTTL, Key: key, Node: node, Value: history.Int64(pttl)})
 		}
 	}
-	res, err := Shrink(r, Options{})
+	res, err := Shrink(r, Options{Check: checker.Options{Marks: testMarks}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Target.Kind != "stuck-lock" || res.Target.Key != "lock:{job-1}" {
 		t.Fatalf("shrank %s, want the stuck lock:{job-1}", res.Target)
 	}
-	if err := res.Verify(r, checker.Options{}); err != nil {
+	if err := res.Verify(r, checker.Options{Marks: testMarks}); err != nil {
 		t.Fatal(err)
 	}
 	audits := 0
@@ -378,18 +377,18 @@ func TestLoadPartShrinksAsTheWholeRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := Shrink(whole, Options{Kind: tt.kind})
+			want, err := Shrink(whole, Options{Check: checker.Options{Marks: testMarks}, Kind: tt.kind})
 			if err != nil {
 				t.Fatal(err)
 			}
-			part, err := LoadPart(dir, Options{Kind: tt.kind})
+			part, err := LoadPart(dir, Options{Check: checker.Options{Marks: testMarks}, Kind: tt.kind})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(part.Events) >= len(whole.Events) {
 				t.Errorf("LoadPart held %d events of %d: not one key's", len(part.Events), len(whole.Events))
 			}
-			got, err := Shrink(part, Options{Kind: tt.kind})
+			got, err := Shrink(part, Options{Check: checker.Options{Marks: testMarks}, Kind: tt.kind})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -401,7 +400,7 @@ func TestLoadPartShrinksAsTheWholeRun(t *testing.T) {
 					t.Fatalf("kept event %d: index %d, want %d", i, got.Shrunk.Events[i].Index, want.Shrunk.Events[i].Index)
 				}
 			}
-			if err := got.Verify(whole, checker.Options{}); err != nil {
+			if err := got.Verify(whole, checker.Options{Marks: testMarks}); err != nil {
 				t.Fatal(err)
 			}
 			if got.origin != want.origin {
@@ -414,7 +413,7 @@ func TestLoadPartShrinksAsTheWholeRun(t *testing.T) {
 		if err := generated(tests[0].cfg, false).Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadPart(dir, Options{Key: "lock:{nope}"})
+		_, err := LoadPart(dir, Options{Check: checker.Options{Marks: testMarks}, Key: "lock:{nope}"})
 		var uk *UnknownKeyError
 		if !errors.As(err, &uk) || len(uk.Keys) != 4 || !strings.Contains(err.Error(), `"lock:{nope}"`) {
 			t.Fatalf("LoadPart with an unknown key: %v", err)

@@ -76,7 +76,7 @@ func (k *Kept) what() string {
 	switch {
 	case !k.Fault:
 		return "operation"
-	case k.events[1] >= 0 || isFaultBegin(k.F):
+	case k.events[1] >= 0 || k.begins:
 		return "fault"
 	}
 	return "event"

@@ -28,6 +28,7 @@ type Unit struct {
 	// healed.
 	Start, End int64
 
+	begins   bool   // a fault's event that the catalog knows to begin one (it may be healed)
 	events   [2]int // indexes into Run.Events, -1 for none
 	attempts []int  // indexes into Run.Attempts
 	ttl      int64  // ns, from the invoke
@@ -36,9 +37,7 @@ type Unit struct {
 
 // open reports whether the unit never ended: an operation in flight or a
 // fault never healed, either of which lasts to the end of the history.
-func (u *Unit) open() bool { return u.events[1] < 0 && (!u.Fault || isFaultBegin(u.F)) }
-
-func isFaultBegin(f string) bool { _, ok := marks.Of(f); return ok }
+func (u *Unit) open() bool { return u.events[1] < 0 && (!u.Fault || u.begins) }
 
 // end is when the unit stops mattering, for windows around a violation.
 func (u *Unit) end() int64 {
@@ -53,7 +52,7 @@ func (u *Unit) end() int64 {
 // Faults are paired with their heals as the checker pairs them (the first
 // unhealed fault of the heal's name on the same node), so that a removed
 // fault never leaves its heal to end another.
-func buildUnits(r *Run, key string) []Unit {
+func buildUnits(r *Run, key string, cat *marks.Catalog) []Unit {
 	var units []Unit
 	inflight := map[history.Process]int{}
 	unhealed := map[string][]int{} // heal name + node → units of faults it would heal, oldest first
@@ -64,7 +63,8 @@ func buildUnits(r *Run, key string) []Unit {
 		}
 		if !e.IsClient() {
 			u := Unit{Fault: true, F: e.F, Key: e.Key, Node: e.Node, Start: e.Time, events: [2]int{i, -1}}
-			if m, ok := marks.Of(e.F); ok {
+			if m, ok := cat.Of(e.F); ok {
+				u.begins = true
 				k := m.Heal + "\x00" + e.Node
 				unhealed[k] = append(unhealed[k], len(units))
 			} else if k := e.F + "\x00" + e.Node; e.F != history.NFailover && len(unhealed[k]) > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/shrink"
@@ -216,6 +217,7 @@ func shrinkStep(from, dir string) (string, int, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("shrink %s: %w", from, err)
 	}
+	opts.Marks = nemesis.Catalog()
 	res, err := shrink.Shrink(run, shrink.Options{Check: opts})
 	if err != nil {
 		return "", 0, fmt.Errorf("shrink %s: %w", from, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/metrics"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/sweep"
 )
@@ -40,7 +41,7 @@ func (m *metricsOpts) start(cmd string) (*metrics.Server, *metrics.Collector, in
 	if m.addr == "" {
 		return nil, nil, 0, true
 	}
-	c := metrics.New()
+	c := metrics.New(nemesis.Catalog())
 	s, err := metrics.Listen(m.addr, c)
 	if err != nil {
 		return nil, nil, fail("%s: --metrics-addr %s: %v", cmd, m.addr, err), false

@@ -12,6 +12,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/exitcode"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/shrink"
 )
@@ -86,7 +87,8 @@ func runShrink(args []string) int {
 	// the violation's key's events alone kept (shrink.LoadPart). The first
 	// is check's own work, so it runs under check's memory limit.
 	limitCheckMemory()
-	r, err := shrink.LoadPart(dir, shrink.Options{Kind: *kind, Key: *key})
+	cat := nemesis.Catalog()
+	r, err := shrink.LoadPart(dir, shrink.Options{Kind: *kind, Key: *key, Check: checker.Options{Marks: cat}})
 	if code, ok := nothingToShrink(err); ok {
 		return code
 	}
@@ -97,6 +99,7 @@ func runShrink(args []string) int {
 	if err != nil {
 		return fail("shrink: %s: %v", dir, err)
 	}
+	opts.Marks = cat
 	res, err := shrink.Shrink(r, shrink.Options{Kind: *kind, Key: *key, Check: opts})
 	if code, ok := nothingToShrink(err); ok {
 		return code

@@ -147,7 +147,7 @@ func needsPooler(c cluster.Config) error {
 }
 
 func init() {
-	marks.RegisterCause(marks.Cause{Name: CauseSessionEnded, Rank: 6, Text: "The server ended the holder's session%s " +
+	nemesis.RegisterCause(marks.Cause{Name: CauseSessionEnded, Rank: 6, Text: "The server ended the holder's session%s " +
 		"(its backend terminated, or the pooler's connection to it closed), which released its lock honestly; the holder " +
 		"learned of it only at its next statement and worked on meanwhile."})
 	nemesis.Register(faultTerminateHolder, faultPromote, faultPausePooler, faultRestartPooler, faultDropConn)
