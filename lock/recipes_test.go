@@ -111,7 +111,11 @@ func TestNativeWrongTokenRelease(t *testing.T) {
 
 func TestValkeylock(t *testing.T) {
 	cfg := testConfig(Valkeylock)
-	cfg.TTL, cfg.RenewEvery = 400*time.Millisecond, 100*time.Millisecond
+	// A renewal every 250 ms of a 1.5 s lease: the library loses it only if
+	// its extend loop stalls past a second. With 100 ms of a 400 ms lease a
+	// fresh-clone CI run here (load ~10, the docker tests beside it) lost it
+	// once: a stall of 300 ms.
+	cfg.TTL, cfg.RenewEvery = 1500*time.Millisecond, 250*time.Millisecond
 	l := open(t, cfg)
 	var mu sync.Mutex
 	var seen []history.Type
