@@ -795,11 +795,15 @@ func (d *Docker) Kill(name string) error {
 			return fmt.Errorf("SIGKILL %s: %w", name, err)
 		}
 	} else {
-		if err := syscall.Kill(n.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("SIGKILL %s (pid %d): %w", name, n.PID, err)
-		}
-		if err := waitDead(ctx, n.PID); err != nil {
+		// A zombie counts as gone: its sockets closed at exit, which is what
+		// a kill is for. When a pid namespace's first process dies the
+		// kernel kills and reaps the rest before it, so a container whose
+		// entrypoint starts the node is dead with it.
+		if err := signalPID(n.PID, syscall.SIGKILL); err != nil {
 			return fmt.Errorf("SIGKILL %s: %w", name, err)
+		}
+		if !WaitGone(n.PID, 30*time.Second) {
+			return fmt.Errorf("SIGKILL %s: pid %d still alive after 30 s", name, n.PID)
 		}
 	}
 	d.dropConn(n.Addr)
@@ -813,29 +817,6 @@ func (d *Docker) Kill(name string) error {
 func containerProcess(pid int, id string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	return err == nil && id != "" && strings.Contains(string(b), id)
-}
-
-// waitDead returns once pid has exited: gone, or a zombie its parent has not
-// reaped yet (its sockets closed at exit, which is what a kill is for). When
-// a pid namespace's first process dies the kernel kills and reaps the rest
-// before it, so a container whose entrypoint starts the node is dead with it.
-func waitDead(ctx context.Context, pid int) error {
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return nil
-		}
-		// The state follows the command's name in parentheses, which may
-		// hold a ") " of its own.
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pid %d still alive: %w", pid, ctx.Err())
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
 }
 
 func (d *Docker) waitStopped(ctx context.Context, id string) error {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +12,7 @@ import (
 
 // Docker.Kill signals a container's process itself only when the pid's
 // cgroup names the container, and returns once the process has exited,
-// reaped or not: these are the two facts it stands on.
+// reaped or not (WaitGone): these are the two facts it stands on.
 func TestDirectKillFacts(t *testing.T) {
 	self, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", os.Getpid()))
 	if err != nil {
@@ -45,23 +44,20 @@ func TestDirectKillFacts(t *testing.T) {
 		})
 	}
 
-	// A child killed and not yet reaped is a zombie: dead for waitDead.
+	// A child killed and not yet reaped is a zombie: gone for WaitGone,
+	// which the direct kill waits with.
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if err := waitDead(ctx, cmd.Process.Pid); err == nil {
-		t.Fatalf("waitDead returned for a live process")
+	if WaitGone(cmd.Process.Pid, 200*time.Millisecond) {
+		t.Fatalf("WaitGone returned for a live process")
 	}
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := signalPID(cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := waitDead(ctx, cmd.Process.Pid); err != nil {
-		t.Fatalf("waitDead after SIGKILL: %v", err)
+	if !WaitGone(cmd.Process.Pid, 5*time.Second) {
+		t.Fatalf("WaitGone after SIGKILL: the unreaped zombie still counts as alive")
 	}
 }
