@@ -117,7 +117,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 		}
 		drawn <- err
 	}()
-	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, h, cfg.TTL)); err != nil {
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, h, cfg.TTL, cat)); err != nil {
 		<-drawn
 		return "", ExitCannot, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/truetime"
 )
@@ -27,7 +28,8 @@ type tracker struct {
 	ops      int
 	faults   int
 	suspects int
-	changed  chan struct{} // closed and replaced on every acquire ok and every guard refusal
+	marks    *marks.Catalog // which nemesis events begin a fault, gathered once
+	changed  chan struct{}  // closed and replaced on every acquire ok and every guard refusal
 	lastOK   int64
 	// refusals are the latest acquires the replication guard refused,
 	// oldest first, for AwaitGrant; trimmed to the last keepRefusals (a
@@ -47,6 +49,7 @@ func newTracker(ttl time.Duration) *tracker {
 	return &tracker{
 		ttl: ttl, invokes: map[history.Process]history.Event{}, holders: map[int]nemesis.Holder{},
 		leases: map[string]lease{}, changed: make(chan struct{}), dinv: map[history.Process]history.Event{},
+		marks: nemesis.Catalog(),
 	}
 }
 
@@ -58,7 +61,7 @@ func (t *tracker) observe(e history.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !e.IsClient() {
-		if _, ok := nemesis.Catalog().Of(e.F); ok {
+		if _, ok := t.marks.Of(e.F); ok {
 			t.faults++
 		}
 		return

@@ -7,8 +7,8 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/marks"
 	"github.com/lockjepsen/lockjepsen/metrics"
-	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
 // finalDoubleGrants runs the tracker's online detector over the events it
@@ -49,10 +49,10 @@ type resultsFile struct {
 
 // withMetrics replays the history twice at once, into the collector and
 // into the online detector (0.7 s one after the other on 1M events).
-func withMetrics(res *checker.Result, h *checker.History, ttl time.Duration) resultsFile {
+func withMetrics(res *checker.Result, h *checker.History, ttl time.Duration, cat *marks.Catalog) resultsFile {
 	seen := make(chan int, 1)
 	go func() { seen <- doubleGrantsSeen(h.Replay(), ttl) }()
-	m := metrics.Replay(h.Replay(), nemesis.Catalog())
+	m := metrics.Replay(h.Replay(), cat)
 	m.DoubleGrantsSeen(<-seen)
 	return resultsFile{Result: res, Metrics: m.Summary()}
 }
