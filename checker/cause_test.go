@@ -30,7 +30,7 @@ func TestCauseNamesOnlyFaultsBeforeTheViolationInOrderOfRelevance(t *testing.T) 
 		nem("cut-replication", "valkey-1", 12000).
 		nem("kill", "valkey-1", 16000).
 		nem("failover", "valkey-0", 17000)
-	r, err := Check(h.build(), nil, Options{Marks: testMarks})
+	r, err := checkExplained(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 	}
 	res.Warnings = epsilonWarnings(opts.Epsilon, minTTL)
-	ev := evictionsOf(nem, min(slack, observedLag), opts.Marks)
+	ev := evictionsOf(nem, min(slack, observedLag))
 	if opts.Marks.Empty() && slices.ContainsFunc(nem, func(e history.Event) bool {
 		return e.F != history.NFailover && e.F != history.NAuditPTTL && e.F != history.NClosedBySetting
 	}) {
@@ -199,7 +199,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		if d.StaleWrite == history.Accepted || d.NewTurnedAway != "" || kind == "stale-holder-turned-away" {
 			res.Violations = append(res.Violations, Violation{Kind: kind, Affects: "none", Key: d.Key,
 				Start: d.Start, End: d.End, Clients: []int{d.StaleClient, d.NewClient}, Tokens: []string{d.StaleToken, d.NewToken},
-				Cause: d.Cause, Faults: d.Faults, Explanation: d.Explanation})
+				Cause: d.Cause, Faults: d.Faults, Facts: &Facts{Double: &dhs[i]}})
 		}
 	}
 	res.DoubleHolders, res.DoubleHolderList, res.StaleWrites, res.ExposureMs = len(dhs), dhs, sw, exposure(dhs)
@@ -213,7 +213,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 			kind = "fence-regression"
 		}
 		v := Violation{Kind: kind, Affects: "none", Key: f.Key, Start: f.Time, End: f.Time, Clients: f.Clients,
-			Explanation: explainFence(f)}
+			Facts: &Facts{Fence: &f}}
 		v.Cause, v.Faults = attribute(fs, f.Time-slack, f.Time, f.Time, slack, nil, true)
 		res.Violations = append(res.Violations, v)
 	}
@@ -250,7 +250,7 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		for _, o := range k.issues {
 			res.Ownership.Valid = Invalid
 			v := Violation{Kind: kind, Affects: "ownership", Key: o.Key, Start: o.Time, End: o.Time, Clients: []int{o.Client},
-				Tokens: []string{o.Token}, Explanation: o.Detail}
+				Tokens: []string{o.Token}, Facts: &Facts{Ownership: &o}}
 			v.Cause, v.Faults = attribute(fs, o.Time-slack, o.Time, o.Time, slack, nil, true)
 			res.Violations = append(res.Violations, v)
 		}
@@ -374,12 +374,13 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 			// A lease the server ended early is blamed, like a double grant,
 			// on what the server went through, never on the client.
 			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, opMoment(w.op), w.end, slack, v.Clients, dg || w.kind == "lease-lost")
-			v.Explanation = explainWitness(w, t0, v.Cause, v.Faults, ev)
+			v.Facts = &Facts{Holder: leaseOf(w.holder), Op: w.op, Told: w.told, Regrant: w.regrant, UnknownGrant: w.unknownGrant,
+				Evictions: ev.seen(v.Cause, w.key, w.holder.grant.Call, w.holder.grant.Return, opMoment(w.op))}
 			out.violations = append(out.violations, v)
 		}
 		if kc.res.Porcupine == "illegal" {
 			v := Violation{Kind: "lock-not-linearizable", Affects: "lock", Key: kc.key, Start: kc.segFrom, End: kc.segTo,
-				Clients: []int{}, Explanation: explainStuckLock(kc.key, kc.stuck, kc.segFrom, kc.segTo, t0)}
+				Clients: []int{}, Facts: &Facts{Op: kc.stuck, From: kc.segFrom, To: kc.segTo}}
 			if o := kc.stuck; o != nil {
 				// The violation starts at the reply no server could give,
 				// not at the start of the span porcupine checked.
@@ -414,7 +415,7 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 				End: min(a.Return, b.Return), Clients: []int{a.Client, b.Client}, Tokens: []string{a.Token, b.Token},
 				Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}}
 			v.Cause, v.Faults = attribute(fs, min(a.Call, b.Call), v.Start, v.End, slack, v.Clients, false)
-			v.Explanation = explainLostUpdate(kc.key, a, b, t0)
+			v.Facts = &Facts{Sections: []*Section{a, b}}
 			out.violations = append(out.violations, v)
 		}
 		for _, r := range kc.rewinds {
@@ -425,14 +426,15 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 				v.Clients = append(v.Clients, c.Client)
 			}
 			v.Cause, v.Faults = attribute(fs, w.Call, w.Write.Call, v.End, slack, []int{w.Client}, false)
-			v.Explanation = explainRewind(kc.key, w, c, t0)
+			v.Facts = &Facts{Sections: []*Section{w, c}}
 			out.violations = append(out.violations, v)
 		}
 		if kc.res.Porcupine == "illegal" {
 			v := Violation{Kind: "resource-not-linearizable", Affects: "resource", Key: kc.key, Start: kc.segFrom,
-				End: kc.segTo, Clients: []int{}, Explanation: explainStuckResource(kc.key, kc.stuckS, kc.segFrom, kc.segTo, t0)}
+				End: kc.segTo, Clients: []int{}, Facts: &Facts{From: kc.segFrom, To: kc.segTo}}
 			if kc.stuckS != nil {
 				v.Clients = []int{kc.stuckS.Client}
+				v.Facts.Sections = []*Section{kc.stuckS}
 			}
 			at := kc.segTo
 			if kc.stuckS != nil {
@@ -450,7 +452,8 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 
 	g.dhs, g.sw = doubleHolders(ops, fs, idx, grants, revokedAt, slack, int64(opts.Epsilon))
 	for i := range g.dhs {
-		g.dhs[i].Explanation = explainDoubleHolder(g.dhs[i], t0, ev)
+		d := &g.dhs[i]
+		d.Evictions = ev.seen(d.Cause, d.Key, d.staleCall, d.staleGrant, d.Start)
 	}
 	fenceOps, fenceKeys := byKey(ops, func(o *Op) bool { return isLockOp(o) || o.F == history.FFence })
 	g.fences = fenceIssues(fenceOps, fenceKeys)

@@ -235,7 +235,18 @@ func TestCheckClasses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h.build(), nil, Options{Marks: testMarks, Pictures: true})
+			// The checker returns facts, never a sentence: the report
+			// writes every explanation from them (report.Explain).
+			bare, err := Check(c.h.build(), nil, Options{Marks: testMarks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range bare.Violations {
+				if v.Facts == nil || v.Explanation != "" {
+					t.Errorf("violation %s: facts %v, explanation %q; want facts and no sentence", v.Kind, v.Facts != nil, v.Explanation)
+				}
+			}
+			r, err := checkExplained(c.h.build(), nil, Options{Marks: testMarks, Pictures: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,7 +506,7 @@ func TestNewerHolderOutrankedByALaterOne(t *testing.T) {
 			acq(1, "B", 10000, 100, 101, ok, 1).
 			acq(2, "C", 10000, 150, 151, ok, 2).
 			write(2, "C", 2, 2, 200, 201, history.Fail)
-		r, err := Check(h.build(), nil, Options{Marks: testMarks})
+		r, err := checkExplained(h.build(), nil, Options{Marks: testMarks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +532,7 @@ func TestNewerHolderOutrankedByALaterOne(t *testing.T) {
 				write(2, "C", 30, 1, 160, 161, ok).
 				write(1, "B", tt.second, 2, 200, 201, history.Fail).
 				write(0, "A", 10, 2, 210, 211, history.Fail)
-			r, err := Check(h.build(), nil, Options{Marks: testMarks})
+			r, err := checkExplained(h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -79,7 +79,7 @@ func TestEvictionExplanationStatesTheLoggedEviction(t *testing.T) {
 			want: "but the node logged no eviction of lock:{job} between client 2's acquire at 0.100 s and the reply to its release at 0.301 s: the cause named is the fault in force, not an eviction seen."},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Check(tt.h.build(), nil, Options{Marks: testMarks})
+			r, err := checkExplained(tt.h.build(), nil, Options{Marks: testMarks})
 			if err != nil {
 				t.Fatal(err)
 			}

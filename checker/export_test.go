@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/internal/checkertest"
+	"github.com/lockjepsen/lockjepsen/marks"
 )
 
 // TestWriteSampleRuns writes simulated runs for trying `lockjepsen check` by
@@ -61,4 +63,18 @@ func writeSample(dir string, cfg simConfig, hexTokens bool) error {
 		}
 	}
 	return checkertest.WriteRun(dir, events, attempts)
+}
+
+// ExplainForTest is report.Explain, set by explain_test.go (package
+// checker_test, which may import report); explained runs it on r.
+var ExplainForTest func(*Result, *marks.Catalog)
+
+// checkExplained is Check, then the report's explanations (ExplainForTest):
+// for the tests that read an explanation.
+func checkExplained(events []history.Event, attempts []history.Attempt, opts Options) (*Result, error) {
+	r, err := Check(events, attempts, opts)
+	if err == nil {
+		ExplainForTest(r, opts.Marks)
+	}
+	return r, err
 }

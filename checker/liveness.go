@@ -1,10 +1,7 @@
 package checker
 
 import (
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/lockjepsen/lockjepsen/history"
 )
@@ -53,8 +50,13 @@ type StuckLock struct {
 	UnknownCount int      `json:"unknown_count,omitempty"`
 	// Audit is the PTTL every node reported for the key at the end (ms; -1 no
 	// expiry, -2 no key).
-	Audit       map[string]int64 `json:"audit,omitempty"`
-	Explanation string           `json:"explanation"`
+	Audit map[string]int64 `json:"audit,omitempty"`
+	// Explanation is written by the report (report.Explain).
+	Explanation string `json:"explanation"`
+	// Left is the operation LeftBy names (nil when none); Audited: the run
+	// had an end-of-run PTTL audit.
+	Left    *Op  `json:"-"`
+	Audited bool `json:"-"`
 }
 
 // leftByOf names o as a LeftBy, its time from t0.
@@ -142,9 +144,9 @@ func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 i
 			s.Unknown = append(s.Unknown, leftByOf(o, t0))
 		}
 	}
-	s.Explanation = explainStuck(s, left, audited)
+	s.Left, s.Audited = left, audited
 	v := Violation{Kind: "stuck-lock", Affects: "liveness", Key: key, Start: since, End: max(since, last),
-		Clients: []int{}, Cause: "no-expiry", Explanation: s.Explanation}
+		Clients: []int{}, Cause: "no-expiry", Facts: &Facts{Stuck: &s}}
 	if left != nil {
 		v.Clients, v.Tokens, v.Events = []int{left.Client}, []string{left.Token}, []int64{left.InvokeIndex}
 	}
@@ -159,51 +161,6 @@ func stuckLock(key string, ops []*Op, audited bool, audit map[string]int64, t0 i
 // maxUnknownListed bounds the unknown operations a stuck lock names: under
 // a network fault a key can have hundreds.
 const maxUnknownListed = 5
-
-func explainStuck(s StuckLock, left *Op, audited bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Nobody could take %s again: ", s.Key)
-	if left != nil {
-		what := "granted it"
-		if left.F == history.FExtend {
-			what = "extended it"
-		}
-		if left.Outcome == history.Info {
-			what = "was " + map[bool]string{true: "extending", false: "acquiring"}[left.F == history.FExtend] + " it (outcome unknown: the client never answered)"
-		}
-		fmt.Fprintf(&b, "client %d %s at %.3f s (event %d), and every lease should have ended by %.3f s, ",
-			left.Client, what, s.LeftBy.TimeS, left.InvokeIndex, s.SinceS)
-	}
-	fmt.Fprintf(&b, "yet %d acquire(s) over the next %.1f s were refused with no holder renewing it", s.Attempts, s.RefusedMs/1000)
-	if s.UnknownCount > 0 {
-		var us []string
-		for _, u := range s.Unknown {
-			us = append(us, fmt.Sprintf("client %d's %s at %.3f s (event %d)", u.Client, u.F, u.TimeS, u.Event))
-		}
-		more := ""
-		if n := s.UnknownCount - len(s.Unknown); n > 0 {
-			more = fmt.Sprintf(" and %d earlier", n)
-		}
-		fmt.Fprintf(&b, "; earlier operations on it whose outcome is unknown, any of which may have left it taken: %s%s",
-			strings.Join(us, ", "), more)
-	}
-	var minus []string
-	for n, v := range s.Audit {
-		if v == -1 {
-			minus = append(minus, n)
-		}
-	}
-	sort.Strings(minus)
-	switch {
-	case len(minus) > 0:
-		fmt.Fprintf(&b, "; the end-of-run audit found PTTL -1 (a key with no expiry) on %s: the lock is taken forever.", strings.Join(minus, ", "))
-	case !audited:
-		b.WriteString(" (no end-of-run PTTL audit in this run to confirm it).")
-	default:
-		b.WriteString(".")
-	}
-	return b.String()
-}
 
 // CutOffAfter is how many acquires a client makes, none granted and none
 // refused for another holder, before the summary calls it cut off.

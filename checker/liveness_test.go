@@ -25,7 +25,7 @@ func TestStuckLockNamesEveryUnknownOutcome(t *testing.T) {
 		at := 1600 + float64(i)*200
 		h = h.acq(c, "refused-"+string(rune('a'+i)), 1000, at, at+1, fail, 0)
 	}
-	r, err := Check(h.build(), nil, Options{Marks: testMarks})
+	r, err := checkExplained(h.build(), nil, Options{Marks: testMarks})
 	if err != nil {
 		t.Fatal(err)
 	}

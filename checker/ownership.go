@@ -2,7 +2,6 @@ package checker
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/lockjepsen/lockjepsen/history"
@@ -35,7 +34,13 @@ type OwnershipIssue struct {
 	Token  string  `json:"token"`
 	Time   int64   `json:"time"` // the acquire's return
 	TimeS  float64 `json:"time_s"`
-	Detail string  `json:"detail"`
+	// ValidityMs is an expired-on-arrival grant's reported validity (below
+	// 0); LeftMs, for a regrant, how long the lease it repeats still
+	// certainly had to run.
+	ValidityMs int64   `json:"validity_ms,omitempty"`
+	LeftMs     float64 `json:"left_ms,omitempty"`
+	// Detail is written by the report (report.Explain).
+	Detail string `json:"detail"`
 }
 
 // ownership scans one group's ops (any order) for misinformed grants.
@@ -62,11 +67,11 @@ func ownership(ops []Op, t0 int64) (expired, regranted []OwnershipIssue) {
 		case history.FAcquire:
 			if o.Validity < 0 {
 				expired = append(expired, OwnershipIssue{Key: o.Key, Client: o.Client, Token: o.Token, Time: o.Return, TimeS: rel(o.Return, t0),
-					Detail: fmt.Sprintf("client %d was granted %s with a validity of %d ms: the lease was over before the acquire returned", o.Client, o.Key, o.Validity/1e6)})
+					ValidityMs: o.Validity / 1e6})
 			}
 			if end := leaseEnd[k]; end > 0 && o.Return <= end {
 				regranted = append(regranted, OwnershipIssue{Key: o.Key, Client: o.Client, Token: o.Token, Time: o.Return, TimeS: rel(o.Return, t0),
-					Detail: fmt.Sprintf("client %d was granted %s again under the token it already held, %.0f ms before that lease could have run out, with no release between: one release no longer frees it", o.Client, o.Key, float64(end-o.Return)/1e6)})
+					LeftMs: float64(end-o.Return) / 1e6})
 			}
 			leaseEnd[k] = max(leaseEnd[k], o.Call+o.TTL)
 		case history.FExtend:

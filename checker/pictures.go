@@ -90,3 +90,5 @@ func witnessMark(w witness, t0 int64) porcupine.Annotation {
 		BackgroundColor: "#e74c3c", TextColor: "#ffffff",
 	}
 }
+
+func secs(t, t0 int64) string { return fmt.Sprintf("%.3f s", rel(t, t0)) }

@@ -94,7 +94,7 @@ func TestVerdictRegressions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h.build(), nil, c.opts)
+			r, err := checkExplained(c.h.build(), nil, c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/lockjepsen/lockjepsen/history"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/marks"
@@ -341,13 +342,24 @@ type DoubleHolder struct {
 	// FenceSource is where the newer holder's fence number came from: valkey,
 	// resource (the database's sequence) or lease-row; empty without a fence.
 	FenceSource string `json:"fence_source,omitempty"`
+	// Explanation is written by the report (report.Explain) from the
+	// fields above and Evictions.
 	Explanation string `json:"explanation"`
+	// Evictions is what the node logged of the key's evictions from the
+	// stale holder's acquire to the overlap, when the cause is eviction.
+	Evictions *Evictions `json:"-"`
 	// staleCall and staleGrant are the stale holder's acquire's call and
-	// reply: where the explanation looks for its key's eviction.
+	// reply: where Evictions are looked for.
 	staleCall, staleGrant int64
 }
 
-// Violation is one finding, explained for a workshop attendee.
+// StalePaid: numbers from the database's sequence turned the stale holder
+// away, and the newer holder (the lock's last choice) was protected.
+func (d DoubleHolder) StalePaid() bool {
+	return d.FenceSource == history.FenceResource && d.StaleTurnedAway != "" && d.NewTurnedAway == ""
+}
+
+// Violation is one finding; the report explains it for a workshop attendee.
 type Violation struct {
 	// Kind: double-grant, non-holder-release, non-holder-extend,
 	// lock-not-linearizable, lost-update, resource-not-linearizable,
@@ -358,19 +370,22 @@ type Violation struct {
 	// Affects names the verdict it falsifies: lock, resource, liveness,
 	// ownership, or none for
 	// findings that are reported without changing valid.
-	Affects     string   `json:"affects"`
-	Key         string   `json:"key"`
-	Clients     []int    `json:"clients"`
-	Tokens      []string `json:"tokens,omitempty"`
-	Start       int64    `json:"start"`
-	End         int64    `json:"end"`
-	StartS      float64  `json:"start_s"` // seconds since the first event
-	EndS        float64  `json:"end_s"`
-	Cause       string   `json:"cause"`
-	Faults      []string `json:"faults,omitempty"`
-	Events      []int64  `json:"events,omitempty"` // history indexes involved
-	Explanation string   `json:"explanation"`
-	Picture     string   `json:"picture,omitempty"` // HTML file, relative to the run directory
+	Affects string   `json:"affects"`
+	Key     string   `json:"key"`
+	Clients []int    `json:"clients"`
+	Tokens  []string `json:"tokens,omitempty"`
+	Start   int64    `json:"start"`
+	End     int64    `json:"end"`
+	StartS  float64  `json:"start_s"` // seconds since the first event
+	EndS    float64  `json:"end_s"`
+	Cause   string   `json:"cause"`
+	Faults  []string `json:"faults,omitempty"`
+	Events  []int64  `json:"events,omitempty"` // history indexes involved
+	// Explanation is written by the report (report.Explain) from Facts.
+	Explanation string `json:"explanation"`
+	Picture     string `json:"picture,omitempty"` // HTML file, relative to the run directory
+	// Facts are what shows it, as data (not in results.json).
+	Facts *Facts `json:"-"`
 }
 
 // ViolationKinds are the kinds a Violation can have, those that falsify a

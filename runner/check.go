@@ -90,6 +90,7 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 	cat := nemesis.Catalog()
 	opts := checker.Options{Epsilon: ck.Epsilon(o.Epsilon), Budget: ck.Budget(o.Budget), Pictures: !o.NoHTML, Marks: cat}
 	res := checker.CheckHistory(h, attempts, opts)
+	report.Explain(res, cat)
 	if err := report.DrawPorcupine(dir, res); err != nil {
 		return "", ExitCannot, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/report"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -207,6 +208,7 @@ func LoadPart(dir string, o Options) (*Run, error) {
 	opts := o.Check.Defaults()
 	opts.Pictures = false
 	whole := checker.CheckHistory(b.History(), idx, opts)
+	report.Explain(whole, opts.Marks)
 	b, idx = nil, nil
 	v, err := pick(whole, o.Kind, o.Key)
 	if err != nil {

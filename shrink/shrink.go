@@ -25,6 +25,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/marks"
+	"github.com/lockjepsen/lockjepsen/report"
 )
 
 // Options choose the violation to shrink and how to judge.
@@ -217,6 +218,7 @@ func Shrink(r *Run, o Options) (*Result, error) {
 		if whole, err = checker.Check(r.Events, r.Attempts, opts); err != nil {
 			return nil, fmt.Errorf("check the whole run: %w", err)
 		}
+		report.Explain(whole, opts.Marks)
 	}
 	v, err := pick(whole, o.Kind, o.Key)
 	if err != nil {
@@ -356,6 +358,10 @@ func (s *shrinker) check(set []int, full bool) *outcome {
 	s.checks++
 	res, err := checker.Check(sub.Events, sub.Attempts, opts)
 	n := &outcome{fullDone: opts.Budget == s.full.Budget}
+	if err == nil {
+		// The violation kept (n.v) is shown with its explanation.
+		report.Explain(res, opts.Marks)
+	}
 	if err != nil {
 		n.text = "not a history: " + err.Error() // cannot be: whole units keep every rule
 	} else {
