@@ -28,8 +28,6 @@ func (c Caps) String() string {
 	switch c.Product {
 	case "", "redis":
 		p = "Redis"
-	case "zookeeper":
-		p = "ZooKeeper"
 	case "valkey":
 		p = "Valkey"
 	}

@@ -117,14 +117,21 @@ type Recipe struct {
 	// (valkeylock), so no watchdog of the client's can be stalled.
 	SelfRenews bool
 	// FenceOnDemand: the recipe draws a fence only when the run fences: a
-	// program need not implement fences, and etcd's revision and the
-	// znode's czxid are asked for only then.
+	// program need not implement fences, and a consensus service's log
+	// position (a key's revision, a node's creation id) is asked for only then.
 	FenceOnDemand bool
+	// HostsExec: the recipe is the built-in one of a protocol that is not
+	// Valkey's (execHost): an exec program on a deployment speaking it
+	// borrows the recipe's server check, validation and fence source.
+	HostsExec bool
+	// conform connects client-test's checks (conformance.go) to a server
+	// of the protocol a HostsExec recipe is the built-in one of.
+	conform func(Config) (server, error)
 	// Replies: the reply faults reach its calls (lock/replyfault.go): the
 	// connections the project's Valkey clients dial carry the hook, and an
 	// exec program is told (its probe refuses one that did not say at init
-	// it takes the fault). etcd's, ZooKeeper's and the SQL clients are not
-	// hooked.
+	// it takes the fault). The consensus services' and the SQL clients
+	// are not hooked.
 	Replies bool
 	// Partitions: its clients can be told that some nodes are unreachable
 	// (Reachability), which Redlock's partial partition needs; an exec
@@ -147,9 +154,8 @@ func (r Recipe) Fences() bool { return r.Ours || r.FenceOnDemand }
 
 // DrawsFence reports whether the recipe's clients draw a fencing token with
 // every grant in a run with this --fence and --fence-source: never when the
-// resource issues the number; an exec program, etcd-mutex and zk-lock only
-// when the run fences (a program need not implement fences; etcd's revision
-// and the znode's czxid are asked for only then), the other recipes that can always, so that an unfenced
+// resource issues the number; an exec program and a FenceOnDemand recipe only
+// when the run fences, the other recipes that can always, so that an unfenced
 // run's history still shows which grant came after which.
 func (r Recipe) DrawsFence(fence, source string) bool {
 	if !r.Fences() || source == knob.FenceSourceResource {
@@ -205,9 +211,9 @@ var recipes = []Recipe{
 	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true},
 	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true},
 	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true},
-	{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true},
+	etcdMutexRecipe,
 	pgAdvisoryRecipe, pgAdvisoryXactRecipe,
-	{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, Speaks: []endpoint.Protocol{endpoint.ZooKeeper}, Server: checkZooKeeper, Fence: history.FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true},
+	zkLockRecipe,
 }
 
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
@@ -338,19 +344,12 @@ func (c *Config) execHost() (host Recipe, ok bool) {
 	if ExecProgram(c.Recipe) == "" {
 		return Recipe{}, false
 	}
-	name, ok := execHosts[c.Service.Protocol]
-	if !ok {
-		return Recipe{}, false
+	for _, r := range recipes {
+		if r.HostsExec && slices.Contains(r.Speaks, c.Service.Protocol) {
+			return r, true
+		}
 	}
-	r, err := Lookup(name)
-	return r, err == nil
-}
-
-// execHosts: the built-in recipe of each protocol that is not Valkey's.
-var execHosts = map[endpoint.Protocol]string{
-	endpoint.ZooKeeper: ZKLock,
-	endpoint.Etcd:      EtcdMutex,
-	endpoint.Postgres:  PGAdvisory,
+	return Recipe{}, false
 }
 
 // Open validates cfg and connects the recipe.

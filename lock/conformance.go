@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -68,8 +67,8 @@ type ClientTestOptions struct {
 	// them; done closes the move (MOVED from then on). nil: the slot case
 	// is not run.
 	MoveSlot func(key string) (done func() error, err error)
-	// ChangeLeader kills the leader of the etcd members (restore restarts
-	// it); nil: the leader-change case is not run.
+	// ChangeLeader kills the leader of a consensus service's members
+	// (restore restarts it); nil: the leader-change case is not run.
 	ChangeLeader func() (restore func() error, leader string, err error)
 }
 
@@ -128,15 +127,11 @@ type tcase struct {
 	body func() string
 }
 
-// newServer connects to the deployment cfg names.
+// newServer connects to the deployment cfg names: through the conformance
+// server of the protocol's built-in recipe (execHost), Valkey's otherwise.
 func newServer(cfg Config) (server, error) {
-	switch cfg.Service.Protocol {
-	case endpoint.ZooKeeper:
-		return newZKServer(cfg)
-	case endpoint.Etcd:
-		return newEtcdServer(cfg)
-	case endpoint.Postgres:
-		return newPGServer(cfg)
+	if h, ok := cfg.execHost(); ok && h.conform != nil {
+		return h.conform(cfg)
 	}
 	return newValkeyServer(cfg)
 }
@@ -187,7 +182,7 @@ func (t *suite) holds(key, tok string) { t.srv.holds(t, key, tok) }
 func (t *suite) absent(key, why string) { t.srv.absent(t, key, why) }
 
 // pttlWithin checks what is left of key's lease where the server keeps one
-// per key (Valkey's PTTL, an etcd lease).
+// per key (Valkey's PTTL, a consensus service's lease).
 func (t *suite) pttlWithin(key string, lo, hi time.Duration, what string) {
 	for _, p := range t.srv.ttls(t, key) {
 		if p < lo || p > hi {
@@ -338,7 +333,7 @@ func (t *suite) expectNot(what string, bad history.Type, op func(context.Context
 	return r
 }
 
-// twoProcesses (ZooKeeper, PostgreSQL) starts a second copy of the program, a second session (as a
+// twoProcesses (a lock held by a session) starts a second copy of the program, a second session (as a
 // run's second client does), and checks mutual exclusion between the two:
 // each refuses the key while the other holds it and takes it once released.
 func twoProcesses(t *suite) string {
@@ -373,7 +368,7 @@ func twoProcesses(t *suite) string {
 func (t *suite) extendCases() {
 	if !t.srv.extendSetsTTL() {
 		// The lease is a session, whose timeout was fixed at connect, or
-		// an etcd lease, whose TTL was fixed at its grant: an extend keeps
+		// a lease whose TTL was fixed at its grant: an extend keeps
 		// it alive for that long, and the key must stay.
 		t.check("extend with its own token", func() string {
 			k, a := t.fresh(5 * time.Second)

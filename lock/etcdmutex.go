@@ -16,6 +16,10 @@ import (
 	"go.uber.org/zap"
 )
 
+// etcdMutexRecipe is the recipe's catalog entry (recipes, config.go).
+var etcdMutexRecipe = Recipe{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true, HostsExec: true,
+	conform: func(c Config) (server, error) { return newEtcdServer(c) }}
+
 // EtcdMutex is the etcd recipe.
 const EtcdMutex = "etcd-mutex"
 

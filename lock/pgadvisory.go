@@ -74,7 +74,8 @@ type pgAdvisory struct {
 var (
 	pgAdvisoryRecipe = Recipe{Name: PGAdvisory, Summary: "PostgreSQL's session advisory lock: pg_try_advisory_lock on the client's own connection, a pg_locks heartbeat, pg_advisory_unlock; fence = nextval of a sequence in the granting statement (no Valkey)",
 		Ours: true, Lacks: func(Caps) []string { return nil }, open: openPGAdvisory, Speaks: []endpoint.Protocol{endpoint.Postgres},
-		Server: checkPG, Fence: FencePGSequence, Valid: validatePG, NoExpiry: true}
+		Server: checkPG, Fence: FencePGSequence, Valid: validatePG, NoExpiry: true, HostsExec: true,
+		conform: func(c Config) (server, error) { return newPGServer(c) }}
 	pgAdvisoryXactRecipe = Recipe{Name: PGAdvisoryXact, Summary: "PostgreSQL's transaction advisory lock: BEGIN; pg_try_advisory_xact_lock, held while the transaction stays open, COMMIT to release; fence = nextval in the granting statement (no Valkey)",
 		Ours: true, Lacks: func(Caps) []string { return nil }, open: openPGAdvisoryXact, Speaks: []endpoint.Protocol{endpoint.Postgres},
 		Server: checkPG, Fence: FencePGSequence, Valid: validatePG, NoExpiry: true}

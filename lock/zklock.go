@@ -15,6 +15,10 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
+// zkLockRecipe is the recipe's catalog entry (recipes, config.go).
+var zkLockRecipe = Recipe{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, Speaks: []endpoint.Protocol{endpoint.ZooKeeper}, Server: checkZooKeeper, Fence: history.FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true, HostsExec: true,
+	conform: func(c Config) (server, error) { return newZKServer(c) }}
+
 // ZKLock is the ZooKeeper recipe.
 const ZKLock = "zk-lock"
 
@@ -417,7 +421,7 @@ func (l *zkLock) Release(ctx context.Context, key, token string) Result {
 // checkZooKeeper is the recipe's capability check: a session is set up and
 // the root answers.
 func checkZooKeeper(ctx context.Context, cfg Config) (Caps, error) {
-	caps := Caps{Product: "zookeeper"}
+	caps := Caps{Product: "ZooKeeper"}
 	conn, _, err := zk.Connect(cfg.Service.Addrs, 5*time.Second, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
 	if err != nil {
 		return caps, fmt.Errorf("connect to ZooKeeper: %w", err)
