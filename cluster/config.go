@@ -3,10 +3,13 @@ package cluster
 import (
 	"flag"
 	"fmt"
-	"github.com/lockjepsen/lockjepsen/endpoint"
-	"github.com/lockjepsen/lockjepsen/knob"
+	"io"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/endpoint"
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 // MasterName is the name Sentinel monitors the primary under.
@@ -218,41 +221,56 @@ func (c *Config) SetOpt(name, value string) {
 // validateOpts refuses an option the config's deployment does not own: a
 // flag of another deployment's on this one is a mistake the user should hear of.
 func (c *Config) validateOpts() error {
-	if len(c.Opts) == 0 {
-		return nil
-	}
-	owned := map[string]bool{}
-	if fo, ok := c.Deployment().(FlagOwner); ok {
-		fs := flag.NewFlagSet("", flag.ContinueOnError)
-		fo.Flags(fs, &Config{})
-		fs.VisitAll(func(f *flag.Flag) { owned[f.Name] = true })
-	}
-	for name := range c.Opts {
-		if owned[name] {
-			continue
+	for name, v := range c.Opts {
+		if err := ForeignFlag(name, v, c.TopologyName()); err != nil {
+			return err
 		}
-		var owners []string
-		for _, t := range Topologies {
-			d, _ := Lookup(t)
-			if fo, ok := d.(FlagOwner); ok {
-				fs := flag.NewFlagSet("", flag.ContinueOnError)
-				fo.Flags(fs, &Config{})
-				if fs.Lookup(name) != nil {
-					owners = append(owners, t)
-				}
-			}
-		}
-		return fmt.Errorf("--%s %s: it is an option of --topology %s, and this run uses %s; drop --%s or use --topology %s",
-			name, c.Opts[name], strings.Join(owners, " or "), c.TopologyName(), name, strings.Join(owners, " or "))
 	}
 	return nil
 }
 
-// DefaultShards is the cluster topology's 3 shards: the fewest with which
-// the other primaries still form a majority to elect a replica when one
-// primary dies.
-const DefaultShards = 3
+// FlagOwners maps each flag a deployment owns (FlagOwner) to the
+// topologies that register it, in Topologies' order.
+func FlagOwners() map[string][]string {
+	owners := map[string][]string{}
+	for _, t := range Topologies {
+		d, _ := Lookup(t)
+		if fo, ok := d.(FlagOwner); ok {
+			fs := flag.NewFlagSet("", flag.ContinueOnError)
+			fo.Flags(fs, &Config{})
+			fs.VisitAll(func(f *flag.Flag) { owners[f.Name] = append(owners[f.Name], t) })
+		}
+	}
+	return owners
+}
 
-// DefaultRedlockNodes is the redlock topology's --nodes: the distlock
-// page's N = 5.
-const DefaultRedlockNodes = 5
+// ForeignFlag refuses a deployment's own flag set on a run of another
+// topology (nil when topology owns it, or no deployment does): given on the
+// wrong deployment it would change nothing, silently.
+func ForeignFlag(name, value, topology string) error {
+	owners, owned := FlagOwners()[name]
+	if !owned || slices.Contains(owners, topology) {
+		return nil
+	}
+	return fmt.Errorf("--%s %s: it is an option of --topology %s, and this run uses %s; drop --%s or use --topology %s",
+		name, value, strings.Join(owners, " or "), topology, name, strings.Join(owners, " or "))
+}
+
+// SetFlag sets the config's deployment's own flag name to value, as its
+// --name would: how a sweep's configuration applies NAME=VALUE.
+func (c *Config) SetFlag(name, value string) error {
+	if err := ForeignFlag(name, value, c.TopologyName()); err != nil {
+		return err
+	}
+	fo, ok := c.Deployment().(FlagOwner)
+	if !ok {
+		return fmt.Errorf("--%s %s: no deployment has that option", name, value)
+	}
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fo.Flags(fs, c)
+	if err := fs.Set(name, value); err != nil {
+		return fmt.Errorf("--%s %s: %w", name, value, err)
+	}
+	return nil
+}

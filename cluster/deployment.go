@@ -63,9 +63,12 @@ type Deployment interface {
 	NewLocal(c Config, bins Binaries) (Runtime, error)
 }
 
-// FlagOwner is a deployment with flags of its own (a pooling mode, say):
-// the commands that take --topology register them, and they write into the
-// config's Opts, which the deployment's Validate checks.
+// FlagOwner is a deployment with flags of its own (a pooling mode, the
+// number of shards, nodes or members): the commands that take --topology
+// register them (a flag two deployments own, once), a sweep's configuration
+// sets them by name (SetFlag), and they write into the config (a field of
+// its, or Opts), which the deployment's Validate checks. Flags may preset
+// the default of the field it writes.
 type FlagOwner interface {
 	Flags(fs *flag.FlagSet, c *Config)
 }

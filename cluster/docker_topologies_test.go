@@ -25,8 +25,8 @@ func TestDockerRedlock(t *testing.T) {
 	ctx := cluster.CtxT(t, 150*time.Second)
 
 	nodes := d.Nodes()
-	if len(nodes) != cluster.DefaultRedlockNodes {
-		t.Fatalf("%d nodes, want %d", len(nodes), cluster.DefaultRedlockNodes)
+	if len(nodes) != redlock.DefaultNodes {
+		t.Fatalf("%d nodes, want %d", len(nodes), redlock.DefaultNodes)
 	}
 	for _, n := range nodes {
 		if n.Kind != cluster.RolePrimary || strings.HasPrefix(n.Addr, "127.") || n.PID == 0 {

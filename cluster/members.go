@@ -3,11 +3,14 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 // What the consensus deployments (each in its folder under
@@ -45,6 +48,15 @@ func RefuseValkeyRunKnobs(k RunKnobs, commits, fsyncs string) error {
 		return fmt.Errorf("--delayed-restart is a redlock-topology knob: add --topology redlock")
 	}
 	return nil
+}
+
+// MembersFlag registers --members for a deployment laid out by
+// MemberLayout (its Flags, FlagOwner); ValidateMembers checks it.
+func MembersFlag(fs *flag.FlagSet, c *Config) {
+	if c.Members == 0 {
+		c.Members = DefaultMembers
+	}
+	fs.Var(knob.Int{N: &c.Members, Min: 1, Max: 7}, "members", "members of the consensus service (3 is the usual)")
 }
 
 // ValidateMembers checks --members (3 when unset) and refuses the clock

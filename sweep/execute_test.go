@@ -376,3 +376,40 @@ func TestFaultParametersRefused(t *testing.T) {
 		t.Errorf("split-brain with duration 4s in a sweep file: %+v, %v", p.Faults, err)
 	}
 }
+
+// A deployment's own flag in a configuration (NAME=VALUE) reaches the run
+// as its --NAME sets it: into a field of the config (--shards, --members)
+// or its Opts (--pooler); on a deployment that does not own it, refused.
+func TestConfigDeploymentFlags(t *testing.T) {
+	f, err := LookupFault("paused-client") // a client's fault: it runs on every deployment
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec string
+		want func(runner.Config) bool
+		err  string
+	}{
+		{spec: "big=topology=cluster;recipe=native;fence=none;shards=5", want: func(c runner.Config) bool { return c.Cluster.Shards == 5 }},
+		{spec: "five=topology=etcd;recipe=etcd-mutex;fence=none;members=5", want: func(c runner.Config) bool { return c.Cluster.Members == 5 }},
+		{spec: "pooled=topology=postgres;recipe=pg-advisory;fence=none;pooler=session", want: func(c runner.Config) bool { return c.Cluster.Opt("pooler") == "session" }},
+		{spec: "wrong=shards=5", err: "--shards 5: it is an option of --topology cluster, and this run uses sentinel"},
+		{spec: "small=topology=cluster;recipe=native;fence=none;shards=2", err: "2 is out of range: want 3 to 9"},
+	} {
+		c, err := ParseConfig(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.spec, err)
+		}
+		p := Plan{Trials: 1, Configs: []Config{c}, Faults: []Fault{f}, TimeLimit: Duration(30 * time.Second)}
+		p.Defaults()
+		cfg, err := p.RunConfig(p.Cells()[0], 0, t.TempDir())
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one saying %q", tc.spec, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.spec, err)
+		case tc.err == "" && !tc.want(cfg):
+			t.Errorf("%s: the run config does not hold it: %+v", tc.spec, cfg.Cluster)
+		}
+	}
+}

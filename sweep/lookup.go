@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"flag"
 	"fmt"
 	"regexp"
 	"slices"
@@ -77,17 +76,8 @@ func (c *Config) setOpt(k, v string) {
 // deploymentFlag reports whether name is a flag some deployment owns
 // (cluster.FlagOwner), which a configuration sets as a knob: NAME=VALUE.
 func deploymentFlag(name string) bool {
-	for _, t := range cluster.Topologies {
-		d, _ := cluster.Lookup(t)
-		if fo, ok := d.(cluster.FlagOwner); ok {
-			fs := flag.NewFlagSet("", flag.ContinueOnError)
-			fo.Flags(fs, &cluster.Config{})
-			if fs.Lookup(name) != nil {
-				return true
-			}
-		}
-	}
-	return false
+	_, owned := cluster.FlagOwners()[name]
+	return owned
 }
 
 // over sets *dst to v when v is set: a later setting of a '+' combination
@@ -135,14 +125,15 @@ func ParseConfig(s string) (Config, error) {
 			c.AppendOnly = val == "" || val == "yes" || val == "true"
 		case texts[key] != nil:
 			*texts[key] = val
-		case deploymentFlag(key):
-			c.setOpt(key, val)
 		case counts[key] != nil:
 			n, err := strconv.Atoi(val)
 			if err != nil {
 				return Config{}, fmt.Errorf("--config %q: %s=%q is not a number", s, key, val)
 			}
 			*counts[key] = n
+		case deploymentFlag(key):
+			// A deployment's own flag, applied as its --NAME takes it.
+			c.setOpt(key, val)
 		default:
 			base, err := LookupConfig(k)
 			if err != nil {

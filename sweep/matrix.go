@@ -318,7 +318,11 @@ func (p Plan) RunConfig(cell Cell, n int, out string) (runner.Config, error) {
 		cfg.Cluster.MaxMemoryPolicy = c.MaxMemoryPolicy
 	}
 	for name, v := range c.Opts {
-		cfg.Cluster.SetOpt(name, v)
+		// As the deployment's --name takes it: into a field of the config
+		// (--shards) or its Opts.
+		if err := cfg.Cluster.SetFlag(name, v); err != nil {
+			return cfg, fmt.Errorf("configuration %s: %w", c.Name, err)
+		}
 	}
 	cfg.Out = out
 	if err := cfg.Validate(); err != nil {

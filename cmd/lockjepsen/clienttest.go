@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -77,6 +78,10 @@ func runClientTest(args []string) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	ccfg.Topology = topology
+	if err := foreignFlags(fs, &ccfg); err != nil {
+		return fail("client-test: %v", err)
+	}
 	if fs.NArg() != 1 {
 		return fail("client-test: want one program, e.g. lockjepsen client-test examples/redis-py/adapter.py")
 	}
@@ -100,7 +105,18 @@ func runClientTest(args []string) int {
 	d := ccfg.Deployment()
 	tester, own := d.(cluster.ClientTester)
 	if own {
+		// The deployment's smallest layout for its cases, but a size the
+		// user gave (--nodes, --shards, --members) stands.
+		given := map[string]string{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
 		tester.ClientTestLayout(&ccfg)
+		for name, v := range given {
+			if _, owned := cluster.FlagOwners()[name]; owned {
+				if err := fs.Set(name, v); err != nil {
+					return fail("client-test: --%s %s: %v", name, v, err)
+				}
+			}
+		}
 	}
 	if err := ccfg.Validate(); err != nil {
 		return fail("client-test: %v", err)

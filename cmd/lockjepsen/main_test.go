@@ -77,6 +77,12 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run", "--faults", "memory-pressure"}, "add --maxmemory"},
 		{[]string{"run", "--scenario", "etcd-leader-failover", "--maxmemory", "16mb"}, "Valkey knobs"},
 		{[]string{"run", "--topology", "standalone", "--faults", "kill-primary"}, "needs --topology sentinel"},
+		// A deployment's own flag on another deployment would change nothing.
+		{[]string{"run", "--topology", "sentinel", "--shards", "5"}, "--shards 5: it is an option of --topology cluster, and this run uses sentinel; drop --shards or use --topology cluster"},
+		{[]string{"run", "--scenario", "etcd-leader-failover", "--nodes", "3"}, "--nodes 3: it is an option of --topology redlock, and this run uses etcd"},
+		{[]string{"run", "--topology", "redlock", "--members", "5"}, "--members 5: it is an option of --topology etcd or zookeeper, and this run uses redlock"},
+		{[]string{"client-test", "--topology", "sentinel", "--pooler", "session", "examples/redis-py/adapter.py"}, "--pooler session: it is an option of --topology postgres"},
+		{[]string{"run", "--topology", "cluster", "--shards", "2"}, "2 is out of range: want 3 to 9"},
 		{[]string{"run", "--topology", "sentinel", "--faults", "promote-replica"}, "needs --topology standalone"},
 		{[]string{"run", "--faults", "migrate-slot"}, "the migrate-slot fault needs --topology cluster (this run uses sentinel)"},
 		{[]string{"run", "--topology", "standalone", "--faults", "migrate-slot-atomic"}, "the migrate-slot-atomic fault needs --topology cluster"},

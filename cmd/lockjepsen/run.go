@@ -125,7 +125,6 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(knob.Int{N: &cfg.Cluster.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
 	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
 	redlockFlags(fs, &cfg)
-	shardFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
 	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process; on 127.0.0.1, or on docker on the host's address in each node's network) in front of every Valkey node, announced as the node's address, and a second one for the lock clients: what the net-* faults act on (--topology sentinel)")
 	fs.Var(knob.Duration{D: &cfg.Net.Latency, Min: time.Millisecond}, "net-latency", "net-latency: the delay added to each of the primary's replies (toxiproxy's latency), at most --time-limit")
@@ -179,6 +178,9 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	}
 	cfg.Cluster.MinReplicasToWrite, cfg.Cluster.MinReplicasMaxLag = minrep.Count, minrep.LagS
 	topologyDefaults(fs, &cfg)
+	if err := foreignFlags(fs, &cfg.Cluster); err != nil {
+		return cfg, fail("%s: %v", name, err), false
+	}
 	cfg.Cluster.Runtime = runtimeName
 	if cfg.Cluster.Build == "default" {
 		cfg.Cluster.Build = ""

@@ -39,26 +39,54 @@ func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	if cfg.Cluster.Topology == "" {
 		cfg.Cluster.Topology = cluster.TopologySentinel
 	}
-	if cfg.Cluster.Nodes == 0 {
-		cfg.Cluster.Nodes = cluster.DefaultRedlockNodes
-	}
 	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology", topologyHelp())
 	deploymentFlags(fs, &cfg.Cluster)
-	membersFlags(fs, cfg)
-	fs.Var(knob.Int{N: &cfg.Cluster.Nodes, Min: 1, Max: 9}, "nodes", "redlock topology: independent primaries (the distlock page's N)")
 	fs.Float64Var(&cfg.DriftFactor, "drift-factor", 0.01, "Redlock's clock drift factor: validity = TTL - elapsed - TTL*factor - 2ms")
 	fs.Var(knob.Duration{D: &cfg.DelayedRestart, Min: 0}, "delayed-restart",
 		"redlock topology: keep a crashed node down this long before restarting it (antirez's remedy: more than the TTL)")
 }
 
-// deploymentFlags registers the flags deployments own (cluster.FlagOwner);
-// each writes into the config's Opts, and the deployment's
-// Validate checks the value with the rest of the run.
+// deploymentFlags registers the flags deployments own (cluster.FlagOwner),
+// once each (two consensus deployments own --members), its help prefixed with
+// the topologies that take it; each writes into the config, and the
+// deployment's Validate checks the value with the rest of the run.
+// foreignFlags refuses one given on another topology.
 func deploymentFlags(fs *flag.FlagSet, c *cluster.Config) {
+	owners := cluster.FlagOwners()
 	for _, name := range cluster.Topologies {
 		d, _ := cluster.Lookup(name)
-		if fo, ok := d.(cluster.FlagOwner); ok {
-			fo.Flags(fs, c)
+		fo, ok := d.(cluster.FlagOwner)
+		if !ok {
+			continue
 		}
+		own := flag.NewFlagSet(name, flag.ContinueOnError)
+		fo.Flags(own, c)
+		own.VisitAll(func(f *flag.Flag) {
+			if fs.Lookup(f.Name) != nil {
+				return
+			}
+			o := owners[f.Name]
+			kind := "topology"
+			if len(o) > 1 {
+				kind = "topologies"
+			}
+			fs.Var(f.Value, f.Name, fmt.Sprintf("%s %s: %s", strings.Join(o, " and "), kind, f.Usage))
+		})
 	}
+}
+
+// foreignFlags refuses a deployment's own flag the user gave on a run of
+// another topology: it would change nothing, silently.
+func foreignFlags(fs *flag.FlagSet, c *cluster.Config) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		v := f.Value.String()
+		if v == "" {
+			v = c.Opt(f.Name) // a Func flag that writes Opts shows no value of its own
+		}
+		if err == nil {
+			err = cluster.ForeignFlag(f.Name, v, c.TopologyName())
+		}
+	})
+	return err
 }

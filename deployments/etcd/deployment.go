@@ -8,6 +8,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -64,6 +65,10 @@ func (deployment) Offers(need string) bool {
 func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	return cluster.RefuseValkeyRunKnobs(k, "etcd commits every write through Raft before it answers", "etcd fsyncs its WAL before it answers")
 }
+
+// Flags registers --members (cluster.FlagOwner).
+func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) { cluster.MembersFlag(fs, c) }
+
 func (deployment) Validate(c *cluster.Config) error { return c.ValidateMembers("etcd", ErrClock) }
 func (deployment) Layout(c cluster.Config) []cluster.Node {
 	return cluster.MemberLayout("etcd", c.Members)

@@ -81,7 +81,7 @@ func (deployment) Doc() string {
 	return "PostgreSQL 15, a primary and one streaming replica, behind PgBouncer with --pooler session|transaction; the lock is an advisory lock"
 }
 func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
-	fs.Func("pooler", "postgres topology: what stands between the clients and PostgreSQL: none (a multi-host connection string), "+
+	fs.Func("pooler", "what stands between the clients and PostgreSQL: none (a multi-host connection string), "+
 		"or PgBouncer's pool_mode session or transaction", func(s string) error {
 		if err := knob.OneOf("pooler", s, Poolers); err != nil {
 			return err

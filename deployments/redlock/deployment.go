@@ -10,11 +10,13 @@ package redlock
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/endpoint"
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() { cluster.Register(1, deployment{}) }
@@ -73,9 +75,20 @@ func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	return nil
 }
 
+// DefaultNodes is --nodes: the distlock page's N = 5.
+const DefaultNodes = 5
+
+// Flags registers --nodes (cluster.FlagOwner).
+func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
+	if c.Nodes == 0 {
+		c.Nodes = DefaultNodes
+	}
+	fs.Var(knob.Int{N: &c.Nodes, Min: 1, Max: 9}, "nodes", "independent primaries (the distlock page's N)")
+}
+
 func (deployment) Validate(c *cluster.Config) error {
 	if c.Nodes == 0 {
-		c.Nodes = cluster.DefaultRedlockNodes
+		c.Nodes = DefaultNodes
 	}
 	if c.Nodes < 1 || c.Nodes > 9 {
 		return fmt.Errorf("--nodes %d: want 1 to 9 independent primaries (5 is the distlock page's)", c.Nodes)

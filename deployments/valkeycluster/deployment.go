@@ -8,6 +8,7 @@ package valkeycluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/endpoint"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
@@ -77,6 +79,18 @@ func (deployment) Defaults(c *cluster.Config, set func(string) bool) {
 }
 func (deployment) Validate(c *cluster.Config) error { return validate(c) }
 
+// DefaultShards is 3 shards: the fewest with which the other primaries
+// still form a majority to elect a replica when one primary dies.
+const DefaultShards = 3
+
+// Flags registers --shards (cluster.FlagOwner).
+func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
+	if c.Shards == 0 {
+		c.Shards = DefaultShards
+	}
+	fs.Var(knob.Int{N: &c.Shards, Min: 3, Max: 9}, "shards", "shards, each a primary with --replicas replicas (Valkey Cluster, failover by the cluster bus)")
+}
+
 // Comparisons is Valkey Cluster's row in the comparison of lock services
 // (cluster.Compared): the native lock fenced by INCR in the lock key's slot;
 // its failover is cluster-cut-replication (its Kind).
@@ -119,7 +133,7 @@ func (deployment) Replicated() bool { return false }
 
 func validate(c *cluster.Config) error {
 	if c.Shards == 0 {
-		c.Shards = cluster.DefaultShards
+		c.Shards = DefaultShards
 	}
 	if c.Shards < 3 || c.Shards > 9 {
 		return fmt.Errorf("--shards %d: want 3 to 9 (with fewer than 3 primaries the survivors are no majority and no replica can be elected)", c.Shards)

@@ -9,6 +9,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -67,6 +68,10 @@ func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	return cluster.RefuseValkeyRunKnobs(k, "ZooKeeper commits every write on a quorum (Zab) before it answers",
 		"ZooKeeper fsyncs its transaction log before it answers")
 }
+
+// Flags registers --members (cluster.FlagOwner).
+func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) { cluster.MembersFlag(fs, c) }
+
 func (deployment) Validate(c *cluster.Config) error {
 	return c.ValidateMembers("ZooKeeper", ErrClock)
 }
