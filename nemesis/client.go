@@ -50,7 +50,7 @@ var faultCrashClient = &Fault{
 	Needs:    Needs{Topology: TopologyAny},
 	Marks:    []Mark{{Event: "crash-client", Heal: "client-gone", Cause: CauseClientCrash}},
 	Doc:      "a client SIGKILLs itself at its next acquire's step point: between SETNX and EXPIRE for setnx-expire, right after SET NX PX for the others",
-	PlanStep: planNode,
+	PlanStep: PlanNode,
 	Span:     func(_ Step, p PlanParams) time.Duration { return 2 * time.Second },
 	Inject:   runCrashClient,
 }
@@ -86,7 +86,7 @@ var faultKillHolder = &Fault{
 	Needs:    Needs{Topology: TopologyAny},
 	Marks:    []Mark{{Event: "kill-client", Heal: "client-gone", Cause: CauseClientCrash}},
 	Doc:      "SIGKILL a holder after it renewed its lock once, for good: a recipe whose renewal dropped the TTL leaves the lock stuck",
-	PlanStep: planNode,
+	PlanStep: PlanNode,
 	Span:     func(_ Step, p PlanParams) time.Duration { return p.TTL + 2*time.Second },
 	Inject:   runKillHolder,
 }
@@ -339,4 +339,19 @@ func runSkewClient(ctx context.Context, env Env, s Step) error {
 	}
 	Logf(env, "unskew-client", ClientNode(h.Client), "client", "client %d's clock back to true rate", h.Client)
 	return sleepErr
+}
+
+// pickRenewedHolder waits for a holder whose lease has been renewed at least
+// once.
+func pickRenewedHolder(ctx context.Context, env Env) (Holder, error) {
+	for {
+		for _, h := range env.Holders() {
+			if h.Renewed > 0 {
+				return h, nil
+			}
+		}
+		if err := Sleep(ctx, 2*time.Millisecond); err != nil {
+			return Holder{}, fmt.Errorf("no holder renewed its lease: %w", err)
+		}
+	}
 }

@@ -43,7 +43,9 @@ func TestClockFaultWindowHoldsTheJump(t *testing.T) {
 		want   []string
 	}{
 		{"clock-bump", runClockBump, []string{`log clock-bump`, `clock valkey-0 "+6"`, `clock valkey-0 ""`, `log clock-reset`}},
-		{"clock-bump-node", runClockBumpNode, []string{`log clock-bump-node`, `clock valkey-0 "+6"`, `clock valkey-0 ""`, `log clock-reset-node`}},
+		{"clock-bump-node", func(ctx context.Context, env Env, s Step) error {
+			return BumpNodeClock(ctx, env, env.Cluster().Nodes()[0], s)
+		}, []string{`log clock-bump-node`, `clock valkey-0 "+6"`, `clock valkey-0 ""`, `log clock-reset-node`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -302,7 +302,7 @@ func awaitFreshGrant(ctx context.Context, env Env, timeout time.Duration) (strin
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	if h, ok := newestHolder(env, after); fresh && ok {
+	if h, ok := NewestHolder(env, after); fresh && ok {
 		return fmt.Sprintf("client %d was just granted %s", h.Client, h.Key), nil
 	}
 	return fmt.Sprintf("no lock was granted in %v", timeout.Round(time.Millisecond)), nil
@@ -343,4 +343,15 @@ func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
 		}
 	}
 	return out
+}
+
+// NewestHolder is the holder granted most recently after true time after.
+func NewestHolder(env Env, after int64) (Holder, bool) {
+	var best Holder
+	for _, h := range env.Holders() {
+		if h.Since > after && h.Since > best.Since {
+			best = h
+		}
+	}
+	return best, best.Since != 0
 }

@@ -22,8 +22,7 @@ var catalog = append([]*Fault{
 	faultClockStrobe, faultFastRestart, faultFailoverCoordinated,
 	faultMemoryPressure, faultMemoryPressureDedicated, faultPausePrimary,
 	faultPauseClient, faultClockBump, faultSkewClient, faultStarveRenewals, faultPartition,
-	faultKillNode, faultCrashNode, faultPauseNode, faultClockBumpNode,
-	faultRedlockClockJump, faultRedlockRestart, faultPartitionMinority, faultCrashClient, faultKillHolder,
+	faultCrashClient, faultKillHolder,
 	faultCancelAcquire, faultCancelRelease, faultDropReleaseReply,
 	faultReplicaClockAhead, faultReplicaClockBehind, faultRestartDB,
 }, networkFaults...)

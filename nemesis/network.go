@@ -215,7 +215,7 @@ func holdToxic(ctx context.Context, env Env, s Step, event string, ts []cluster.
 		// Redlock's N primaries: the step's node (the first, as planned:
 		// one node of N slowed, stalled or reset).
 		var perr error
-		if p, perr = pickNode(c, s); perr != nil {
+		if p, perr = PickNode(c, s); perr != nil {
 			return err
 		}
 	}
