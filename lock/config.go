@@ -216,6 +216,31 @@ var recipes = []Recipe{
 	zkLockRecipe,
 }
 
+// Expiry is what an acquire or extend of cfg's recipe records as the
+// server's expiry: history.ExpiryNone for a lock no server expires, ""
+// for a TTL the server keeps.
+func Expiry(cfg Config) string {
+	if r, err := Lookup(cfg.Recipe); err == nil && r.NoExpiry {
+		return history.ExpiryNone
+	}
+	return ""
+}
+
+// FenceSource names where a recipe's own fence numbers come from, as the
+// history's fence_source field says it. An exec program on a deployment that
+// does not speak Valkey returns the fence its built-in recipe would (execHost):
+// docs/protocol.md asks it, and client-test checks each returned fence
+// against that recipe's source.
+func FenceSource(cfg Config) string {
+	if r, err := Lookup(cfg.Recipe); err == nil && r.Fence != "" {
+		return r.Fence
+	}
+	if h, ok := cfg.execHost(); ok {
+		return h.Fence
+	}
+	return history.FenceValkey
+}
+
 // Lookup finds a recipe by name; the error lists the known ones. exec:PATH
 // is the exec recipe (its program must be an executable file).
 func Lookup(name string) (Recipe, error) {

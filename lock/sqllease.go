@@ -90,27 +90,3 @@ func (l *sqlLease) Release(ctx context.Context, key, token string) Result {
 	rep, err := l.c.Lease(ctx, resource.LeaseRelease, resource.LeaseRequest{Key: key, Token: token})
 	return leaseResult("UPDATE locks (release)", rep, err, "the lease expired or another client holds it")
 }
-
-// Expiry is what an acquire or extend of cfg's recipe records as the
-// server's expiry: history.ExpiryNone for a lock no server expires, ""
-// for a TTL the server keeps.
-func Expiry(cfg Config) string {
-	if r, err := Lookup(cfg.Recipe); err == nil && r.NoExpiry {
-		return history.ExpiryNone
-	}
-	return ""
-}
-
-// FenceSource names where a recipe's own fence numbers come from, as the
-// history's fence_source field says it. An exec program on ZooKeeper returns
-// its lock znode's czxid: docs/protocol.md asks it, and client-test checks
-// each returned fence against the holder's znode.
-func FenceSource(cfg Config) string {
-	if r, err := Lookup(cfg.Recipe); err == nil && r.Fence != "" {
-		return r.Fence
-	}
-	if h, ok := cfg.execHost(); ok {
-		return h.Fence
-	}
-	return history.FenceValkey
-}
