@@ -106,30 +106,59 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 	}
 	wg.Wait()
 
-	// Put the groups' findings in the order one check of every key gives:
-	// each kind of finding by key, in key order.
-	var lockKeys, secKeys []keyOutcome
-	var dhs []DoubleHolder
-	var sw StaleWrites
-	var stuck []stuckOutcome
+	m := merge(parts, res)
+	regrant(res.FaultWindows, m.grants, t0)
+	res.Coverage = coverage(res.FaultWindows, fs, m.held, m.replied)
+	res.NotExercised = notExercised(res.Coverage)
+	lockChecks, resChecks := res.addKeys(m)
+	res.addDoubleHolders(m.dhs, m.sw)
+	res.addFences(fs, slack)
+	res.addLiveness(m, parts, audited, audit, t0)
+	res.addOwnership(fs, slack)
+	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid, res.Ownership.Valid)
+	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
+	for i := range res.Violations {
+		res.Violations[i].StartS = rel(res.Violations[i].Start, t0)
+		res.Violations[i].EndS = rel(res.Violations[i].End, t0)
+	}
+	if opts.Pictures {
+		res.Pictures = pictures(lockChecks, resChecks, fs, t0)
+	}
+	res.CheckMs = ms(time.Since(began))
+	return res
+}
+
+// merged is every group's findings, each kind by key in key order: the order
+// one check of every key gives.
+type merged struct {
+	lockKeys, secKeys []keyOutcome
+	dhs               []DoubleHolder
+	sw                StaleWrites
+	stuck             []stuckOutcome
+	held, replied     []heldSpan
+	grants            []keyGrants
+}
+
+// merge puts the groups' findings in that order; the counts, unknown
+// commands, latencies, fence issues and ownership findings go into res.
+func merge(parts []*groupResult, res *Result) merged {
+	var m merged
 	counts := make(map[string]*OpCounts)
 	var unknown []UnknownCommand
 	var acquires []int64
-	var held, replied []heldSpan
-	var grants []keyGrants
 	for _, p := range parts {
-		lockKeys = append(lockKeys, p.lock...)
-		secKeys = append(secKeys, p.res...)
+		m.lockKeys = append(m.lockKeys, p.lock...)
+		m.secKeys = append(m.secKeys, p.res...)
 		res.Resource.Sections += p.sections
-		dhs = append(dhs, p.dhs...)
-		sw.Attempted += p.sw.Attempted
-		sw.Accepted += p.sw.Accepted
-		sw.Rejected += p.sw.Rejected
-		sw.Unknown += p.sw.Unknown
+		m.dhs = append(m.dhs, p.dhs...)
+		m.sw.Attempted += p.sw.Attempted
+		m.sw.Accepted += p.sw.Accepted
+		m.sw.Rejected += p.sw.Rejected
+		m.sw.Unknown += p.sw.Unknown
 		res.FenceTokens.Duplicates += p.fences.Duplicates
 		res.FenceTokens.Regressions += p.fences.Regressions
 		res.FenceTokens.List = append(res.FenceTokens.List, p.fences.List...)
-		stuck = append(stuck, p.stuck...)
+		m.stuck = append(m.stuck, p.stuck...)
 		res.Ownership.ExpiredOnArrival = append(res.Ownership.ExpiredOnArrival, p.expired...)
 		res.Ownership.Regranted = append(res.Ownership.Regranted, p.regranted...)
 		res.Ownership.Orphaned = append(res.Ownership.Orphaned, p.orphaned...)
@@ -143,45 +172,52 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		}
 		unknown = append(unknown, p.unknown...)
 		acquires = append(acquires, p.acquires...)
-		held = append(held, p.held...)
-		replied = append(replied, p.replied...)
-		grants = append(grants, p.grants...)
+		m.held = append(m.held, p.held...)
+		m.replied = append(m.replied, p.replied...)
+		m.grants = append(m.grants, p.grants...)
 	}
-	regrant(res.FaultWindows, grants, t0)
-	res.Coverage = coverage(res.FaultWindows, fs, held, replied)
-	res.NotExercised = notExercised(res.Coverage)
 	res.Ops = counts
 	res.UnknownCommands = mergeUnknownCommands(unknown)
 	res.LatencyMs = Latency{Acquire: percentilesOf(acquires)}
 	byKeyName := func(a, b keyOutcome) int { return strings.Compare(a.key, b.key) }
-	slices.SortFunc(lockKeys, byKeyName)
-	slices.SortFunc(secKeys, byKeyName)
-	slices.SortStableFunc(dhs, func(a, b DoubleHolder) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(m.lockKeys, byKeyName)
+	slices.SortFunc(m.secKeys, byKeyName)
+	slices.SortStableFunc(m.dhs, func(a, b DoubleHolder) int { return strings.Compare(a.Key, b.Key) })
 	slices.SortStableFunc(res.FenceTokens.List, func(a, b FenceIssue) int { return strings.Compare(a.Key, b.Key) })
 
-	var lockChecks, resChecks []*keyCheck
-	res.Lock = LockResult{Valid: Valid, Keys: make(map[string]*KeyResult)}
-	for _, k := range lockKeys {
-		res.Lock.Keys[k.key] = k.res
-		res.Lock.Valid = and(res.Lock.Valid, k.res.Valid)
-		res.Violations = append(res.Violations, k.violations...)
+	return m
+}
+
+// addKeys records each lock key's and resource row's verdict and
+// violations; it returns the checks porcupine draws.
+func (r *Result) addKeys(m merged) (lockChecks, resChecks []*keyCheck) {
+	r.Lock = LockResult{Valid: Valid, Keys: make(map[string]*KeyResult)}
+	for _, k := range m.lockKeys {
+		r.Lock.Keys[k.key] = k.res
+		r.Lock.Valid = and(r.Lock.Valid, k.res.Valid)
+		r.Violations = append(r.Violations, k.violations...)
 		if k.kc != nil {
 			lockChecks = append(lockChecks, k.kc)
 		}
 	}
-	res.Resource.Valid = Valid
-	res.Resource.Keys = make(map[string]*KeyResult)
-	for _, k := range secKeys {
-		res.Resource.Keys[k.key] = k.res
-		res.Resource.Valid = and(res.Resource.Valid, k.res.Valid)
-		res.Resource.LostUpdates += k.lost
-		res.Resource.Rewinds += k.rewinds
-		res.Violations = append(res.Violations, k.violations...)
+	r.Resource.Valid = Valid
+	r.Resource.Keys = make(map[string]*KeyResult)
+	for _, k := range m.secKeys {
+		r.Resource.Keys[k.key] = k.res
+		r.Resource.Valid = and(r.Resource.Valid, k.res.Valid)
+		r.Resource.LostUpdates += k.lost
+		r.Resource.Rewinds += k.rewinds
+		r.Violations = append(r.Violations, k.violations...)
 		if k.kc != nil {
 			resChecks = append(resChecks, k.kc)
 		}
 	}
+	return lockChecks, resChecks
+}
 
+// addDoubleHolders records the double holders and the findings they are:
+// a stale write accepted, a holder the fence turned away.
+func (r *Result) addDoubleHolders(dhs []DoubleHolder, sw StaleWrites) {
 	for i := range dhs {
 		d := dhs[i]
 		kind := "stale-write-accepted"
@@ -197,17 +233,22 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 			kind = "stale-holder-turned-away"
 		}
 		if d.StaleWrite == history.Accepted || d.NewTurnedAway != "" || kind == "stale-holder-turned-away" {
-			res.Violations = append(res.Violations, Violation{Kind: kind, Affects: "none", Key: d.Key,
+			r.Violations = append(r.Violations, Violation{Kind: kind, Affects: "none", Key: d.Key,
 				Start: d.Start, End: d.End, Clients: []int{d.StaleClient, d.NewClient}, Tokens: []string{d.StaleToken, d.NewToken},
 				Cause: d.Cause, Faults: d.Faults, Facts: &Facts{Double: &dhs[i]}})
 		}
 	}
-	res.DoubleHolders, res.DoubleHolderList, res.StaleWrites, res.ExposureMs = len(dhs), dhs, sw, exposure(dhs)
+	r.DoubleHolders, r.DoubleHolderList, r.StaleWrites, r.ExposureMs = len(dhs), dhs, sw, exposure(dhs)
 	if dhs == nil {
-		res.DoubleHolderList = []DoubleHolder{}
+		r.DoubleHolderList = []DoubleHolder{}
 	}
 
-	for _, f := range res.FenceTokens.List {
+}
+
+// addFences records a fence issued twice or going backwards as a finding
+// that changes no verdict.
+func (r *Result) addFences(fs []fault, slack int64) {
+	for _, f := range r.FenceTokens.List {
 		kind := "duplicate-fence"
 		if f.Kind == "regression" {
 			kind = "fence-regression"
@@ -215,69 +256,67 @@ func CheckHistory(h *History, idx *AttemptIndex, opts Options) *Result {
 		v := Violation{Kind: kind, Affects: "none", Key: f.Key, Start: f.Time, End: f.Time, Clients: f.Clients,
 			Facts: &Facts{Fence: &f}}
 		v.Cause, v.Faults = attribute(fs, f.Time-slack, f.Time, f.Time, slack, nil, true)
-		res.Violations = append(res.Violations, v)
+		r.Violations = append(r.Violations, v)
 	}
 
+}
+
+// addLiveness records the stuck locks, the audit's keys without a lock
+// operation judged on the audit alone, and the clients cut off.
+func (r *Result) addLiveness(m merged, parts []*groupResult, audited bool, audit map[string]map[string]int64, t0 int64) {
 	// Keys the audit saw without a lock operation are judged on the audit alone.
-	locked := make(map[string]bool, len(lockKeys))
-	for _, k := range lockKeys {
+	locked := make(map[string]bool, len(m.lockKeys))
+	for _, k := range m.lockKeys {
 		locked[k.key] = true
 	}
 	for k := range audit {
 		if !locked[k] {
 			if s := stuckLock(k, nil, audited, audit[k], t0); s != nil {
-				stuck = append(stuck, *s)
+				m.stuck = append(m.stuck, *s)
 			}
 		}
 	}
-	slices.SortFunc(stuck, func(a, b stuckOutcome) int { return strings.Compare(a.lock.Key, b.lock.Key) })
+	slices.SortFunc(m.stuck, func(a, b stuckOutcome) int { return strings.Compare(a.lock.Key, b.lock.Key) })
 	reaches := make([]map[int]*reach, len(parts))
 	for i, p := range parts {
 		reaches[i] = p.reach
 	}
-	res.Liveness = LivenessResult{Valid: Valid, K: StuckAfterTTLs, Audited: audited, StuckLocks: []StuckLock{}, CutOff: cutOff(reaches)}
-	for _, s := range stuck {
-		res.Liveness.StuckLocks = append(res.Liveness.StuckLocks, s.lock)
-		res.Liveness.Valid = Invalid
-		res.Violations = append(res.Violations, s.violation)
+	r.Liveness = LivenessResult{Valid: Valid, K: StuckAfterTTLs, Audited: audited, StuckLocks: []StuckLock{}, CutOff: cutOff(reaches)}
+	for _, s := range m.stuck {
+		r.Liveness.StuckLocks = append(r.Liveness.StuckLocks, s.lock)
+		r.Liveness.Valid = Invalid
+		r.Violations = append(r.Violations, s.violation)
 	}
-	res.Ownership.Valid = Valid
+}
+
+// addOwnership records the misinformed grants.
+func (r *Result) addOwnership(fs []fault, slack int64) {
+	r.Ownership.Valid = Valid
 	for _, k := range []struct {
 		kind   string
 		issues []OwnershipIssue
-	}{{"expired-on-arrival", res.Ownership.ExpiredOnArrival}, {"regranted-to-holder", res.Ownership.Regranted}} {
+	}{{"expired-on-arrival", r.Ownership.ExpiredOnArrival}, {"regranted-to-holder", r.Ownership.Regranted}} {
 		kind := k.kind
 		for _, o := range k.issues {
-			res.Ownership.Valid = Invalid
+			r.Ownership.Valid = Invalid
 			v := Violation{Kind: kind, Affects: "ownership", Key: o.Key, Start: o.Time, End: o.Time, Clients: []int{o.Client},
 				Tokens: []string{o.Token}, Facts: &Facts{Ownership: &o}}
 			v.Cause, v.Faults = attribute(fs, o.Time-slack, o.Time, o.Time, slack, nil, true)
-			res.Violations = append(res.Violations, v)
+			r.Violations = append(r.Violations, v)
 		}
 	}
-	if res.Ownership.ExpiredOnArrival == nil {
-		res.Ownership.ExpiredOnArrival = []OwnershipIssue{}
+	if r.Ownership.ExpiredOnArrival == nil {
+		r.Ownership.ExpiredOnArrival = []OwnershipIssue{}
 	}
-	if res.Ownership.Regranted == nil {
-		res.Ownership.Regranted = []OwnershipIssue{}
+	if r.Ownership.Regranted == nil {
+		r.Ownership.Regranted = []OwnershipIssue{}
 	}
-	if res.Ownership.Orphaned == nil {
-		res.Ownership.Orphaned = []OrphanedSpan{}
+	if r.Ownership.Orphaned == nil {
+		r.Ownership.Orphaned = []OrphanedSpan{}
 	}
-	slices.SortStableFunc(res.Ownership.Orphaned, func(a, b OrphanedSpan) int {
+	slices.SortStableFunc(r.Ownership.Orphaned, func(a, b OrphanedSpan) int {
 		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.StartS, b.StartS))
 	})
-	res.Valid = and(res.Lock.Valid, res.Resource.Valid, res.Liveness.Valid, res.Ownership.Valid)
-	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].Start < res.Violations[j].Start })
-	for i := range res.Violations {
-		res.Violations[i].StartS = rel(res.Violations[i].Start, t0)
-		res.Violations[i].EndS = rel(res.Violations[i].End, t0)
-	}
-	if opts.Pictures {
-		res.Pictures = pictures(lockChecks, resChecks, fs, t0)
-	}
-	res.CheckMs = ms(time.Since(began))
-	return res
 }
 
 // groupResult is what one group of keys found, each finding with its key.
