@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/endpoint"
+	"github.com/lockjepsen/lockjepsen/knob"
 )
 
 func init() { Register(0, sentinelDeployment{}) }
@@ -40,7 +42,13 @@ func (sentinelDeployment) ValidateRun(k RunKnobs) error {
 	}
 	return nil
 }
-func (sentinelDeployment) Validate(*Config) error                    { return nil }
+func (sentinelDeployment) Validate(*Config) error { return nil }
+
+// Flags registers --sentinels (FlagOwner): on any other deployment it would
+// change nothing.
+func (sentinelDeployment) Flags(fs *flag.FlagSet, c *Config) {
+	fs.Var(knob.Int{N: &c.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
+}
 func (sentinelDeployment) Layout(c Config) []Node                    { return layoutSentinel(c) }
 func (sentinelDeployment) Start(ctx context.Context, l *Local) error { return l.UpReplicated(ctx) }
 func (sentinelDeployment) ReadyOnce(ctx context.Context, l *Local) error {

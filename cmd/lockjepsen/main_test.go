@@ -83,6 +83,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run", "--topology", "redlock", "--members", "5"}, "--members 5: it is an option of --topology etcd or zookeeper, and this run uses redlock"},
 		{[]string{"client-test", "--topology", "sentinel", "--pooler", "session", "examples/redis-py/adapter.py"}, "--pooler session: it is an option of --topology postgres"},
 		{[]string{"run", "--topology", "cluster", "--shards", "2"}, "2 is out of range: want 3 to 9"},
+		{[]string{"run", "--topology", "cluster", "--sentinels", "5", "--faults", "none"}, "--sentinels 5: it is an option of --topology sentinel, and this run uses cluster"},
 		{[]string{"run", "--topology", "sentinel", "--faults", "promote-replica"}, "needs --topology standalone"},
 		{[]string{"run", "--faults", "migrate-slot"}, "the migrate-slot fault needs --topology cluster (this run uses sentinel)"},
 		{[]string{"run", "--topology", "standalone", "--faults", "migrate-slot-atomic"}, "the migrate-slot-atomic fault needs --topology cluster"},

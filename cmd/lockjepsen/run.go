@@ -122,7 +122,6 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	fs.Var(&knob.Parsed[int64]{V: &cfg.Cluster.MaxMemory, Parse: knob.ParseBytes}, "maxmemory", "maxmemory on every node, e.g. 16mb (at least 4mb; a shared cache's limit: the memory-pressure fault fills it)")
 	fs.Var(knob.Choice{S: &cfg.Cluster.MaxMemoryPolicy, Among: knob.MaxMemoryPolicies}, "maxmemory-policy", "what a full node does: noeviction (refuse writes) or evict: "+strings.Join(knob.MaxMemoryPolicies[1:], ", ")+" (volatile-* evict only keys with a TTL, as every lock key has)")
 	fs.Var(knob.Int{N: &cfg.Cluster.Replicas, Min: 0, Max: 8}, "replicas", "replicas of the primary")
-	fs.Var(knob.Int{N: &cfg.Cluster.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
 	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
 	redlockFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
