@@ -136,22 +136,8 @@ func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) er
 			return fmt.Errorf("the replicas of %s did not link again within 10 s (%v): no coordinated failover", p.Name, err)
 		}
 		if len(sentinels) > 0 {
-			// Sentinel marked the paused replicas down (paused past
-			// down-after) and answers NOGOODSLAVE until its next pings find
-			// them healthy: ask again until it takes the order. (Asked once,
-			// 10 of 10 bench runs got NOGOODSLAVE and switched nothing.)
-			deadline := time.Now().Add(15 * time.Second)
-			for {
-				_, err := c.Command(ctx, sentinels[0].Name, "SENTINEL", "FAILOVER", cluster.MasterName, "COORDINATED")
-				if err == nil {
-					break
-				}
-				if !strings.Contains(err.Error(), "NOGOODSLAVE") || time.Now().After(deadline) {
-					return fmt.Errorf("SENTINEL FAILOVER %s COORDINATED on %s: %w", cluster.MasterName, sentinels[0].Name, err)
-				}
-				if err := Sleep(ctx, 200*time.Millisecond); err != nil {
-					return err
-				}
+			if err := orderSentinelFailover(ctx, c, sentinels[0]); err != nil {
+				return err
 			}
 			how = "SENTINEL FAILOVER " + cluster.MasterName + " COORDINATED"
 		} else {
@@ -177,51 +163,82 @@ func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) er
 	Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
 	final := np
 	if len(sentinels) > 0 {
-		// A majority naming the new primary is not the end of Sentinel's
-		// part. Back to back, in the first sweep of this fault, two
-		// Sentinels flagged the new primary down exactly down-after (1 s)
-		// after their own switch-master, agreed on ODOWN and ran a failover
-		// of their own: once it aborted, leaving the old primary a primary
-		// for 13.5 s until Sentinel's convert-to-slave (the next fault's
-		// replicas never linked); once it completed and moved the primary
-		// back to the old one, and a grant was lost (a 2 min trial, 1
-		// double grant in 16 switches). That is Sentinel's doing, not the coordinated switch's,
-		// and the sweep must see it apart: wait down-after and one ping
-		// period, then until every Sentinel names one primary and sees its
-		// replicas (WaitReady), and log a primary that moved meanwhile as a
-		// failover of its own, polled so that it is logged when a majority
-		// names it, as the checker's attribution needs.
-		observe := func() {
-			if now, err := c.Primary(ctx); err == nil && now.Name != final.Name {
-				Logf(env, history.NFailover, now.Name, cluster.RolePrimary,
-					"Sentinel's own failover after the coordinated switch: %s flagged down (ODOWN) soon after taking over, %s promoted", final.Name, now.Name)
-				final = now
-			}
+		if final, err = settleSentinel(ctx, env, np, how); err != nil {
+			return err
 		}
-		settle := time.Now().Add(env.DownAfter() + time.Second)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			observe()
-			if time.Now().After(settle) {
-				rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				err := c.WaitReady(rctx)
-				cancel()
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("after %s: Sentinel did not settle within 30 s: %w", how, err)
-				}
-			}
-			if err := Sleep(ctx, 50*time.Millisecond); err != nil {
-				return err
-			}
-		}
-		observe() // a switch between the last look and the readiness that ended the wait
 	}
 	Logf(env, "coordinated-done", final.Name, cluster.RolePrimary, "%s: %s is primary (%s took over from %s; an acquire landed on %s alone before: %v)",
 		how, final.Name, np.Name, p.Name, p.Name, got)
 	return nil
+}
+
+// orderSentinelFailover orders the coordinated switch from a Sentinel.
+// Sentinel marked the paused replicas down (paused past down-after) and
+// answers NOGOODSLAVE until its next pings find them healthy: ask again until
+// it takes the order. (Asked once, 10 of 10 bench runs got NOGOODSLAVE and
+// switched nothing.)
+func orderSentinelFailover(ctx context.Context, c cluster.Runtime, sentinel cluster.Node) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := c.Command(ctx, sentinel.Name, "SENTINEL", "FAILOVER", cluster.MasterName, "COORDINATED")
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "NOGOODSLAVE") || time.Now().After(deadline) {
+			return fmt.Errorf("SENTINEL FAILOVER %s COORDINATED on %s: %w", cluster.MasterName, sentinel.Name, err)
+		}
+		if err := Sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// settleSentinel waits out Sentinel's part after the switch to np and
+// returns the primary it ends with. A majority naming the new primary is
+// not the end of Sentinel's part. Back to back, in the first sweep of this fault, two
+// Sentinels flagged the new primary down exactly down-after (1 s)
+// after their own switch-master, agreed on ODOWN and ran a failover
+// of their own: once it aborted, leaving the old primary a primary
+// for 13.5 s until Sentinel's convert-to-slave (the next fault's
+// replicas never linked); once it completed and moved the primary
+// back to the old one, and a grant was lost (a 2 min trial, 1
+// double grant in 16 switches). That is Sentinel's doing, not the coordinated switch's,
+// and the sweep must see it apart: wait down-after and one ping
+// period, then until every Sentinel names one primary and sees its
+// replicas (WaitReady), and log a primary that moved meanwhile as a
+// failover of its own, polled so that it is logged when a majority
+// names it, as the checker's attribution needs.
+func settleSentinel(ctx context.Context, env Env, np cluster.Node, how string) (cluster.Node, error) {
+	c := env.Cluster()
+	final := np
+	observe := func() {
+		if now, err := c.Primary(ctx); err == nil && now.Name != final.Name {
+			Logf(env, history.NFailover, now.Name, cluster.RolePrimary,
+				"Sentinel's own failover after the coordinated switch: %s flagged down (ODOWN) soon after taking over, %s promoted", final.Name, now.Name)
+			final = now
+		}
+	}
+	settle := time.Now().Add(env.DownAfter() + time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		observe()
+		if time.Now().After(settle) {
+			rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			err := c.WaitReady(rctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return final, fmt.Errorf("after %s: Sentinel did not settle within 30 s: %w", how, err)
+			}
+		}
+		if err := Sleep(ctx, 50*time.Millisecond); err != nil {
+			return final, err
+		}
+	}
+	observe() // a switch between the last look and the readiness that ended the wait
+	return final, nil
 }
 
 // awaitSwitch waits until a node other than old serves as primary: as
