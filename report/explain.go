@@ -42,6 +42,15 @@ func Explain(res *checker.Result, cat *marks.Catalog) {
 	}
 }
 
+// ExplainViolation writes one violation's explanation, t0 being its
+// result's StartTime: for a caller that keeps one violation of a result and
+// drops the rest (shrink's last check).
+func ExplainViolation(v *checker.Violation, t0 int64, cat *marks.Catalog) {
+	if v.Facts != nil {
+		v.Explanation = explainer{t0: t0, cat: cat}.violation(*v)
+	}
+}
+
 type explainer struct {
 	t0  int64
 	cat *marks.Catalog

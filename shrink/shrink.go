@@ -260,6 +260,8 @@ func Shrink(r *Run, o Options) (*Result, error) {
 		return nil, fmt.Errorf("the shrunk history no longer shows the %s (%s); this is a bug worth reporting", s.target, last.text)
 	}
 	res.Violation = *last.v
+	// Explained here, not in every check: only the kept violation is shown.
+	report.ExplainViolation(&res.Violation, last.start, s.full.Marks)
 	res.Shrunk = materialize(r, s.units, kept)
 	res.After = CountOf(res.Shrunk)
 	for j, i := range kept {
@@ -336,6 +338,7 @@ type outcome struct {
 	text     string // what it showed instead, when not ok
 	budgeted bool   // judged with the capped budget, and porcupine ran out
 	fullDone bool
+	start    int64 // the check's StartTime, which v's explanation counts from
 }
 
 // holds is ddmin's test: the sub-history still shows the target.
@@ -358,14 +361,11 @@ func (s *shrinker) check(set []int, full bool) *outcome {
 	s.checks++
 	res, err := checker.Check(sub.Events, sub.Attempts, opts)
 	n := &outcome{fullDone: opts.Budget == s.full.Budget}
-	if err == nil {
-		// The violation kept (n.v) is shown with its explanation.
-		report.Explain(res, opts.Marks)
-	}
 	if err != nil {
 		n.text = "not a history: " + err.Error() // cannot be: whole units keep every rule
 	} else {
 		n.ok, n.v, n.text = s.target.judge(res)
+		n.start = res.StartTime
 		n.budgeted = !n.ok && (res.Valid == checker.Unknown || unknownOn(res, s.target.Key))
 	}
 	s.cache[key] = n
