@@ -107,14 +107,17 @@ func runClientTest(args []string) int {
 	if own {
 		// The deployment's smallest layout for its cases, but a size the
 		// user gave (--nodes, --shards, --members) stands.
+		owners := cluster.FlagOwners()
 		given := map[string]string{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+		fs.Visit(func(f *flag.Flag) {
+			if _, owned := owners[f.Name]; owned {
+				given[f.Name] = givenValue(f, &ccfg)
+			}
+		})
 		tester.ClientTestLayout(&ccfg)
 		for name, v := range given {
-			if _, owned := cluster.FlagOwners()[name]; owned {
-				if err := fs.Set(name, v); err != nil {
-					return fail("client-test: --%s %s: %v", name, v, err)
-				}
+			if err := fs.Set(name, v); err != nil {
+				return fail("client-test: --%s %s: %v", name, v, err)
 			}
 		}
 	}

@@ -80,13 +80,18 @@ func deploymentFlags(fs *flag.FlagSet, c *cluster.Config) {
 func foreignFlags(fs *flag.FlagSet, c *cluster.Config) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
-		v := f.Value.String()
-		if v == "" {
-			v = c.Opt(f.Name) // a Func flag that writes Opts shows no value of its own
-		}
 		if err == nil {
-			err = cluster.ForeignFlag(f.Name, v, c.TopologyName())
+			err = cluster.ForeignFlag(f.Name, givenValue(f, c), c.TopologyName())
 		}
 	})
 	return err
+}
+
+// givenValue is the value the user gave flag f: a Func flag that writes
+// Opts (--pooler) shows none of its own.
+func givenValue(f *flag.Flag, c *cluster.Config) string {
+	if v := f.Value.String(); v != "" {
+		return v
+	}
+	return c.Opt(f.Name)
 }
