@@ -15,6 +15,8 @@ var nowTrue = truetime.Now
 
 var faultClockBump = &Fault{
 	Name: "clock-bump",
+
+	As:   "clock-bump-leader",
 	Kind: "clock-jump", On: []string{cluster.TopologySentinel},
 	Needs: Needs{FakeTime: true},
 	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},

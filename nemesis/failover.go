@@ -34,7 +34,9 @@ func failoverAndRejoin(ctx context.Context, env Env, old cluster.Node) error {
 }
 
 var faultKillPrimary = &Fault{
-	Name:     "kill-primary",
+	Name: "kill-primary",
+
+	As:       "kill-leader",
 	Cycle:    4 * time.Second,
 	Failover: true, Needs: Needs{Replicas: 1},
 	Marks:    []Mark{{Event: "kill", Heal: "restart", Cause: CauseFailover}},

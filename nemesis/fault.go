@@ -23,7 +23,11 @@ import (
 // mechanism and name it in the catalog list in faults.go.
 type Fault struct {
 	Name string
-	Doc  string // one line, shown by `run -h`
+	// As is the mechanism over a target this entry is on its deployments
+	// (Targets: kill-leader, pause-one, ...), "" for none: a run given
+	// that name on such a deployment injects this entry (Resolve).
+	As  string
+	Doc string // one line, shown by `run -h`
 	// Failover: each injection makes Sentinel promote a replica, so a sweep
 	// counts failovers as its opportunities; other faults count injections.
 	Failover bool
@@ -166,7 +170,11 @@ func Lookup(name string) (*Fault, error) {
 			return f, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown fault %q (known: %s)", name, strings.Join(Names(), ", "))
+	var over []string
+	for _, t := range Targets {
+		over = append(over, t.Name)
+	}
+	return nil, fmt.Errorf("unknown fault %q (known: %s; over a target, on any deployment that has it: %s)", name, strings.Join(Names(), ", "), strings.Join(over, ", "))
 }
 
 // Names lists the known faults.

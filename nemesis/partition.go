@@ -12,7 +12,9 @@ import (
 )
 
 var faultPartition = &Fault{
-	Name:     "partition",
+	Name: "partition",
+
+	As:       "partition-leader",
 	Failover: true, Needs: Needs{Replicas: 1, Runtime: "docker"},
 	Marks: []Mark{{Event: "partition", Heal: "heal-partition", Cause: CauseSplitBrain}},
 	Doc: "after a fresh grant, cut the primary off from the Sentinels and replicas while the clients still reach it " +

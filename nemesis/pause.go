@@ -14,6 +14,8 @@ import (
 
 var faultPausePrimary = &Fault{
 	Name: "pause-primary",
+
+	As: "pause-leader",
 	// Paused 4-5 s, then ~10 s until Sentinel demotes the resumed primary.
 	Cycle:    15 * time.Second,
 	Failover: true, Needs: Needs{Replicas: 1},

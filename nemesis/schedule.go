@@ -152,7 +152,7 @@ func ParseFaultsAt(v string) ([]Step, error) {
 			return nil, fmt.Errorf("%q: offset %w", entry, err)
 		}
 		name = strings.TrimSpace(name)
-		if _, err := Lookup(name); err != nil {
+		if err := Known(name); err != nil {
 			return nil, fmt.Errorf("%q: %w", entry, err)
 		}
 		steps = append(steps, Step{At: d, Fault: name})

@@ -239,6 +239,9 @@ func (c *Config) Validate() error {
 	if c.WaitAOF.Local > 0 && !c.Cluster.AppendOnly {
 		return fmt.Errorf("--waitaof with a local count needs the AOF: add --appendonly (WAITAOF's first argument must be 0 when AOF is off)")
 	}
+	if err := c.resolveTargets(); err != nil {
+		return err
+	}
 	flagName := "--faults"
 	if len(c.FaultsAt) > 0 {
 		if c.BackToBack {
@@ -335,4 +338,25 @@ func (c *Config) UseDefaultFaultGap() bool {
 	}
 	c.Interval = scenario.DefaultFaultInterval
 	return true
+}
+
+// resolveTargets maps each fault given as a mechanism over a target
+// (kill-leader) to the entry of the run's deployment (etcd-kill-leader), so
+// that the schedule, the history and config.json name what was injected.
+func (c *Config) resolveTargets() error {
+	for i, name := range c.Faults {
+		r, err := nemesis.Resolve(name, c.Cluster.Topology)
+		if err != nil {
+			return fmt.Errorf("--faults: %w", err)
+		}
+		c.Faults[i] = r
+	}
+	for i, s := range c.FaultsAt {
+		r, err := nemesis.Resolve(s.Fault, c.Cluster.Topology)
+		if err != nil {
+			return fmt.Errorf("--faults-at: %w", err)
+		}
+		c.FaultsAt[i].Fault = r
+	}
+	return nil
 }

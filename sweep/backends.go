@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/lock"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -101,10 +102,12 @@ func (e *NotApplicableError) Error() string {
 // On is the fault axis point as it runs on a backend: itself for a point
 // that does not map per deployment, else its ByBackend faults for that
 // backend; a *NotApplicableError for a backend in NotOn, and an error naming
-// the backends it knows for any other.
+// the backends it knows for any other. A fault over a target (kill-leader)
+// becomes the backend's entry for it, n/a where the backend has no such
+// target, so that one sweep puts the same fault to every deployment.
 func (f Fault) On(backend string) (Fault, error) {
 	if f.ByBackend == nil {
-		return f, nil
+		return f.targetsOn(backend)
 	}
 	if reason, ok := f.NotOn[backend]; ok {
 		return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: reason}
@@ -122,5 +125,28 @@ func (f Fault) On(backend string) (Fault, error) {
 	g := f
 	g.Faults = append([]string(nil), fs...)
 	g.ByBackend, g.NotOn = nil, nil
+	return g.targetsOn(backend)
+}
+
+// targetsOn resolves the point's faults over a target on backend; an entry's
+// own name stays, and a name the nemesis does not know is left to Validate,
+// which names it.
+func (f Fault) targetsOn(backend string) (Fault, error) {
+	var out []string
+	for _, n := range f.Faults {
+		if _, err := nemesis.Lookup(n); err == nil || nemesis.Known(n) != nil {
+			out = append(out, n)
+			continue
+		}
+		r, err := nemesis.Resolve(n, backend)
+		if err != nil {
+			// The SQL lease's lock lives in its database, not on a node of
+			// the topology: no target of the deployment's holds it.
+			return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: "no " + n + " target there"}
+		}
+		out = append(out, r)
+	}
+	g := f
+	g.Faults = out
 	return g, nil
 }

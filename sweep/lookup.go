@@ -204,9 +204,14 @@ func (f Fault) takesDuration() error {
 		names = append(names, ns...)
 	}
 	for _, n := range names {
-		nf, err := nemesis.Lookup(n)
-		if err != nil || nf.Held() {
+		entries := nemesis.EntriesOf(n)
+		if len(entries) == 0 {
 			return nil
+		}
+		for _, nf := range entries {
+			if nf.Held() {
+				return nil
+			}
 		}
 	}
 	return fmt.Errorf("%s acts at once and is held for no time", strings.Join(names, ", "))

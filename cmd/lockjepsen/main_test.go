@@ -85,6 +85,10 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run", "--topology", "cluster", "--shards", "2"}, "2 is out of range: want 3 to 9"},
 		{[]string{"run", "--topology", "cluster", "--sentinels", "5", "--faults", "none"}, "--sentinels 5: it is an option of --topology sentinel, and this run uses cluster"},
 		{[]string{"run", "--topology", "sentinel", "--faults", "promote-replica"}, "needs --topology standalone"},
+		// A fault over a target the deployment lacks: the targets it has.
+		{[]string{"run", "--topology", "redlock", "--recipe", "redlock", "--fence", "none", "--faults", "kill-leader"}, "the kill-leader fault has no target on --topology redlock: it is kill-primary on sentinel; etcd-kill-leader on etcd; cluster-kill-primary on cluster; zk-kill-leader on zookeeper; on redlock give kill-one (kill-node), pause-one (pause-node), clock-bump-one (clock-bump-node)"},
+		{[]string{"run", "--scenario", "etcd-leader-failover", "--faults-at", "3s:partition-leader"}, "--faults-at: the etcd-partition-member fault needs --runtime docker"},
+		{[]string{"run", "--faults", "kill-everything"}, "over a target, on any deployment that has it: kill-leader, pause-leader"},
 		{[]string{"run", "--faults", "migrate-slot"}, "the migrate-slot fault needs --topology cluster (this run uses sentinel)"},
 		{[]string{"run", "--topology", "standalone", "--faults", "migrate-slot-atomic"}, "the migrate-slot-atomic fault needs --topology cluster"},
 		{[]string{"run", "--faults-at", "3s:migrate-slot"}, "--faults-at: the migrate-slot fault needs --topology cluster"},

@@ -35,6 +35,10 @@ func runUsage(name string) string {
 	for _, n := range nemesis.Names() {
 		fmt.Fprintf(&b, "  %-18s %s\n", n, nemesis.Describe(n))
 	}
+	b.WriteString("\nfaults over a target (--faults; each is the entry of the run's deployment that acts on it):\n")
+	for _, t := range nemesis.Targets {
+		fmt.Fprintf(&b, "  %-18s %s\n", t.Name, t.Doc)
+	}
 	b.WriteString("\nrecipes (--recipe): " + strings.Join(lock.Names(), ", ") + "\n")
 	return b.String()
 }
@@ -89,13 +93,13 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 			if name, param, ok := strings.Cut(f, ":"); ok {
 				// NAME:duration=... is a sweep's fault axis; a run draws
 				// each step's length from --seed.
-				if _, err := nemesis.Lookup(name); err != nil {
+				if err := nemesis.Known(name); err != nil {
 					return err
 				}
 				return fmt.Errorf("fault %q: a run takes fault names only, and %q is a sweep's fault parameter: give --faults %s "+
 					"(each step's length is drawn from --seed; --interval sets the gap between faults)", f, param, name)
 			}
-			if _, err := nemesis.Lookup(f); err != nil {
+			if err := nemesis.Known(f); err != nil {
 				return err
 			}
 			cfg.Faults = append(cfg.Faults, f)

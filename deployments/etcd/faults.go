@@ -23,7 +23,9 @@ func planPause(rng *rand.Rand, _ nemesis.PlanParams) nemesis.Step {
 }
 
 var faultKillLeader = &nemesis.Fault{
-	Name:     "etcd-kill-leader",
+	Name: "etcd-kill-leader",
+
+	As:       "kill-leader",
 	Kind:     "failover",
 	Failover: true, Needs: nemesis.Needs{Topology: Topology},
 	Marks: []nemesis.Mark{{Event: "kill", Heal: "restart", Cause: nemesis.CauseFailover}},
@@ -35,7 +37,9 @@ var faultKillLeader = &nemesis.Fault{
 }
 
 var faultPauseLeader = &nemesis.Fault{
-	Name:     "etcd-pause-leader",
+	Name: "etcd-pause-leader",
+
+	As:       "pause-leader",
 	Failover: true, Needs: nemesis.Needs{Topology: Topology},
 	Marks: []nemesis.Mark{{Event: "pause-node", Heal: "resume-node", Cause: nemesis.CauseSplitBrain}},
 	Doc: "(etcd) SIGSTOP the Raft leader for 2-3 election timeouts: the others elect a new leader; SIGCONT and " +
@@ -46,7 +50,9 @@ var faultPauseLeader = &nemesis.Fault{
 }
 
 var faultPartitionMember = &nemesis.Fault{
-	Name:     "etcd-partition-member",
+	Name: "etcd-partition-member",
+
+	As:       "partition-leader",
 	Failover: true, Needs: nemesis.Needs{Topology: Topology, Runtime: "docker"},
 	Marks: []nemesis.Mark{{Event: "partition", Heal: "heal-partition", Cause: nemesis.CauseSplitBrain}},
 	Doc: "(etcd, docker runtime) cut the Raft leader off from the other members for 2-3 election timeouts while the " +
@@ -58,7 +64,9 @@ var faultPartitionMember = &nemesis.Fault{
 }
 
 var faultClockBump = &nemesis.Fault{
-	Name:  "etcd-clock-bump",
+	Name: "etcd-clock-bump",
+
+	As:    "clock-bump-leader",
 	Needs: nemesis.Needs{Topology: Topology, FakeTime: true},
 	Marks: []nemesis.Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: nemesis.CauseServerClock}},
 	Doc: "(etcd) move a member's wall clock forward: refused, libfaketime cannot move a Go program's clock " +

@@ -55,6 +55,7 @@ var faultTerminateHolder = &nemesis.Fault{
 
 var faultPromote = &nemesis.Fault{
 	Name:     "pg-promote",
+	As:       "pause-leader",
 	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
 	Kind:  "failover",
 	Marks: []nemesis.Mark{{Event: evPromote, Heal: evPromoted, Cause: nemesis.CauseFailover}},

@@ -20,7 +20,9 @@ import (
 // clients' partial partition.
 
 var faultKillNode = &nemesis.Fault{
-	Name:  "kill-node",
+	Name: "kill-node",
+
+	As:    "kill-one",
 	Needs: nemesis.Needs{Topology: nemesis.NeedNodes},
 	Marks: []nemesis.Mark{{Event: "kill-node", Heal: "restart-node", Cause: nemesis.CauseNodeRestart}},
 	Doc: "(redlock) SIGKILL one node and restart it as a primary, after --delayed-restart: without AOF it " +
@@ -72,7 +74,9 @@ func runCrashNode(ctx context.Context, env nemesis.Env, s nemesis.Step) error {
 }
 
 var faultPauseNode = &nemesis.Fault{
-	Name:  "pause-node",
+	Name: "pause-node",
+
+	As:    "pause-one",
 	Needs: nemesis.Needs{Topology: nemesis.NeedNodes},
 	Marks: []nemesis.Mark{{Event: "pause-redlock-node", Heal: "resume-redlock-node", Cause: nemesis.CauseSplitBrain}},
 	Doc:   "(redlock) SIGSTOP one node for a while: a minority down, Redlock keeps granting on the others",
@@ -93,7 +97,9 @@ func runPauseNode(ctx context.Context, env nemesis.Env, s nemesis.Step) error {
 }
 
 var faultClockBumpNode = &nemesis.Fault{
-	Name:     "clock-bump-node",
+	Name: "clock-bump-node",
+
+	As:       "clock-bump-one",
 	Kind:     "clock-jump",
 	Needs:    nemesis.Needs{Topology: nemesis.NeedNodes, FakeTime: true},
 	Marks:    []nemesis.Mark{{Event: "clock-bump-node", Heal: "clock-reset-node", Cause: nemesis.CauseServerClock}},

@@ -112,7 +112,9 @@ func awaitShardFailover(ctx context.Context, env nemesis.Env, old cluster.Node, 
 }
 
 var faultClusterKillPrimary = &nemesis.Fault{
-	Name:     "cluster-kill-primary",
+	Name: "cluster-kill-primary",
+
+	As:       "kill-leader",
 	Failover: true, Needs: nemesis.Needs{Replicas: 1, Topology: Topology},
 	Marks:    []nemesis.Mark{{Event: "kill", Heal: "restart", Cause: nemesis.CauseFailover}},
 	Doc:      "(cluster) SIGKILL the primary of the lock key's shard; the cluster bus promotes its replica; the old primary rejoins as a replica",

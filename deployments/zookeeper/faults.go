@@ -29,7 +29,9 @@ func planIsolate(rng *rand.Rand, p nemesis.PlanParams) nemesis.Step {
 }
 
 var faultPartitionLeader = &nemesis.Fault{
-	Name:     "zk-partition-leader",
+	Name: "zk-partition-leader",
+
+	As:       "partition-leader",
 	Failover: true, Needs: nemesis.Needs{Topology: Topology, Runtime: "docker"},
 	Marks: []nemesis.Mark{{Event: "isolate-leader", Heal: "heal-isolate-leader", Cause: nemesis.CauseSplitBrain}},
 	Doc: "(zookeeper, docker runtime) cut the Zab leader off from the other members and from the clients for longer " +
@@ -44,7 +46,9 @@ var faultPartitionLeader = &nemesis.Fault{
 }
 
 var faultKillLeader = &nemesis.Fault{
-	Name:     "zk-kill-leader",
+	Name: "zk-kill-leader",
+
+	As:       "kill-leader",
 	Kind:     "failover",
 	Failover: true, Needs: nemesis.Needs{Topology: Topology},
 	Marks: []nemesis.Mark{{Event: "kill", Heal: "restart", Cause: nemesis.CauseFailover}},
@@ -56,7 +60,9 @@ var faultKillLeader = &nemesis.Fault{
 }
 
 var faultPauseLeader = &nemesis.Fault{
-	Name:     "zk-pause-leader",
+	Name: "zk-pause-leader",
+
+	As:       "pause-leader",
 	Failover: true, Needs: nemesis.Needs{Topology: Topology},
 	Marks: []nemesis.Mark{{Event: "pause-node", Heal: "resume-node", Cause: nemesis.CauseSplitBrain}},
 	Doc: "(zookeeper) SIGSTOP the Zab leader for 2-3 election timeouts (syncLimit ticks): the followers elect a new " +

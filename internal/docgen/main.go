@@ -32,6 +32,7 @@ type block struct {
 }
 
 var blocks = []block{
+	{"docs/faults.md", "targets", targetsTable},
 	{"docs/faults.md", "faults", faultsTable},
 	{"docs/run.md", "scenarios", scenariosTable},
 	{"docs/recipes.md", "recipes", recipesTable},
@@ -193,6 +194,33 @@ func faultNeeds(f *nemesis.Fault) string {
 		return ""
 	}
 	return strings.Join(n, ", ")
+}
+
+// targetsTable is each fault over a target with the entry it runs on each
+// deployment: one row per target, one column per deployment.
+func targetsTable() string {
+	var b strings.Builder
+	b.WriteString("| fault | what it does |")
+	for _, d := range cluster.Topologies {
+		b.WriteString(" `" + d + "` |")
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(cluster.Topologies)) + "\n")
+	for _, t := range nemesis.Targets {
+		fmt.Fprintf(&b, "| `%s` | %s |", t.Name, cell(t.Doc))
+		for _, d := range cluster.Topologies {
+			r, err := nemesis.Resolve(t.Name, d)
+			switch f, _ := nemesis.Lookup(r); {
+			case err != nil:
+				b.WriteString(" |")
+			case !slices.Contains(faultDeployments(f), d):
+				fmt.Fprintf(&b, " `%s` (refused) |", r)
+			default:
+				fmt.Fprintf(&b, " `%s` |", r)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func faultsTable() string {
