@@ -11,9 +11,8 @@ import (
 // A fault over a target, after Jepsen's combined nemesis (its kill, pause,
 // partition and clock faults over the primaries, one node, a minority): the
 // same mechanism on every deployment that has the target answers to one name.
-// A user who asks "what does killing the leader do to etcd, ZooKeeper and
-// Sentinel" gives --faults kill-leader on each; the run resolves the name on
-// its topology to the entry of that deployment (Fault.As), with that
+// A user who asks what killing the leader does to each lock service gives
+// --faults kill-leader on each; the run resolves the name on its topology to the entry of that deployment (Fault.As), with that
 // deployment's timing, and records the entry's own name in its schedule and
 // history, so that a rerun and the committed results read as before. Every
 // entry's own name stays valid.
@@ -59,8 +58,9 @@ func Known(name string) error {
 }
 
 // NoTargetError is Resolve's error for a mechanism over a target that the
-// deployment does not have (no leader on Redlock, no independent nodes on
-// etcd): a sweep shows the pair as n/a, a run refuses it.
+// deployment does not have (no leader among independent nodes, no
+// independent nodes behind one leader): a sweep shows the pair as n/a, a run
+// refuses it.
 type NoTargetError struct{ msg string }
 
 func (e *NoTargetError) Error() string { return e.msg }

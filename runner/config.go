@@ -287,7 +287,7 @@ func (c *Config) Validate() error {
 		if f.Needs.Replies != "" {
 			if r, err := lock.Lookup(c.Recipe); err == nil && !r.ReachesReplies() {
 				return fmt.Errorf("%s acts on the replies of the connections the project's Valkey clients open, and "+
-					"--recipe %s opens its own (a client of etcd, ZooKeeper or SQL): use a recipe that speaks Valkey "+
+					"--recipe %s opens connections of its own, which those faults do not reach: use a recipe that speaks Valkey "+
 					"(native, redsync, redislock, valkeylock), or an exec program that takes the %q request (docs/protocol.md)",
 					name, c.Recipe, lock.ExecReplyField(f.Needs.Replies))
 			}
