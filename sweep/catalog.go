@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
@@ -51,6 +52,20 @@ var Deployments = append([]Config{
 // deployment, each mapped onto the nemesis faults of each backend.
 var DeploymentFaults = []string{"failover", "paused-client", "clock-jump"}
 
+// kindNote is a deployment-neutral kind's note: what it means, then the
+// nemesis fault it is on each backend, from the catalog (so that a deployment
+// that joins is named without an edit here).
+func kindNote(what, kind string) string {
+	m := standFor(kind)
+	var on []string
+	for _, b := range Backends {
+		if fs, ok := m[b]; ok {
+			on = append(on, b+" "+strings.Join(fs, "+"))
+		}
+	}
+	return what + ": " + strings.Join(on, ", ")
+}
+
 // standFor maps a deployment-neutral fault kind onto each backend's nemesis
 // faults, as the nemesis catalog's entries say (their Kind and On). The
 // sql-lease backend's lock lives in the resource's database beside a
@@ -98,10 +113,7 @@ var FaultCatalog = []Fault{
 	// service losing its leader/primary/node, a holder paused past its
 	// lease, a server's wall clock jumping forward.
 	{Name: "failover", Faults: []string{"cut-replication"}, ByBackend: standFor("failover"),
-		Note: "the lock service loses its primary: sentinel cut-replication (the failover race), cluster " +
-			"cluster-cut-replication, redlock crash-node (one node of N killed, down as long as a Sentinel failover, restarted " +
-			"empty: a minority down), " +
-			"etcd etcd-kill-leader, zookeeper zk-kill-leader, sql-lease restart-db"},
+		Note: kindNote("the lock service loses its primary", "failover")},
 	{Name: "paused-client", Faults: []string{"pause-client"}, ByBackend: standFor("paused-client"),
 		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
 	{Name: "clock-jump", Faults: []string{"clock-bump"}, ByBackend: standFor("clock-jump"),
@@ -109,7 +121,7 @@ var FaultCatalog = []Fault{
 			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
 				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
 		}),
-		Note: "a server's wall clock moved forward past the TTL: sentinel clock-bump (the primary), redlock clock-bump-node (one node of N)"},
+		Note: kindNote("a server's wall clock moved forward past the TTL", "clock-jump")},
 	{Name: "replica-clock-ahead", Faults: []string{"replica-clock-ahead"}, Note: "a replica whose clock runs ahead promoted: PXAT expiries judged by its clock"},
 	{Name: "replica-clock-behind", Faults: []string{"replica-clock-behind"}, Note: "the same with the replica's clock behind: locks outlive their TTL there"},
 	// Valkey Cluster (--scenario cluster-failover-race, or any scenario with
