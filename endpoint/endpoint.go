@@ -40,10 +40,36 @@ const DefaultMasterSet = "lockjepsen"
 // Protocols is every protocol, in a fixed order.
 var Protocols = []Protocol{Sentinel, Valkey, Redlock, Cluster, Etcd, ZooKeeper, Postgres}
 
-// Valkey says whether valkey-go and the Valkey recipes speak p.
-func (p Protocol) Valkey() bool {
-	return p == Sentinel || p == Valkey || p == Redlock || p == Cluster
+// spec is what this package knows of a protocol: the variable the exec
+// protocol hands its endpoints in, whether they are a DSN rather than
+// addresses, and whether valkey-go speaks it. A protocol is a constant above,
+// its place in Protocols and its entry here.
+type spec struct {
+	env    string
+	dsn    bool // the endpoints are Set.DSN
+	one    bool // only Addrs[0], the one server
+	valkey bool
 }
+
+var specs = map[Protocol]spec{
+	// The Sentinels travel in LOCKJEPSEN_SENTINELS, which Env always sets.
+	Sentinel: {valkey: true},
+	Valkey:   {env: "LOCKJEPSEN_ADDR", one: true, valkey: true},
+	// Every node is a seed; the program's cluster client finds the slots
+	// itself and follows MOVED and ASK as it would in production.
+	Cluster: {env: "LOCKJEPSEN_CLUSTER_NODES", valkey: true},
+	// The N independent primaries, in the order the built-in redlock recipe
+	// tries them; the quorum is the program's to count.
+	Redlock:   {env: "LOCKJEPSEN_REDLOCK_NODES", valkey: true},
+	Etcd:      {env: "LOCKJEPSEN_ETCD_ENDPOINTS"},
+	ZooKeeper: {env: "LOCKJEPSEN_ZK_SERVERS"},
+	// The connection string the built-in recipes dial: the pooler's when
+	// the deployment runs one, the primary's otherwise.
+	Postgres: {env: "LOCKJEPSEN_PG_DSN", dsn: true},
+}
+
+// Valkey says whether valkey-go and the Valkey recipes speak p.
+func (p Protocol) Valkey() bool { return specs[p].valkey }
 
 // Set is one service's endpoints.
 type Set struct {
@@ -100,19 +126,16 @@ func (s Set) Dial(addr string) string {
 
 // Validate says what is missing for the protocol, naming it.
 func (s Set) Validate() error {
-	switch s.Protocol {
-	case "":
+	sp, ok := specs[s.Protocol]
+	switch {
+	case s.Protocol == "":
 		return fmt.Errorf("no endpoints: no deployment's addresses were given")
-	case Postgres:
-		if s.DSN == "" {
-			return fmt.Errorf("endpoints %s: no DSN", s.Protocol)
-		}
-	case Sentinel, Valkey, Redlock, Cluster, Etcd, ZooKeeper:
-		if len(s.Addrs) == 0 {
-			return fmt.Errorf("endpoints %s: no addresses", s.Protocol)
-		}
-	default:
+	case !ok:
 		return fmt.Errorf("endpoints: unknown protocol %q: want one of %s", s.Protocol, Names(Protocols))
+	case sp.dsn && s.DSN == "":
+		return fmt.Errorf("endpoints %s: no DSN", s.Protocol)
+	case !sp.dsn && len(s.Addrs) == 0:
+		return fmt.Errorf("endpoints %s: no addresses", s.Protocol)
 	}
 	return nil
 }
@@ -139,25 +162,14 @@ func (s Set) Env() []string {
 		sentinels = join(s.Addrs)
 	}
 	env := []string{"LOCKJEPSEN_SERVICE=" + string(s.Protocol), "LOCKJEPSEN_SENTINELS=" + sentinels, "LOCKJEPSEN_MASTER_SET=" + s.Master()}
-	switch s.Protocol {
-	case Valkey:
-		env = append(env, "LOCKJEPSEN_ADDR="+s.Addr())
-	case ZooKeeper:
-		env = append(env, "LOCKJEPSEN_ZK_SERVERS="+join(s.Addrs))
-	case Cluster:
-		// Every node is a seed; the program's cluster client finds the
-		// slots itself and follows MOVED and ASK as it would in production.
-		env = append(env, "LOCKJEPSEN_CLUSTER_NODES="+join(s.Addrs))
-	case Redlock:
-		// The N independent primaries, in the order the built-in redlock
-		// recipe tries them; the quorum is the program's to count.
-		env = append(env, "LOCKJEPSEN_REDLOCK_NODES="+join(s.Addrs))
-	case Etcd:
-		env = append(env, "LOCKJEPSEN_ETCD_ENDPOINTS="+join(s.Addrs))
-	case Postgres:
-		// The connection string the built-in recipes dial: the pooler's
-		// when the deployment runs one, the primary's otherwise.
-		env = append(env, "LOCKJEPSEN_PG_DSN="+s.DSN)
+	switch sp := specs[s.Protocol]; {
+	case sp.env == "":
+	case sp.dsn:
+		env = append(env, sp.env+"="+s.DSN)
+	case sp.one:
+		env = append(env, sp.env+"="+s.Addr())
+	default:
+		env = append(env, sp.env+"="+join(s.Addrs))
 	}
 	if len(s.DialMap) > 0 {
 		// announced=dial pairs, sorted so that the environment of two runs
@@ -172,14 +184,18 @@ func (s Set) Env() []string {
 	return env
 }
 
-// envNames are every variable Env may set: a program inherits none of them
-// from lockjepsen's own environment, so that it sees only this run's
-// deployment.
-var envNames = map[string]bool{
-	"LOCKJEPSEN_SERVICE": true, "LOCKJEPSEN_SENTINELS": true, "LOCKJEPSEN_MASTER_SET": true, "LOCKJEPSEN_ADDR": true,
-	"LOCKJEPSEN_CLUSTER_NODES": true, "LOCKJEPSEN_REDLOCK_NODES": true, "LOCKJEPSEN_ETCD_ENDPOINTS": true,
-	"LOCKJEPSEN_ZK_SERVERS": true, "LOCKJEPSEN_PG_DSN": true, "LOCKJEPSEN_DIAL_MAP": true,
+// IsEnvName says whether name is one of the variables Env sets: a program
+// inherits none of them from lockjepsen's own environment, so that it sees
+// only this run's deployment.
+func IsEnvName(name string) bool {
+	switch name {
+	case "LOCKJEPSEN_SERVICE", "LOCKJEPSEN_SENTINELS", "LOCKJEPSEN_MASTER_SET", "LOCKJEPSEN_DIAL_MAP":
+		return true
+	}
+	for _, sp := range specs {
+		if sp.env != "" && sp.env == name {
+			return true
+		}
+	}
+	return false
 }
-
-// IsEnvName says whether name is one of the variables Env sets.
-func IsEnvName(name string) bool { return envNames[name] }

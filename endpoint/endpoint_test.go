@@ -53,6 +53,19 @@ func TestEnvNamesTheProtocolsOwnVariable(t *testing.T) {
 	}
 }
 
+// A protocol is a constant, its place in Protocols and its spec: one without
+// the other would be unknown to Validate or missing from the lists.
+func TestEveryProtocolHasItsSpec(t *testing.T) {
+	for _, p := range Protocols {
+		if _, ok := specs[p]; !ok {
+			t.Errorf("%s has no spec", p)
+		}
+	}
+	if len(specs) != len(Protocols) {
+		t.Errorf("%d specs for %d protocols", len(specs), len(Protocols))
+	}
+}
+
 func TestValidateNamesWhatIsMissing(t *testing.T) {
 	for _, tc := range []struct {
 		set  Set
