@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -266,6 +267,11 @@ func (p *phases) playWorkload() {
 	planned := fmt.Sprintf("scheduled from seed %d", cfg.Seed)
 	if len(cfg.FaultsAt) > 0 {
 		planned = "at the --faults-at offsets"
+	}
+	// The entries' names: a fault given over a target (kill-leader) says
+	// here which entry of this deployment it is.
+	if len(cfg.Faults) > 0 {
+		planned = "of " + strings.Join(cfg.Faults, ", ") + " " + planned
 	}
 	p.phase(fmt.Sprintf("workload: %v, %d fault(s) %s", cfg.TimeLimit, len(cfg.Schedule), planned))
 	watchCtx, stopWatch := context.WithCancel(p.wctx)
