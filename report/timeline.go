@@ -64,165 +64,206 @@ type Mark struct {
 	Stale   bool
 }
 
-// BuildTimeline reduces a history to what the plot draws.
+// BuildTimeline reduces a history to what the plot draws: the holds, the
+// resource's marks and the fault bands in one pass over the events, then the
+// checker's double holders laid over the holds.
 func BuildTimeline(events []history.Event, res *checker.Result, cat *marks.Catalog) Timeline {
-	var tl Timeline
 	if len(events) == 0 {
-		return tl
+		return Timeline{}
 	}
-	tl.Start = events[0].Time
+	b := &timelineBuilder{cat: cat, keyIdx: map[string]int{}, holding: map[int]*openHold{},
+		invoked: map[history.Process]history.Event{}, openFaults: map[string]history.Event{}, lastRefusal: map[int]int{}}
+	b.tl.Start = events[0].Time
 	end := events[len(events)-1].Time
-	keyIdx := map[string]int{}
-	type open struct {
-		key, token string
-		fence      int64
-		from       int64
-	}
-	holding := map[int]*open{}
-	invoked := map[history.Process]history.Event{}
-	openFaults := map[string]history.Event{}
-	closeHold := func(c int, at int64, incomplete bool) {
-		if h := holding[c]; h != nil {
-			tl.Holds = append(tl.Holds, Hold{Client: c, Key: h.key, Token: h.token, Fence: h.fence, From: h.from, To: at, KeyIndex: keyIdx[h.key], Incomplete: incomplete})
-			delete(holding, c)
-		}
-	}
-	lastRefusal := map[int]int{} // client -> index in tl.Writes of its last refusal mark
-	addMark := func(m Mark) {
-		if m.Verdict == history.Rejected {
-			if i, ok := lastRefusal[m.Client]; ok {
-				p := &tl.Writes[i]
-				if p.Token == m.Token && p.Op == m.Op && p.Verdict == m.Verdict {
-					p.Until = m.Time
-					p.Count++
-					return
-				}
-			}
-			lastRefusal[m.Client] = len(tl.Writes)
-		} else {
-			delete(lastRefusal, m.Client)
-		}
-		m.Until, m.Count = m.Time, 1
-		tl.Writes = append(tl.Writes, m)
-	}
 	for _, e := range events {
-		if !e.IsClient() {
-			if _, ok := cat.Of(e.F); ok {
-				openFaults[e.F+"@"+e.Node] = e
-				continue
-			}
-			for _, m := range cat.All() {
-				if m.Heal == e.F {
-					if st, ok := openFaults[m.Event+"@"+e.Node]; ok {
-						tl.Faults = append(tl.Faults, Band{From: st.Time, To: e.Time, Label: m.Event + " " + st.Node})
-						delete(openFaults, m.Event+"@"+e.Node)
-					}
-				}
-			}
-			if e.F == history.NFailover {
-				tl.Faults = append(tl.Faults, Band{From: e.Time, To: e.Time, Label: "failover to " + e.Node})
-			}
-			continue
-		}
-		if e.Client+1 > tl.Clients {
-			tl.Clients = e.Client + 1
-		}
-		if e.Type == history.Invoke {
-			invoked[e.Process] = e
-			if e.F == history.FRelease || e.F == history.FAcquire {
-				closeHold(e.Client, e.Time, false)
-			}
-			continue
-		}
-		inv := invoked[e.Process]
-		switch {
-		case e.F == history.FAcquire && e.Type == history.OK:
-			if _, ok := keyIdx[inv.Key]; !ok {
-				keyIdx[inv.Key] = len(keyIdx)
-			}
-			tok := e.Token
-			if tok == "" {
-				tok = inv.Token
-			}
-			holding[e.Client] = &open{key: inv.Key, token: tok, fence: e.Fence, from: e.Time}
-		case e.F == history.FFence && e.Type == history.OK:
-			if h := holding[e.Client]; h != nil && e.Fence != 0 {
-				h.fence = e.Fence
-			}
-		case e.F == history.FExtend && e.Type == history.Fail && strings.Contains(e.Error, "not held"):
-			// The server said the lock is gone; a transport error says nothing,
-			// and the client works on until its lease's deadline.
-			closeHold(e.Client, e.Time, false)
-		case e.F == history.FRead && e.Verdict == history.Rejected:
-			addMark(Mark{Client: e.Client, Op: history.FRead, Time: e.Time, Token: opToken(e, inv), Fence: opFence(e, inv), Verdict: history.Rejected, Reason: e.Error})
-		case e.F == history.FWrite:
-			v := "unknown"
-			switch {
-			case e.Type == history.OK:
-				v = history.Accepted
-			case e.Verdict == history.Rejected:
-				v = history.Rejected
-			case e.Type == history.Fail:
-				v = "failed"
-			}
-			if v == "failed" {
-				continue // never reached the data: neither landed nor refused
-			}
-			addMark(Mark{Client: e.Client, Op: history.FWrite, Time: e.Time, Token: opToken(e, inv), Fence: opFence(e, inv), Verdict: v, Reason: e.Error})
+		if e.IsClient() {
+			b.client(e)
+		} else {
+			b.fault(e)
 		}
 	}
-	for c := range holding {
-		closeHold(c, end, true)
-	}
-	for k, st := range openFaults {
-		tl.Faults = append(tl.Faults, Band{From: st.Time, To: end, Label: k})
-	}
-	sort.SliceStable(tl.Faults, func(i, j int) bool { return tl.Faults[i].From < tl.Faults[j].From })
+	b.closeAll(end)
 	if res != nil {
-		byToken := map[string][]int{}
-		for i, h := range tl.Holds {
-			byToken[h.Token] = append(byToken[h.Token], i)
+		b.overlayDoubles(res.DoubleHolderList, events[0].Time, end)
+	}
+	sort.SliceStable(b.tl.Holds, func(i, j int) bool { return b.tl.Holds[i].From < b.tl.Holds[j].From })
+	return b.tl
+}
+
+// openHold is a grant whose hold has not ended yet.
+type openHold struct {
+	key, token string
+	fence      int64
+	from       int64
+}
+
+// timelineBuilder is BuildTimeline's state during its pass over the events.
+type timelineBuilder struct {
+	tl          Timeline
+	cat         *marks.Catalog
+	keyIdx      map[string]int
+	holding     map[int]*openHold                 // client -> its hold
+	invoked     map[history.Process]history.Event // process -> its call in flight
+	openFaults  map[string]history.Event          // event@node -> the fault's start
+	lastRefusal map[int]int                       // client -> index in tl.Writes of its last refusal mark
+}
+
+func (b *timelineBuilder) closeHold(c int, at int64, incomplete bool) {
+	if h := b.holding[c]; h != nil {
+		b.tl.Holds = append(b.tl.Holds, Hold{Client: c, Key: h.key, Token: h.token, Fence: h.fence, From: h.from, To: at, KeyIndex: b.keyIdx[h.key], Incomplete: incomplete})
+		delete(b.holding, c)
+	}
+}
+
+// addMark adds a resource mark; a refusal of the same hold's same operation
+// right after another extends that one's mark.
+func (b *timelineBuilder) addMark(m Mark) {
+	if m.Verdict == history.Rejected {
+		if i, ok := b.lastRefusal[m.Client]; ok {
+			p := &b.tl.Writes[i]
+			if p.Token == m.Token && p.Op == m.Op && p.Verdict == m.Verdict {
+				p.Until = m.Time
+				p.Count++
+				return
+			}
 		}
-		for _, d := range res.DoubleHolderList {
-			if d.End < events[0].Time || d.Start > end {
-				continue // outside a windowed timeline (TimelineFrom)
+		b.lastRefusal[m.Client] = len(b.tl.Writes)
+	} else {
+		delete(b.lastRefusal, m.Client)
+	}
+	m.Until, m.Count = m.Time, 1
+	b.tl.Writes = append(b.tl.Writes, m)
+}
+
+// fault opens a fault's band at its event and closes it at its heal; a
+// failover is a band of no width.
+func (b *timelineBuilder) fault(e history.Event) {
+	if _, ok := b.cat.Of(e.F); ok {
+		b.openFaults[e.F+"@"+e.Node] = e
+		return
+	}
+	for _, m := range b.cat.All() {
+		if m.Heal == e.F {
+			if st, ok := b.openFaults[m.Event+"@"+e.Node]; ok {
+				b.tl.Faults = append(b.tl.Faults, Band{From: st.Time, To: e.Time, Label: m.Event + " " + st.Node})
+				delete(b.openFaults, m.Event+"@"+e.Node)
 			}
-			tl.Doubles = append(tl.Doubles, Band{From: d.Start, To: d.End, Label: d.Cause, Client: d.StaleClient, New: d.NewClient})
-			for i := range tl.Writes {
-				w := &tl.Writes[i]
-				if w.Client == d.StaleClient && w.Time >= d.Start && w.Time <= d.End+int64(1e9) {
-					w.Stale = true
-				}
-			}
-			mark := func(token string, client int, role string, with int) {
-				idx := byToken[token]
-				if token == "" {
-					idx = nil
-					for i, h := range tl.Holds {
-						if h.Key == d.Key && h.Client == client && h.From <= d.End && h.To >= d.Start {
-							idx = append(idx, i)
-						}
-					}
-				}
-				for _, i := range idx {
-					h := &tl.Holds[i]
-					if h.Client != client {
-						continue
-					}
-					if d.DoubleGrant {
-						h.Invalid = true
-					}
-					if h.Double == "" || role == "newer" {
-						h.Double, h.With = role, with
-					}
-				}
-			}
-			mark(d.StaleToken, d.StaleClient, "older", d.NewClient)
-			mark(d.NewToken, d.NewClient, "newer", d.StaleClient)
 		}
 	}
-	sort.SliceStable(tl.Holds, func(i, j int) bool { return tl.Holds[i].From < tl.Holds[j].From })
-	return tl
+	if e.F == history.NFailover {
+		b.tl.Faults = append(b.tl.Faults, Band{From: e.Time, To: e.Time, Label: "failover to " + e.Node})
+	}
+}
+
+// client follows one client event: a grant opens a hold, the next acquire
+// or release (or the server's "not held") closes it, and the resource's
+// reads and writes become marks.
+func (b *timelineBuilder) client(e history.Event) {
+	if e.Client+1 > b.tl.Clients {
+		b.tl.Clients = e.Client + 1
+	}
+	if e.Type == history.Invoke {
+		b.invoked[e.Process] = e
+		if e.F == history.FRelease || e.F == history.FAcquire {
+			b.closeHold(e.Client, e.Time, false)
+		}
+		return
+	}
+	inv := b.invoked[e.Process]
+	switch {
+	case e.F == history.FAcquire && e.Type == history.OK:
+		if _, ok := b.keyIdx[inv.Key]; !ok {
+			b.keyIdx[inv.Key] = len(b.keyIdx)
+		}
+		tok := e.Token
+		if tok == "" {
+			tok = inv.Token
+		}
+		b.holding[e.Client] = &openHold{key: inv.Key, token: tok, fence: e.Fence, from: e.Time}
+	case e.F == history.FFence && e.Type == history.OK:
+		if h := b.holding[e.Client]; h != nil && e.Fence != 0 {
+			h.fence = e.Fence
+		}
+	case e.F == history.FExtend && e.Type == history.Fail && strings.Contains(e.Error, "not held"):
+		// The server said the lock is gone; a transport error says nothing,
+		// and the client works on until its lease's deadline.
+		b.closeHold(e.Client, e.Time, false)
+	case e.F == history.FRead && e.Verdict == history.Rejected:
+		b.addMark(Mark{Client: e.Client, Op: history.FRead, Time: e.Time, Token: opToken(e, inv), Fence: opFence(e, inv), Verdict: history.Rejected, Reason: e.Error})
+	case e.F == history.FWrite:
+		v := "unknown"
+		switch {
+		case e.Type == history.OK:
+			v = history.Accepted
+		case e.Verdict == history.Rejected:
+			v = history.Rejected
+		case e.Type == history.Fail:
+			return // never reached the data: neither landed nor refused
+		}
+		b.addMark(Mark{Client: e.Client, Op: history.FWrite, Time: e.Time, Token: opToken(e, inv), Fence: opFence(e, inv), Verdict: v, Reason: e.Error})
+	}
+}
+
+// closeAll ends the holds and fault bands still open at the last event.
+func (b *timelineBuilder) closeAll(end int64) {
+	for c := range b.holding {
+		b.closeHold(c, end, true)
+	}
+	for k, st := range b.openFaults {
+		b.tl.Faults = append(b.tl.Faults, Band{From: st.Time, To: end, Label: k})
+	}
+	sort.SliceStable(b.tl.Faults, func(i, j int) bool { return b.tl.Faults[i].From < b.tl.Faults[j].From })
+}
+
+// overlayDoubles draws each double holder inside [from, end] as a band,
+// marks the stale client's writes in it (and a second after) and the two
+// holds it joins: older and newer, invalid when the server granted twice.
+func (b *timelineBuilder) overlayDoubles(doubles []checker.DoubleHolder, from, end int64) {
+	byToken := map[string][]int{}
+	for i, h := range b.tl.Holds {
+		byToken[h.Token] = append(byToken[h.Token], i)
+	}
+	for _, d := range doubles {
+		if d.End < from || d.Start > end {
+			continue // outside a windowed timeline (TimelineFrom)
+		}
+		b.tl.Doubles = append(b.tl.Doubles, Band{From: d.Start, To: d.End, Label: d.Cause, Client: d.StaleClient, New: d.NewClient})
+		for i := range b.tl.Writes {
+			w := &b.tl.Writes[i]
+			if w.Client == d.StaleClient && w.Time >= d.Start && w.Time <= d.End+int64(1e9) {
+				w.Stale = true
+			}
+		}
+		b.markHolds(byToken, d, d.StaleToken, d.StaleClient, "older", d.NewClient)
+		b.markHolds(byToken, d, d.NewToken, d.NewClient, "newer", d.StaleClient)
+	}
+}
+
+// markHolds marks the client's holds of the double holder's token (or, for a
+// token the history did not carry, its holds of the key across the span)
+// with their role beside the other client.
+func (b *timelineBuilder) markHolds(byToken map[string][]int, d checker.DoubleHolder, token string, client int, role string, with int) {
+	idx := byToken[token]
+	if token == "" {
+		idx = nil
+		for i, h := range b.tl.Holds {
+			if h.Key == d.Key && h.Client == client && h.From <= d.End && h.To >= d.Start {
+				idx = append(idx, i)
+			}
+		}
+	}
+	for _, i := range idx {
+		h := &b.tl.Holds[i]
+		if h.Client != client {
+			continue
+		}
+		if d.DoubleGrant {
+			h.Invalid = true
+		}
+		if h.Double == "" || role == "newer" {
+			h.Double, h.With = role, with
+		}
+	}
 }
 
 func opToken(e, inv history.Event) string {
