@@ -159,6 +159,23 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return fmt.Errorf("--recipe: %w", err)
 	}
+	if err := c.validateFence(rec); err != nil {
+		return err
+	}
+	if err := c.validateWorkload(); err != nil {
+		return err
+	}
+	if err := c.validateDeployment(sc, rec); err != nil {
+		return err
+	}
+	if err := c.validateFaults(); err != nil {
+		return err
+	}
+	return c.planSchedule()
+}
+
+// validateFence checks the recipe's arguments and the fence against it.
+func (c *Config) validateFence(rec lock.Recipe) error {
 	if len(c.ExecArgs) > 0 && rec.Name != lock.Exec {
 		return fmt.Errorf("--exec-arg is for --recipe exec:PATH, not %s", c.Recipe)
 	}
@@ -179,6 +196,11 @@ func (c *Config) Validate() error {
 	if c.Fence != knob.FenceNone && !rec.Fences() && c.FenceSource != knob.FenceSourceResource {
 		return fmt.Errorf("--recipe %s draws no fencing token (the library is driven unchanged): use --fence-source resource (the database issues the number) or --fence none", c.Recipe)
 	}
+	return nil
+}
+
+// validateWorkload checks the clients' work: its size, pace and tolerance.
+func (c *Config) validateWorkload() error {
 	if c.Clients < 1 || c.Clients > 256 {
 		return fmt.Errorf("--clients %d: want 1 to 256", c.Clients)
 	}
@@ -206,6 +228,12 @@ func (c *Config) Validate() error {
 	if c.Interval < 0 || (c.Interval == 0 && len(c.Faults) > 0 && !c.BackToBack) {
 		return fmt.Errorf("--interval %v: want a mean gap between faults above 0, e.g. 5s", c.Interval)
 	}
+	return nil
+}
+
+// validateDeployment checks the deployment and what the recipe, the scenario
+// and the replication knobs need of it.
+func (c *Config) validateDeployment(sc scenario.Scenario, rec lock.Recipe) error {
 	if err := c.validateNet(); err != nil {
 		return err
 	}
@@ -239,6 +267,13 @@ func (c *Config) Validate() error {
 	if c.WaitAOF.Local > 0 && !c.Cluster.AppendOnly {
 		return fmt.Errorf("--waitaof with a local count needs the AOF: add --appendonly (WAITAOF's first argument must be 0 when AOF is off)")
 	}
+	return nil
+}
+
+// validateFaults resolves the faults over a target, takes an explicit
+// schedule's faults as the run's, and checks each against the deployment and
+// the recipe (turning libfaketime on for the clock faults).
+func (c *Config) validateFaults() error {
 	if err := c.resolveTargets(); err != nil {
 		return err
 	}
@@ -270,29 +305,44 @@ func (c *Config) Validate() error {
 		if f.Needs.FakeTime {
 			c.Cluster.FakeTime = true
 		}
-		if f.Needs.ClientRenews {
-			if r, err := lock.Lookup(c.Recipe); err == nil && r.SelfRenews {
-				return fmt.Errorf("%s stalls the client's watchdog, and --recipe %s renews its leases inside the library, "+
-					"where no fault reaches: use a recipe whose client renews (native, redsync, redislock, an exec program), "+
-					"or pause-client to stop the whole process", name, c.Recipe)
-			}
-		}
-		if f.Needs.ClientPartition {
-			if r, err := lock.Lookup(c.Recipe); err == nil && !r.Partitions {
-				return fmt.Errorf("%s cuts some nodes off from some clients inside the clients (a partial partition on loopback), and "+
-					"--recipe %s sends to every node through a library that cannot be told which: the fault would run with no partition; "+
-					"use --recipe redlock, or an exec program that takes the \"unreachable\" request (docs/protocol.md)", name, c.Recipe)
-			}
-		}
-		if f.Needs.Replies != "" {
-			if r, err := lock.Lookup(c.Recipe); err == nil && !r.ReachesReplies() {
-				return fmt.Errorf("%s acts on the replies of the connections the project's Valkey clients open, and "+
-					"--recipe %s opens connections of its own, which those faults do not reach: use a recipe that speaks Valkey "+
-					"(native, redsync, redislock, valkeylock), or an exec program that takes the %q request (docs/protocol.md)",
-					name, c.Recipe, lock.ExecReplyField(f.Needs.Replies))
-			}
+		if err := c.recipeTakes(name, f); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// recipeTakes says whether the recipe lets the fault act: a client's
+// watchdog to stall, a partition inside the clients, replies to reach.
+func (c *Config) recipeTakes(name string, f *nemesis.Fault) error {
+	if f.Needs.ClientRenews {
+		if r, err := lock.Lookup(c.Recipe); err == nil && r.SelfRenews {
+			return fmt.Errorf("%s stalls the client's watchdog, and --recipe %s renews its leases inside the library, "+
+				"where no fault reaches: use a recipe whose client renews (native, redsync, redislock, an exec program), "+
+				"or pause-client to stop the whole process", name, c.Recipe)
+		}
+	}
+	if f.Needs.ClientPartition {
+		if r, err := lock.Lookup(c.Recipe); err == nil && !r.Partitions {
+			return fmt.Errorf("%s cuts some nodes off from some clients inside the clients (a partial partition on loopback), and "+
+				"--recipe %s sends to every node through a library that cannot be told which: the fault would run with no partition; "+
+				"use --recipe redlock, or an exec program that takes the \"unreachable\" request (docs/protocol.md)", name, c.Recipe)
+		}
+	}
+	if f.Needs.Replies != "" {
+		if r, err := lock.Lookup(c.Recipe); err == nil && !r.ReachesReplies() {
+			return fmt.Errorf("%s acts on the replies of the connections the project's Valkey clients open, and "+
+				"--recipe %s opens connections of its own, which those faults do not reach: use a recipe that speaks Valkey "+
+				"(native, redsync, redislock, valkeylock), or an exec program that takes the %q request (docs/protocol.md)",
+				name, c.Recipe, lock.ExecReplyField(f.Needs.Replies))
+		}
+	}
+	return nil
+}
+
+// planSchedule draws the fault schedule from the seed, or places an explicit
+// one's steps.
+func (c *Config) planSchedule() error {
 	if len(c.FaultsAt) > 0 {
 		sched, err := nemesis.PlanAt(c.planParams(), c.FaultsAt)
 		if err != nil {
