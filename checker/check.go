@@ -384,6 +384,7 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 	sort.Strings(secKeys)
 	g.sections = len(secs)
 
+	bl := blame{fs: fs, ev: ev, slack: slack}
 	grants := make(map[[2]string]bool)
 	for _, k := range lockKeys {
 		kc := checkLockKey(k, lockOps[k], opts, t0, draw)
@@ -393,47 +394,7 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 		// live at its peak (kc itself stays only for a partition drawn).
 		kr := kc.res
 		out := keyOutcome{key: k, res: &kr}
-		for _, w := range kc.witnesses {
-			v := Violation{Kind: w.kind, Affects: "lock", Key: w.key, Start: w.start, End: w.end,
-				Clients: []int{w.holder.grant.Client, w.op.Client}, Tokens: []string{w.holder.token, w.op.Token},
-				Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
-			if w.regrant != nil {
-				v.Clients = []int{w.holder.grant.Client}
-
-				v.Tokens = []string{w.holder.token, w.regrant.Token}
-				v.Events = append(v.Events, w.regrant.InvokeIndex)
-			}
-			dg := w.kind == "double-grant"
-			if dg {
-				grants[[2]string{w.holder.token, w.op.Token}] = true
-			}
-			for _, p := range w.folded {
-				grants[p] = true
-			}
-			// A lease the server ended early is blamed, like a double grant,
-			// on what the server went through, never on the client.
-			v.Cause, v.Faults = attribute(fs, w.holder.grant.Call, opMoment(w.op), w.end, slack, v.Clients, dg || w.kind == "lease-lost")
-			v.Facts = &Facts{Holder: leaseOf(w.holder), Op: w.op, Told: w.told, Regrant: w.regrant, UnknownGrant: w.unknownGrant,
-				Evictions: ev.seen(v.Cause, w.key, w.holder.grant.Call, w.holder.grant.Return, opMoment(w.op))}
-			out.violations = append(out.violations, v)
-		}
-		if kc.res.Porcupine == "illegal" {
-			v := Violation{Kind: "lock-not-linearizable", Affects: "lock", Key: kc.key, Start: kc.segFrom, End: kc.segTo,
-				Clients: []int{}, Facts: &Facts{Op: kc.stuck, From: kc.segFrom, To: kc.segTo}}
-			if o := kc.stuck; o != nil {
-				// The violation starts at the reply no server could give,
-				// not at the start of the span porcupine checked.
-				v.Start, v.End = o.Call, o.Return
-				if v.End == never {
-					v.End = max(o.Done, o.Call)
-				}
-				v.Clients = []int{o.Client}
-				v.Tokens = []string{o.Token}
-				v.Events = []int64{o.InvokeIndex}
-				v.Cause, v.Faults = attribute(fs, kc.segFrom, v.Start, v.End, slack, nil, true)
-			}
-			out.violations = append(out.violations, v)
-		}
+		out.violations = bl.lockViolations(kc, grants)
 		if kc.info != nil {
 			out.kc = kc
 		}
@@ -446,42 +407,7 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 		kc := checkResourceKey(k, secByKey[k], opts, draw)
 		kr := kc.res // a copy, as for the lock's keys
 		out := keyOutcome{key: k, res: &kr, lost: len(kc.lost), rewinds: len(kc.rewinds)}
-		for _, p := range kc.lost {
-			a, b := p[0], p[1]
-			// lostUpdates pairs only overlapping sections: both acted at once
-			// from the later call to the earlier return.
-			v := Violation{Kind: "lost-update", Affects: "resource", Key: kc.key, Start: max(a.Call, b.Call),
-				End: min(a.Return, b.Return), Clients: []int{a.Client, b.Client}, Tokens: []string{a.Token, b.Token},
-				Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}}
-			v.Cause, v.Faults = attribute(fs, min(a.Call, b.Call), v.Start, v.End, slack, v.Clients, false)
-			v.Facts = &Facts{Sections: []*Section{a, b}}
-			out.violations = append(out.violations, v)
-		}
-		for _, r := range kc.rewinds {
-			w, c := r.stale, r.current
-			v := Violation{Kind: "rewind", Affects: "resource", Key: kc.key, Start: w.Write.Call, End: max(w.Write.Call, w.Return),
-				Clients: []int{w.Client}, Tokens: []string{w.Token}, Events: []int64{w.Write.InvokeIndex, c.Write.InvokeIndex}}
-			if c.Client != w.Client {
-				v.Clients = append(v.Clients, c.Client)
-			}
-			v.Cause, v.Faults = attribute(fs, w.Call, w.Write.Call, v.End, slack, []int{w.Client}, false)
-			v.Facts = &Facts{Sections: []*Section{w, c}}
-			out.violations = append(out.violations, v)
-		}
-		if kc.res.Porcupine == "illegal" {
-			v := Violation{Kind: "resource-not-linearizable", Affects: "resource", Key: kc.key, Start: kc.segFrom,
-				End: kc.segTo, Clients: []int{}, Facts: &Facts{From: kc.segFrom, To: kc.segTo}}
-			if kc.stuckS != nil {
-				v.Clients = []int{kc.stuckS.Client}
-				v.Facts.Sections = []*Section{kc.stuckS}
-			}
-			at := kc.segTo
-			if kc.stuckS != nil {
-				at = kc.stuckS.Call
-			}
-			v.Cause, v.Faults = attribute(fs, kc.segFrom, at, kc.segTo, slack, v.Clients, false)
-			out.violations = append(out.violations, v)
-		}
+		out.violations = bl.resourceViolations(kc)
 		if kc.info != nil {
 			out.kc = kc
 		}
@@ -502,6 +428,105 @@ func checkGroup(ops []Op, revoked []*Op, idx *AttemptIndex, fs []fault, ev evict
 		}
 	}
 	return g
+}
+
+// blame is what a group's violations are attributed with: the faults, the
+// evictions the nodes logged, the slack of a fault's window.
+type blame struct {
+	fs    []fault
+	ev    evictions
+	slack int64
+}
+
+// lockViolations are a lock key's violations: each witness of a lease that
+// did not hold, and a history no lock server could have given. It records in
+// grants the token pairs granted twice, for the double holders.
+func (bl blame) lockViolations(kc *keyCheck, grants map[[2]string]bool) []Violation {
+	var vs []Violation
+	for _, w := range kc.witnesses {
+		v := Violation{Kind: w.kind, Affects: "lock", Key: w.key, Start: w.start, End: w.end,
+			Clients: []int{w.holder.grant.Client, w.op.Client}, Tokens: []string{w.holder.token, w.op.Token},
+			Events: []int64{w.holder.grant.InvokeIndex, w.op.InvokeIndex}}
+		if w.regrant != nil {
+			v.Clients = []int{w.holder.grant.Client}
+			v.Tokens = []string{w.holder.token, w.regrant.Token}
+			v.Events = append(v.Events, w.regrant.InvokeIndex)
+		}
+		dg := w.kind == "double-grant"
+		if dg {
+			grants[[2]string{w.holder.token, w.op.Token}] = true
+		}
+		for _, p := range w.folded {
+			grants[p] = true
+		}
+		// A lease the server ended early is blamed, like a double grant,
+		// on what the server went through, never on the client.
+		v.Cause, v.Faults = attribute(bl.fs, w.holder.grant.Call, opMoment(w.op), w.end, bl.slack, v.Clients, dg || w.kind == "lease-lost")
+		v.Facts = &Facts{Holder: leaseOf(w.holder), Op: w.op, Told: w.told, Regrant: w.regrant, UnknownGrant: w.unknownGrant,
+			Evictions: bl.ev.seen(v.Cause, w.key, w.holder.grant.Call, w.holder.grant.Return, opMoment(w.op))}
+		vs = append(vs, v)
+	}
+	if kc.res.Porcupine == "illegal" {
+		v := Violation{Kind: "lock-not-linearizable", Affects: "lock", Key: kc.key, Start: kc.segFrom, End: kc.segTo,
+			Clients: []int{}, Facts: &Facts{Op: kc.stuck, From: kc.segFrom, To: kc.segTo}}
+		if o := kc.stuck; o != nil {
+			// The violation starts at the reply no server could give,
+			// not at the start of the span porcupine checked.
+			v.Start, v.End = o.Call, o.Return
+			if v.End == never {
+				v.End = max(o.Done, o.Call)
+			}
+			v.Clients = []int{o.Client}
+			v.Tokens = []string{o.Token}
+			v.Events = []int64{o.InvokeIndex}
+			v.Cause, v.Faults = attribute(bl.fs, kc.segFrom, v.Start, v.End, bl.slack, nil, true)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// resourceViolations are a resource key's: the lost updates, the rewinds, and
+// a history no register could have given.
+func (bl blame) resourceViolations(kc *keyCheck) []Violation {
+	var vs []Violation
+	for _, p := range kc.lost {
+		a, b := p[0], p[1]
+		// lostUpdates pairs only overlapping sections: both acted at once
+		// from the later call to the earlier return.
+		v := Violation{Kind: "lost-update", Affects: "resource", Key: kc.key, Start: max(a.Call, b.Call),
+			End: min(a.Return, b.Return), Clients: []int{a.Client, b.Client}, Tokens: []string{a.Token, b.Token},
+			Events: []int64{a.Write.InvokeIndex, b.Write.InvokeIndex}}
+		v.Cause, v.Faults = attribute(bl.fs, min(a.Call, b.Call), v.Start, v.End, bl.slack, v.Clients, false)
+		v.Facts = &Facts{Sections: []*Section{a, b}}
+		vs = append(vs, v)
+	}
+	for _, r := range kc.rewinds {
+		w, c := r.stale, r.current
+		v := Violation{Kind: "rewind", Affects: "resource", Key: kc.key, Start: w.Write.Call, End: max(w.Write.Call, w.Return),
+			Clients: []int{w.Client}, Tokens: []string{w.Token}, Events: []int64{w.Write.InvokeIndex, c.Write.InvokeIndex}}
+		if c.Client != w.Client {
+			v.Clients = append(v.Clients, c.Client)
+		}
+		v.Cause, v.Faults = attribute(bl.fs, w.Call, w.Write.Call, v.End, bl.slack, []int{w.Client}, false)
+		v.Facts = &Facts{Sections: []*Section{w, c}}
+		vs = append(vs, v)
+	}
+	if kc.res.Porcupine == "illegal" {
+		v := Violation{Kind: "resource-not-linearizable", Affects: "resource", Key: kc.key, Start: kc.segFrom,
+			End: kc.segTo, Clients: []int{}, Facts: &Facts{From: kc.segFrom, To: kc.segTo}}
+		if kc.stuckS != nil {
+			v.Clients = []int{kc.stuckS.Client}
+			v.Facts.Sections = []*Section{kc.stuckS}
+		}
+		at := kc.segTo
+		if kc.stuckS != nil {
+			at = kc.stuckS.Call
+		}
+		v.Cause, v.Faults = attribute(bl.fs, kc.segFrom, at, kc.segTo, bl.slack, v.Clients, false)
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // inheritCauses blames a lost update or a rewind that no fault explains on

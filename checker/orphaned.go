@@ -49,23 +49,73 @@ type OrphanedSpan struct {
 // refusal's server saw a token some holder still believed in, or one of an
 // attempt in flight.
 func orphaned(key string, ops []*Op, eps int64, t0 int64) []OrphanedSpan {
-	// who: the op a span comes from, so that a refusal is not explained by
-	// its own attempt.
-	type span struct {
-		from, to int64
-		who      *Op
+	held, grants := keyHeldSpans(ops)
+	x := newExplainer(held)
+	slices.Sort(grants)
+	var out []OrphanedSpan
+	var cur *OrphanedSpan
+	var curFrom, curTo int64
+	flush := func() {
+		if cur != nil {
+			cur.StartS, cur.EndS, cur.Ms = rel(curFrom, t0), rel(curTo, t0), float64(curTo-curFrom)/1e6
+			// Only a span some operation could have left counts: refusals
+			// with no holder and nothing left behind are attempts in flight
+			// turning each other away (Redlock's split votes: redsync's
+			// refusals name the nodes taken, not the ones it wrote to).
+			if cur.LeftBy = leftOrphan(ops, curFrom, eps, t0); len(cur.LeftBy) > 0 {
+				out = append(out, *cur)
+			}
+			cur = nil
+		}
 	}
-	var held []span
-	var grants []int64 // ok acquires' returns
-	type tenure struct {
-		from, lastOK int64
-		ttl          int64
-		noExpiry     bool
-		end          int64 // 0 while open
-		who          *Op
+	for _, o := range ops {
+		if o.F != history.FAcquire || o.Outcome != history.Fail || o.Return == never ||
+			history.RefusalReason(o.Err) != "contention" || x.explained(o, eps) {
+			continue
+		}
+		if cur != nil {
+			// A grant returned between the span's last refusal and this one
+			// ends the span: somebody had the lock again.
+			i, _ := slices.BinarySearch(grants, curTo)
+			if i < len(grants) && grants[i] <= o.Call {
+				flush()
+			}
+		}
+		if cur == nil {
+			cur = &OrphanedSpan{Key: key}
+			curFrom, curTo = o.Call, o.Return
+		}
+		cur.Refused++
+		curTo = max(curTo, o.Return)
 	}
-	open := map[string]*tenure{}
-	var done []*tenure
+	flush()
+	return out
+}
+
+// keyHeld is a time some operation may have held the key; who is the op it
+// comes from, so that a refusal is not explained by its own attempt.
+type keyHeld struct {
+	from, to int64
+	who      *Op
+}
+
+// keyTenure is one token's hold from its first ok acquire.
+type keyTenure struct {
+	from, lastOK int64
+	ttl          int64
+	noExpiry     bool
+	end          int64 // 0 while open
+	who          *Op
+}
+
+// keyHeldSpans lists, in order of their start, the spans in which the key may
+// have been held (each tenure, each acquire that may hold while in flight),
+// and the returns of the ok acquires.
+func keyHeldSpans(ops []*Op) ([]keyHeld, []int64) {
+	var held []keyHeld
+	var grants []int64
+	open := map[string]*keyTenure{}
+	var done []*keyTenure
 	closeT := func(tok string, at int64) {
 		if t := open[tok]; t != nil {
 			t.end = at
@@ -88,7 +138,7 @@ func orphaned(key string, ops []*Op, eps int64, t0 int64) []OrphanedSpan {
 				to = max(o.Done, o.Call)
 			}
 			if mayHold(o) {
-				held = append(held, span{o.Call, to, o})
+				held = append(held, keyHeld{o.Call, to, o})
 			}
 			if o.Outcome != history.OK {
 				continue
@@ -98,7 +148,7 @@ func orphaned(key string, ops []*Op, eps int64, t0 int64) []OrphanedSpan {
 				t.lastOK = max(t.lastOK, o.Return)
 				continue
 			}
-			t := &tenure{from: o.Call, lastOK: o.Return, ttl: o.TTL, noExpiry: o.NoExpiry(), who: o}
+			t := &keyTenure{from: o.Call, lastOK: o.Return, ttl: o.TTL, noExpiry: o.NoExpiry(), who: o}
 			open[o.Token] = t
 			done = append(done, t)
 		case o.F == history.FExtend:
@@ -121,85 +171,60 @@ func orphaned(key string, ops []*Op, eps int64, t0 int64) []OrphanedSpan {
 				end = never
 			}
 		}
-		held = append(held, span{t.from, end, t.who})
+		held = append(held, keyHeld{t.from, end, t.who})
 	}
-	slices.SortFunc(held, func(a, b span) int { return cmp.Compare(a.from, b.from) })
-	// reach[i]: the two latest ends among held[0..i] from different ops, so
-	// that "does a span of another op, starting at or before t, reach t"
-	// is one binary search.
-	type top struct {
-		end1, end2 int64
-		who1       *Op
-	}
-	reach := make([]top, len(held))
-	var r top
+	slices.SortFunc(held, func(a, b keyHeld) int { return cmp.Compare(a.from, b.from) })
+	return held, grants
+}
+
+// explainer answers "does a span of another op, starting at or before t,
+// reach t" with one binary search: reach[i] holds the two latest ends among
+// held[0..i] from different ops.
+type explainer struct {
+	held  []keyHeld
+	reach []reachTop
+}
+
+type reachTop struct {
+	end1, end2 int64
+	who1       *Op
+}
+
+func newExplainer(held []keyHeld) explainer {
+	reach := make([]reachTop, len(held))
+	var r reachTop
 	for i, h := range held {
 		switch {
 		case h.to > r.end1 && h.who == r.who1:
 			r.end1 = h.to
 		case h.to > r.end1:
-			r = top{h.to, r.end1, h.who}
+			r = reachTop{h.to, r.end1, h.who}
 		case h.to > r.end2 && h.who != r.who1:
 			r.end2 = h.to
 		}
 		reach[i] = r
 	}
-	explained := func(o *Op) bool {
-		// The last span starting at or before the refusal's return.
-		i, _ := slices.BinarySearchFunc(held, satAdd(o.Return, eps), func(h span, t int64) int {
-			if h.from <= t {
-				return -1
-			}
-			return 1
-		})
-		if i == 0 {
-			return false
+	return explainer{held, reach}
+}
+
+// explained says whether a holder (or an attempt in flight) other than the
+// refusal itself explains it, widened by eps.
+func (x explainer) explained(o *Op, eps int64) bool {
+	// The last span starting at or before the refusal's return.
+	i, _ := slices.BinarySearchFunc(x.held, satAdd(o.Return, eps), func(h keyHeld, t int64) int {
+		if h.from <= t {
+			return -1
 		}
-		end := reach[i-1].end1
-		if reach[i-1].who1 == o {
-			end = reach[i-1].end2
-		}
-		return end >= o.Call-eps
+		return 1
+	})
+	if i == 0 {
+		return false
 	}
-	slices.Sort(grants)
-	var out []OrphanedSpan
-	var cur *OrphanedSpan
-	var curFrom, curTo int64
-	flush := func() {
-		if cur != nil {
-			cur.StartS, cur.EndS, cur.Ms = rel(curFrom, t0), rel(curTo, t0), float64(curTo-curFrom)/1e6
-			// Only a span some operation could have left counts: refusals
-			// with no holder and nothing left behind are attempts in flight
-			// turning each other away (Redlock's split votes: redsync's
-			// refusals name the nodes taken, not the ones it wrote to).
-			if cur.LeftBy = leftOrphan(ops, curFrom, eps, t0); len(cur.LeftBy) > 0 {
-				out = append(out, *cur)
-			}
-			cur = nil
-		}
+	end := x.reach[i-1].end1
+	if x.reach[i-1].who1 == o {
+		end = x.reach[i-1].end2
 	}
-	for _, o := range ops {
-		if o.F != history.FAcquire || o.Outcome != history.Fail || o.Return == never ||
-			history.RefusalReason(o.Err) != "contention" || explained(o) {
-			continue
-		}
-		if cur != nil {
-			// A grant returned between the span's last refusal and this one
-			// ends the span: somebody had the lock again.
-			i, _ := slices.BinarySearch(grants, curTo)
-			if i < len(grants) && grants[i] <= o.Call {
-				flush()
-			}
-		}
-		if cur == nil {
-			cur = &OrphanedSpan{Key: key}
-			curFrom, curTo = o.Call, o.Return
-		}
-		cur.Refused++
-		curTo = max(curTo, o.Return)
-	}
-	flush()
-	return out
+	return end >= o.Call-eps
 }
 
 // mayHold says whether an acquire may have held the key while in flight:
