@@ -88,132 +88,12 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if opt.Run == nil {
 		opt.Run = runner.Run
 	}
-	var cells []*state
-	total := 0
-	for ci, c := range plan.Cells() {
-		st, err := scanCell(dir, c)
-		if err != nil {
-			return nil, err
-		}
-		st.ci = ci
-		cells = append(cells, st)
-		total += max(plan.Owned(ci), len(st.done))
+	s, err := newScheduler(ctx, dir, plan, opt)
+	if err != nil {
+		return nil, err
 	}
-	bar := newBar(opt.Progress, opt.TTY, total, plan.Parallel)
-	for _, st := range cells {
-		bar.done += len(st.done)
-	}
-	bar.skipped = bar.done
-
-	var mu sync.Mutex
-	cond := sync.NewCond(&mu)
-	// The cells whose evidence is being written, so that two invalid
-	// trials of one cell finishing together shrink only one.
-	var evMu sync.Mutex
-	evBusy := map[string]bool{}
-	// pick returns the next job, or false when nothing is left. Fixed trials
-	// come first, cell by cell; then, with --min-failovers or --until-ci, a
-	// cell short of its stopping rule gets one more trial at a time, only
-	// when none of its trials is in flight, so that the counts it decides on
-	// are final. A shard skips the trials other shards own.
-	pick := func() (job, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		for {
-			if ctx.Err() != nil {
-				return job{}, false
-			}
-			for _, st := range cells {
-				st.advance(plan)
-				if st.next < plan.Trials {
-					st.inflight++
-					j := job{st.cell, st.next}
-					st.next++
-					return j, true
-				}
-			}
-			waiting := false
-			for _, st := range cells {
-				if !plan.Adaptive() || plan.Enough(st.hits, st.opps) {
-					continue
-				}
-				st.advance(plan)
-				if st.next >= plan.MaxTrials {
-					continue
-				}
-				if st.inflight > 0 {
-					waiting = true
-					continue
-				}
-				st.inflight++
-				j := job{st.cell, st.next}
-				st.next++
-				bar.grow()
-				return j, true
-			}
-			if !waiting {
-				return job{}, false
-			}
-			cond.Wait()
-		}
-	}
-	finish := func(j job, t *Trial) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, st := range cells {
-			if st.cell.ID() == j.cell.ID() {
-				st.inflight--
-				if t != nil && t.Record.Status != StatusInterrupted {
-					st.done[j.n] = true
-					st.opps += t.Opportunities
-					st.hits += t.Hit
-				}
-			}
-		}
-		if t != nil && t.Record.Status != StatusInterrupted {
-			bar.finished(t)
-		}
-		cond.Broadcast()
-	}
-
-	stopBar := bar.start()
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	for w := 0; w < plan.Parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j, ok := pick()
-				if !ok {
-					return
-				}
-				bar.begin(j)
-				t, err := runTrial(ctx, dir, plan, j, opt.Run)
-				bar.end(j)
-				finish(j, t)
-				if opt.Evidence != nil && t != nil && t.Record.Counts() && ctx.Err() == nil {
-					keepEvidence(dir, j.cell.ID(), t, opt, &evMu, evBusy)
-				}
-				if err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-				}
-			}
-		}()
-	}
-	// Wake pick when ctx ends so that workers waiting on cond return.
-	go func() {
-		<-ctx.Done()
-		mu.Lock()
-		cond.Broadcast()
-		mu.Unlock()
-	}()
-	wg.Wait()
+	stopBar := s.bar.start()
+	firstErr := s.work(dir, opt)
 	stopBar()
 
 	rep, err := Aggregate(dir)
@@ -227,6 +107,156 @@ func Execute(ctx context.Context, dir string, opt Options) (*Report, error) {
 		firstErr = fmt.Errorf("interrupted: %d trial(s) kept; continue with 'lockjepsen sweep --resume %s': %w", rep.Trials+rep.Failed, dir, ctx.Err())
 	}
 	return rep, firstErr
+}
+
+// scheduler hands the trials of a sweep to its workers: every cell's state,
+// the progress bar, and the lock and condition the workers wait on for a
+// cell's trials in flight to end.
+type scheduler struct {
+	ctx   context.Context
+	plan  Plan
+	cells []*state
+	bar   *bar
+	mu    sync.Mutex
+	cond  *sync.Cond
+	// The cells whose evidence is being written, so that two invalid
+	// trials of one cell finishing together shrink only one.
+	evMu   sync.Mutex
+	evBusy map[string]bool
+}
+
+// newScheduler reads each cell's finished trials from dir and sizes the
+// progress bar to what remains.
+func newScheduler(ctx context.Context, dir string, plan Plan, opt Options) (*scheduler, error) {
+	s := &scheduler{ctx: ctx, plan: plan, evBusy: map[string]bool{}}
+	s.cond = sync.NewCond(&s.mu)
+	total := 0
+	for ci, c := range plan.Cells() {
+		st, err := scanCell(dir, c)
+		if err != nil {
+			return nil, err
+		}
+		st.ci = ci
+		s.cells = append(s.cells, st)
+		total += max(plan.Owned(ci), len(st.done))
+	}
+	s.bar = newBar(opt.Progress, opt.TTY, total, plan.Parallel)
+	for _, st := range s.cells {
+		s.bar.done += len(st.done)
+	}
+	s.bar.skipped = s.bar.done
+	return s, nil
+}
+
+// work runs --parallel workers until pick has nothing left, and returns the
+// first trial's error.
+func (s *scheduler) work(dir string, opt Options) error {
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	for w := 0; w < s.plan.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, ok := s.pick()
+				if !ok {
+					return
+				}
+				s.bar.begin(j)
+				t, err := runTrial(s.ctx, dir, s.plan, j, opt.Run)
+				s.bar.end(j)
+				s.finish(j, t)
+				if opt.Evidence != nil && t != nil && t.Record.Counts() && s.ctx.Err() == nil {
+					keepEvidence(dir, j.cell.ID(), t, opt, &s.evMu, s.evBusy)
+				}
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	// Wake pick when ctx ends so that workers waiting on cond return.
+	go func() {
+		<-s.ctx.Done()
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	wg.Wait()
+	return firstErr
+}
+
+// pick returns the next job, or false when nothing is left. Fixed trials
+// come first, cell by cell; then, with --min-failovers or --until-ci, a
+// cell short of its stopping rule gets one more trial at a time, only
+// when none of its trials is in flight, so that the counts it decides on
+// are final. A shard skips the trials other shards own.
+func (s *scheduler) pick() (job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.ctx.Err() != nil {
+			return job{}, false
+		}
+		for _, st := range s.cells {
+			st.advance(s.plan)
+			if st.next < s.plan.Trials {
+				st.inflight++
+				j := job{st.cell, st.next}
+				st.next++
+				return j, true
+			}
+		}
+		waiting := false
+		for _, st := range s.cells {
+			if !s.plan.Adaptive() || s.plan.Enough(st.hits, st.opps) {
+				continue
+			}
+			st.advance(s.plan)
+			if st.next >= s.plan.MaxTrials {
+				continue
+			}
+			if st.inflight > 0 {
+				waiting = true
+				continue
+			}
+			st.inflight++
+			j := job{st.cell, st.next}
+			st.next++
+			s.bar.grow()
+			return j, true
+		}
+		if !waiting {
+			return job{}, false
+		}
+		s.cond.Wait()
+	}
+}
+
+// finish counts a trial that ended (an interrupted one runs again on resume)
+// and wakes the workers waiting for its cell.
+func (s *scheduler) finish(j job, t *Trial) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.cells {
+		if st.cell.ID() == j.cell.ID() {
+			st.inflight--
+			if t != nil && t.Record.Status != StatusInterrupted {
+				st.done[j.n] = true
+				st.opps += t.Opportunities
+				st.hits += t.Hit
+			}
+		}
+	}
+	if t != nil && t.Record.Status != StatusInterrupted {
+		s.bar.finished(t)
+	}
+	s.cond.Broadcast()
 }
 
 // scanCell finds a cell's finished trials and moves unfinished leftovers
