@@ -75,78 +75,17 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 		fs.Var(knob.Duration{D: d, Min: min}, flagName, usage)
 	}
 	fs.String("scenario", sc.Name, "named preset of faults and knobs (see above); the defaults shown are its values")
-	fs.Var(recipeFlag{&cfg.Recipe}, "recipe", recipeUsage)
-	fs.Var(execArgsFlag{&cfg.ExecArgs}, "exec-arg", "an argument for the --recipe exec:PATH program (repeat for more)")
-	fs.Var(knob.Choice{S: &cfg.Fence, Among: knob.FenceModes}, "fence", "resource fence: none, write or read-write")
-	fs.Var(knob.Choice{S: &cfg.FenceSource, Among: knob.FenceSources}, "fence-source", "where fence numbers come from: valkey (INCR with the acquire) or resource (the database's own sequence, asked for after the grant; works with any recipe)")
-	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")
-	fs.Var(knob.Int{N: &cfg.Keys, Min: 1, Max: 1024}, "keys", "lock keys lock:{job-N}, each protecting row job-N (at most 4x --clients)")
-	dur(&cfg.TTL, "ttl", 100*time.Millisecond, "lease TTL; clients renew every TTL/3")
-	dur(&cfg.TimeLimit, "time-limit", runner.MinTimeLimit, "workload length (a duration, or seconds)")
-	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule and the clients' choices; the same seed replays the same schedule")
-	fs.Func("faults", "comma-separated faults, replacing the scenario's (see above; none for no faults)", func(v string) error {
-		cfg.Faults = nil
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f == "" || f == "none" {
-				continue
-			}
-			if name, param, ok := strings.Cut(f, ":"); ok {
-				// NAME:duration=... is a sweep's fault axis; a run draws
-				// each step's length from --seed.
-				if err := nemesis.Known(name); err != nil {
-					return err
-				}
-				return fmt.Errorf("fault %q: a run takes fault names only, and %q is a sweep's fault parameter: give --faults %s "+
-					"(each step's length is drawn from --seed; --interval sets the gap between faults)", f, param, name)
-			}
-			if err := nemesis.Known(f); err != nil {
-				return err
-			}
-			cfg.Faults = append(cfg.Faults, f)
-		}
-		return nil
-	})
-	fs.Func("faults-at", "explicit fault schedule, OFFSET:FAULT,... from the workload's start, e.g. 3.0s:cut-replication,12.5s:kill-primary: "+
-		"these faults fire at these offsets instead of where --seed puts them (each step's duration and the like are still drawn from --seed, "+
-		"so a run's recorded schedule given here repeats it); replaces --faults", func(v string) error {
-		steps, err := nemesis.ParseFaultsAt(v)
-		if err != nil {
-			return err
-		}
-		cfg.FaultsAt = steps
-		return nil
-	})
-	dur(&cfg.Interval, "interval", time.Millisecond, "mean gap between faults")
-	fs.Var(&knob.Parsed[knob.Wait]{V: &cfg.Wait, Parse: knob.ParseWait}, "wait", "WAIT after acquire, replicas:timeout, e.g. 1:100ms (fewer acks: release, acquire failed)")
-	fs.Var(&knob.Parsed[knob.WaitAOF]{V: &cfg.WaitAOF, Parse: knob.ParseWaitAOF}, "waitaof", "WAITAOF after acquire, local:replicas:timeout, e.g. 1:1:100ms (needs --appendonly for local 1)")
-	minrep := knob.MinReplicas{LagS: cfg.Cluster.MinReplicasMaxLag}
-	fs.Var(&knob.Parsed[knob.MinReplicas]{V: &minrep, Parse: knob.ParseMinReplicas}, "min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10")
-	fs.Var(knob.Choice{S: &cfg.Cluster.AppendFsync, Among: knob.FsyncPolicies}, "appendfsync", "AOF fsync policy (turns on --appendonly): always, everysec, no")
-	fs.BoolVar(&cfg.Cluster.AppendOnly, "appendonly", false, "AOF on every node")
-	fs.Var(&knob.Parsed[int64]{V: &cfg.Cluster.MaxMemory, Parse: knob.ParseBytes}, "maxmemory", "maxmemory on every node, e.g. 16mb (at least 4mb; a shared cache's limit: the memory-pressure fault fills it)")
-	fs.Var(knob.Choice{S: &cfg.Cluster.MaxMemoryPolicy, Among: knob.MaxMemoryPolicies}, "maxmemory-policy", "what a full node does: noeviction (refuse writes) or evict: "+strings.Join(knob.MaxMemoryPolicies[1:], ", ")+" (volatile-* evict only keys with a TTL, as every lock key has)")
-	fs.Var(knob.Int{N: &cfg.Cluster.Replicas, Min: 0, Max: 8}, "replicas", "replicas of the primary")
-	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
+	lockFlags(fs, &cfg)
+	workloadFlags(fs, &cfg, dur)
+	faultFlags(fs, &cfg, dur)
+	minrep := replicationFlags(fs, &cfg)
 	redlockFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
-	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process; on 127.0.0.1, or on docker on the host's address in each node's network) in front of every Valkey node, announced as the node's address, and a second one for the lock clients: what the net-* faults act on (--topology sentinel)")
-	fs.Var(knob.Duration{D: &cfg.Net.Latency, Min: time.Millisecond}, "net-latency", "net-latency: the delay added to each of the primary's replies (toxiproxy's latency), at most --time-limit")
-	fs.Var(knob.Duration{D: &cfg.Net.Jitter, Min: 0}, "net-jitter", "net-latency: each delay is --net-latency ± this (0 to --net-latency)")
-	fs.Func("net-share", "net-timeout: the share of the primary's connections that stop passing replies, above 0 and at most 1 (default 0.5)", func(v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			return fmt.Errorf("want a share above 0 and at most 1, e.g. 0.5")
-		}
-		cfg.Net.Share = f
-		return nil
-	})
+	netFlags(fs, &cfg)
 	fs.BoolVar(&cfg.Cluster.OldReplica, "mixed-versions", cfg.Cluster.OldReplica, "run the last replica on Valkey 8.1 (no DELIFEQ) as Sentinel's preferred candidate: a rolling upgrade halfway (make setup-builds)")
 	fs.StringVar(&cfg.Out, "out", "", "run directory (default results/<timestamp>-<scenario>)")
 	fs.StringVar(&cfg.ResourceDSN, "resource-dsn", "", "PostgreSQL DSN for the fenced resource (default: embedded SQLite in the run directory)")
-	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
-	dur(&cfg.Job.Think, "think", 0, "work inside one critical section, between read and write")
-	dur(&cfg.Job.Pause, "idle", 0, "a client's idle time between a release and its next acquire: with --steps 1 --think 0s, how rarely a lease is alive")
-	dur(&cfg.Epsilon, "epsilon", 0, "checker's tolerance on lease bounds")
+	jobFlags(fs, &cfg, dur)
 	runtimeName := "local"
 	if sc.Runtime != "" {
 		runtimeName = sc.Runtime
@@ -208,6 +147,100 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 		return cfg, fail("%s: --out %s cannot be created: %v (choose a folder you can write)", name, cfg.Out, err), false
 	}
 	return cfg, 0, true
+}
+
+// lockFlags: the recipe and its fence.
+func lockFlags(fs *flag.FlagSet, cfg *runner.Config) {
+	fs.Var(recipeFlag{&cfg.Recipe}, "recipe", recipeUsage)
+	fs.Var(execArgsFlag{&cfg.ExecArgs}, "exec-arg", "an argument for the --recipe exec:PATH program (repeat for more)")
+	fs.Var(knob.Choice{S: &cfg.Fence, Among: knob.FenceModes}, "fence", "resource fence: none, write or read-write")
+	fs.Var(knob.Choice{S: &cfg.FenceSource, Among: knob.FenceSources}, "fence-source", "where fence numbers come from: valkey (INCR with the acquire) or resource (the database's own sequence, asked for after the grant; works with any recipe)")
+}
+
+// workloadFlags: the clients, their keys, leases, time and seed.
+func workloadFlags(fs *flag.FlagSet, cfg *runner.Config, dur func(*time.Duration, string, time.Duration, string)) {
+	fs.Var(knob.Int{N: &cfg.Clients, Min: 1, Max: 256}, "clients", "client processes")
+	fs.Var(knob.Int{N: &cfg.Keys, Min: 1, Max: 1024}, "keys", "lock keys lock:{job-N}, each protecting row job-N (at most 4x --clients)")
+	dur(&cfg.TTL, "ttl", 100*time.Millisecond, "lease TTL; clients renew every TTL/3")
+	dur(&cfg.TimeLimit, "time-limit", runner.MinTimeLimit, "workload length (a duration, or seconds)")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fault schedule and the clients' choices; the same seed replays the same schedule")
+}
+
+// faultFlags: the faults (by name, or over a target), an explicit schedule,
+// the gap between faults.
+func faultFlags(fs *flag.FlagSet, cfg *runner.Config, dur func(*time.Duration, string, time.Duration, string)) {
+	fs.Func("faults", "comma-separated faults, replacing the scenario's (see above; none for no faults)", func(v string) error {
+		cfg.Faults = nil
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" || f == "none" {
+				continue
+			}
+			if name, param, ok := strings.Cut(f, ":"); ok {
+				// NAME:duration=... is a sweep's fault axis; a run draws
+				// each step's length from --seed.
+				if err := nemesis.Known(name); err != nil {
+					return err
+				}
+				return fmt.Errorf("fault %q: a run takes fault names only, and %q is a sweep's fault parameter: give --faults %s "+
+					"(each step's length is drawn from --seed; --interval sets the gap between faults)", f, param, name)
+			}
+			if err := nemesis.Known(f); err != nil {
+				return err
+			}
+			cfg.Faults = append(cfg.Faults, f)
+		}
+		return nil
+	})
+	fs.Func("faults-at", "explicit fault schedule, OFFSET:FAULT,... from the workload's start, e.g. 3.0s:cut-replication,12.5s:kill-primary: "+
+		"these faults fire at these offsets instead of where --seed puts them (each step's duration and the like are still drawn from --seed, "+
+		"so a run's recorded schedule given here repeats it); replaces --faults", func(v string) error {
+		steps, err := nemesis.ParseFaultsAt(v)
+		if err != nil {
+			return err
+		}
+		cfg.FaultsAt = steps
+		return nil
+	})
+	dur(&cfg.Interval, "interval", time.Millisecond, "mean gap between faults")
+}
+
+// replicationFlags: what the lock asks of replication and persistence, and
+// the nodes' memory; the min-replicas value is applied once parsed.
+func replicationFlags(fs *flag.FlagSet, cfg *runner.Config) *knob.MinReplicas {
+	fs.Var(&knob.Parsed[knob.Wait]{V: &cfg.Wait, Parse: knob.ParseWait}, "wait", "WAIT after acquire, replicas:timeout, e.g. 1:100ms (fewer acks: release, acquire failed)")
+	fs.Var(&knob.Parsed[knob.WaitAOF]{V: &cfg.WaitAOF, Parse: knob.ParseWaitAOF}, "waitaof", "WAITAOF after acquire, local:replicas:timeout, e.g. 1:1:100ms (needs --appendonly for local 1)")
+	minrep := &knob.MinReplicas{LagS: cfg.Cluster.MinReplicasMaxLag}
+	fs.Var(&knob.Parsed[knob.MinReplicas]{V: minrep, Parse: knob.ParseMinReplicas}, "min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10")
+	fs.Var(knob.Choice{S: &cfg.Cluster.AppendFsync, Among: knob.FsyncPolicies}, "appendfsync", "AOF fsync policy (turns on --appendonly): always, everysec, no")
+	fs.BoolVar(&cfg.Cluster.AppendOnly, "appendonly", false, "AOF on every node")
+	fs.Var(&knob.Parsed[int64]{V: &cfg.Cluster.MaxMemory, Parse: knob.ParseBytes}, "maxmemory", "maxmemory on every node, e.g. 16mb (at least 4mb; a shared cache's limit: the memory-pressure fault fills it)")
+	fs.Var(knob.Choice{S: &cfg.Cluster.MaxMemoryPolicy, Among: knob.MaxMemoryPolicies}, "maxmemory-policy", "what a full node does: noeviction (refuse writes) or evict: "+strings.Join(knob.MaxMemoryPolicies[1:], ", ")+" (volatile-* evict only keys with a TTL, as every lock key has)")
+	fs.Var(knob.Int{N: &cfg.Cluster.Replicas, Min: 0, Max: 8}, "replicas", "replicas of the primary")
+	fs.Var(knob.Duration{D: &cfg.Cluster.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds")
+	return minrep
+}
+
+// netFlags: the proxies and the network faults' sizes.
+func netFlags(fs *flag.FlagSet, cfg *runner.Config) {
+	fs.BoolVar(&cfg.Cluster.NetProxy, "net-proxy", cfg.Cluster.NetProxy, "a TCP proxy (toxiproxy, in this process; on 127.0.0.1, or on docker on the host's address in each node's network) in front of every Valkey node, announced as the node's address, and a second one for the lock clients: what the net-* faults act on (--topology sentinel)")
+	fs.Var(knob.Duration{D: &cfg.Net.Latency, Min: time.Millisecond}, "net-latency", "net-latency: the delay added to each of the primary's replies (toxiproxy's latency), at most --time-limit")
+	fs.Var(knob.Duration{D: &cfg.Net.Jitter, Min: 0}, "net-jitter", "net-latency: each delay is --net-latency ± this (0 to --net-latency)")
+	fs.Func("net-share", "net-timeout: the share of the primary's connections that stop passing replies, above 0 and at most 1 (default 0.5)", func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return fmt.Errorf("want a share above 0 and at most 1, e.g. 0.5")
+		}
+		cfg.Net.Share = f
+		return nil
+	})
+}
+
+// jobFlags: the work inside a hold, and the checker's tolerance.
+func jobFlags(fs *flag.FlagSet, cfg *runner.Config, dur func(*time.Duration, string, time.Duration, string)) {
+	fs.Var(knob.Int{N: &cfg.Job.Steps, Min: 1, Max: 100000}, "steps", "critical sections per lock hold")
+	dur(&cfg.Job.Think, "think", 0, "work inside one critical section, between read and write")
+	dur(&cfg.Job.Pause, "idle", 0, "a client's idle time between a release and its next acquire: with --steps 1 --think 0s, how rarely a lease is alive")
+	dur(&cfg.Epsilon, "epsilon", 0, "checker's tolerance on lease bounds")
 }
 
 func runRun(args []string) int {
