@@ -14,12 +14,22 @@ import (
 // happened, then every violation in words.
 func Summary(r *checker.Result) string {
 	var b strings.Builder
+	verdictLines(&b, r)
+	whatHappened(&b, r)
+	figureLines(&b, r)
+	violationLines(&b, r)
+	return b.String()
+}
+
+// verdictLines: the verdict, its warnings, each part's verdict, and the
+// findings of liveness and ownership and the keys that are not valid.
+func verdictLines(b *strings.Builder, r *checker.Result) {
 	switch r.Valid {
 	case checker.Valid:
 		if r.NotExercised != "" {
 			// The exit code stays 0: the run found nothing; it says what it
 			// could not have found.
-			fmt.Fprintf(&b, "VALID: no violation found, but not exercised: %s.\n", r.NotExercised)
+			fmt.Fprintf(b, "VALID: no violation found, but not exercised: %s.\n", r.NotExercised)
 		} else {
 			b.WriteString("VALID: no violation found.\n")
 		}
@@ -29,14 +39,14 @@ func Summary(r *checker.Result) string {
 		b.WriteString("UNKNOWN: the checker ran out of time before reaching a verdict; no violation was found, but this is NOT a pass.\n")
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+		fmt.Fprintf(b, "  WARNING: %s\n", w)
 	}
-	fmt.Fprintf(&b, "  lock service: %s    resource: %s    liveness: %s    ownership: %s\n", r.Lock.Valid, r.Resource.Valid, r.Liveness.Valid, r.Ownership.Valid)
+	fmt.Fprintf(b, "  lock service: %s    resource: %s    liveness: %s    ownership: %s\n", r.Lock.Valid, r.Resource.Valid, r.Liveness.Valid, r.Ownership.Valid)
 	for _, o := range append(slices.Clip(r.Ownership.ExpiredOnArrival), r.Ownership.Regranted...) {
-		fmt.Fprintf(&b, "    %s at %.3f s\n", o.Detail, o.TimeS)
+		fmt.Fprintf(b, "    %s at %.3f s\n", o.Detail, o.TimeS)
 	}
 	for _, s := range r.Liveness.StuckLocks {
-		fmt.Fprintf(&b, "    stuck lock %s since %.3f s, left by client %d's %s (%s), PTTL audit %v\n", s.Key, s.SinceS, s.LeftBy.Client, s.LeftBy.F, s.LeftBy.Outcome, s.Audit)
+		fmt.Fprintf(b, "    stuck lock %s since %.3f s, left by client %d's %s (%s), PTTL audit %v\n", s.Key, s.SinceS, s.LeftBy.Client, s.LeftBy.F, s.LeftBy.Outcome, s.Audit)
 	}
 	if c := cutOffLine(r.Liveness.CutOff); c != "" {
 		b.WriteString("    " + c + "\n")
@@ -56,17 +66,22 @@ func Summary(r *checker.Result) string {
 		for _, k := range names {
 			kr := part.keys[k]
 			if kr.Valid != checker.Valid {
-				fmt.Fprintf(&b, "    %s %s: %s, %s (%s checked in %s)\n", part.name, k, kr.Valid, decidedBy(kr), checker.Count(kr.Ops, "op"), checker.HumanDuration(kr.CheckMs))
+				fmt.Fprintf(b, "    %s %s: %s, %s (%s checked in %s)\n", part.name, k, kr.Valid, decidedBy(kr), checker.Count(kr.Ops, "op"), checker.HumanDuration(kr.CheckMs))
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nrun: %s, %s%s\n", checker.HumanDuration(r.DurationMs), checker.Count(r.Failovers, "failover"), closedWords(r.ClosedBySetting))
+}
+
+// whatHappened: the run, its faults' coverage, and who held, wrote and was
+// turned away.
+func whatHappened(b *strings.Builder, r *checker.Result) {
+	fmt.Fprintf(b, "\nrun: %s, %s%s\n", checker.HumanDuration(r.DurationMs), checker.Count(r.Failovers, "failover"), closedWords(r.ClosedBySetting))
 	if len(r.Coverage) > 0 {
 		var cs []string
 		for _, c := range r.Coverage {
 			cs = append(cs, fmt.Sprintf("%s %d of %d with %s", c.Fault, c.Reached, c.Windows, marks.MomentWords(c.Moment)))
 		}
-		fmt.Fprintf(&b, "coverage (each fault window that reached its dangerous moment): %s\n", strings.Join(cs, "; "))
+		fmt.Fprintf(b, "coverage (each fault window that reached its dangerous moment): %s\n", strings.Join(cs, "; "))
 		b.WriteString(regrantLine(r.FaultWindows))
 	} else {
 		b.WriteString("coverage: no fault was injected; the verdict covers the workload alone\n")
@@ -74,6 +89,11 @@ func Summary(r *checker.Result) string {
 	b.WriteString(whoHeld(r))
 	b.WriteString(whoWrote(r))
 	b.WriteString(whoTurnedAway(r))
+}
+
+// figureLines: the operations, the latency, the double holders, the stale
+// writes and the fence, and the commands a node did not know.
+func figureLines(b *strings.Builder, r *checker.Result) {
 	var ops []string
 	for _, f := range []string{"acquire", "extend", "release", "read", "write"} {
 		c := r.Ops[f]
@@ -86,28 +106,33 @@ func Summary(r *checker.Result) string {
 		}
 		ops = append(ops, o+fmt.Sprintf(" / %d failed / %d unknown", c.Fail-c.Refused, c.Info))
 	}
-	fmt.Fprintf(&b, "ops: %s", strings.Join(ops, "; "))
-	fmt.Fprintf(&b, "\nacquire latency: p50 %s, p99 %s (%s completed)\n", checker.HumanDuration(r.LatencyMs.Acquire.P50), checker.HumanDuration(r.LatencyMs.Acquire.P99), checker.Count(r.LatencyMs.Acquire.Count, "acquire"))
-	fmt.Fprintf(&b, "double holders: %d, exposure %s total, %s longest\n", r.DoubleHolders, checker.HumanDuration(r.ExposureMs.Total), checker.HumanDuration(r.ExposureMs.Max))
+	fmt.Fprintf(b, "ops: %s", strings.Join(ops, "; "))
+	fmt.Fprintf(b, "\nacquire latency: p50 %s, p99 %s (%s completed)\n", checker.HumanDuration(r.LatencyMs.Acquire.P50), checker.HumanDuration(r.LatencyMs.Acquire.P99), checker.Count(r.LatencyMs.Acquire.Count, "acquire"))
+	fmt.Fprintf(b, "double holders: %d, exposure %s total, %s longest\n", r.DoubleHolders, checker.HumanDuration(r.ExposureMs.Total), checker.HumanDuration(r.ExposureMs.Max))
 	sw := r.StaleWrites
-	fmt.Fprintf(&b, "stale writes (sent by a holder after another client was granted its lock): %d attempted, %d rejected by the fence, %d accepted, %d unknown\n",
+	fmt.Fprintf(b, "stale writes (sent by a holder after another client was granted its lock): %d attempted, %d rejected by the fence, %d accepted, %d unknown\n",
 		sw.Attempted, sw.Rejected, sw.Accepted, sw.Unknown)
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
-		fmt.Fprintf(&b, "the fence turned the NEWER holder away in %s: its fence number was lower than the older holder's (a counter on Valkey set back by a failover or restart, or drawn first by an acquire whose reply came back second), so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", checker.Count(n, "double holder"), checker.ArticleTitle)
+		fmt.Fprintf(b, "the fence turned the NEWER holder away in %s: its fence number was lower than the older holder's (a counter on Valkey set back by a failover or restart, or drawn first by an acquire whose reply came back second), so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", checker.Count(n, "double holder"), checker.ArticleTitle)
 	}
 	if n := staleTurnedAway(r); n > 0 {
-		fmt.Fprintf(&b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", checker.Count(n, "double holder"))
+		fmt.Fprintf(b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", checker.Count(n, "double holder"))
 	}
-	fmt.Fprintf(&b, "fence tokens: %s, %s\n", checker.Count(r.FenceTokens.Duplicates, "duplicate"), checker.Count(r.FenceTokens.Regressions, "regression"))
+	fmt.Fprintf(b, "fence tokens: %s, %s\n", checker.Count(r.FenceTokens.Duplicates, "duplicate"), checker.Count(r.FenceTokens.Regressions, "regression"))
 	for _, u := range r.UnknownCommands {
 		var ops []string
 		for f, n := range u.Ops {
 			ops = append(ops, fmt.Sprintf("%d %s", n, f))
 		}
 		sort.Strings(ops)
-		fmt.Fprintf(&b, "unknown command %s: %s failed from %.1f s on because a node did not know the command (an older version or build), not because of the lock; those locks lingered until their TTL\n",
+		fmt.Fprintf(b, "unknown command %s: %s failed from %.1f s on because a node did not know the command (an older version or build), not because of the lock; those locks lingered until their TTL\n",
 			u.Command, strings.Join(ops, ", "), u.First)
 	}
+}
+
+// violationLines: the first violation of each kind in full, and the count of
+// each.
+func violationLines(b *strings.Builder, r *checker.Result) {
 	if len(r.Violations) > 0 {
 		// The first violation of each kind in full; a failover that hands a
 		// lock out a hundred times is one story, not a hundred.
@@ -123,9 +148,9 @@ func Summary(r *checker.Result) string {
 				if v.Affects == "none" {
 					verdict = "reported, does not change the verdict"
 				}
-				fmt.Fprintf(&b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", n, v.Kind, v.Key, clientList(v.Clients, v.Tokens), v.StartS, v.Cause, verdict, v.Explanation)
+				fmt.Fprintf(b, "%3d. [%s, %s] %s at %.3f s (cause: %s; %s)\n     %s\n", n, v.Kind, v.Key, clientList(v.Clients, v.Tokens), v.StartS, v.Cause, verdict, v.Explanation)
 				if v.Picture != "" {
-					fmt.Fprintf(&b, "     picture: %s\n", v.Picture)
+					fmt.Fprintf(b, "     picture: %s\n", v.Picture)
 				}
 			}
 			counts[v.Kind]++
@@ -134,9 +159,8 @@ func Summary(r *checker.Result) string {
 		for _, k := range kinds {
 			parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 		}
-		fmt.Fprintf(&b, "     in all: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(b, "     in all: %s\n", strings.Join(parts, ", "))
 	}
-	return b.String()
 }
 
 // staleTurnedAway counts the double holders in which numbers from the
