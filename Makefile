@@ -100,7 +100,8 @@ soak: setup build
 
 ## reference-row: one row of the reference at its rule, e.g. `make reference-row FAULTS=resync-window`: the 8
 ## default settings × FAULTS (comma-separated kinds), trials in results/rows-sweep/<kinds> (restartable: a second
-## call resumes it), the summary, CSV, table and plots copied to results/rows/<kinds>/ to commit. The matrix too long
+## call resumes it), published to results/rows/<kinds>/ to commit (`sweep publish`: figures, plan and evidence; the
+## row's README.md and cited trials stay). The matrix too long
 ## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side. CONFIGS
 ## (comma-separated) re-runs only those settings of the row: the cells an older row left short of the rule.
 .PHONY: reference-row reference-join
@@ -110,19 +111,20 @@ reference-row: setup build
 	if [ -f $$sw/plan.json ]; then ./$(BIN) sweep --resume $$sw; \
 	else ./$(BIN) sweep --faults "$(FAULTS)" $(if $(CONFIGS),--configs "$(CONFIGS)") --trials 3 --until-ci 0.2 --below 0.04 \
 		--max-trials $(REFERENCE_CAP) --parallel 3 --out $$sw; fi; \
-	mkdir -p results/rows/$$name && cd $$sw && cp plan.json sweep.json sweep.csv table.md index.html probability.png \
-		probability.svg exposure.png exposure.svg cost.png ../../rows/$$name/
+	./$(BIN) sweep publish --to results/rows/$$name $$sw
 
 ## reference-join: results/reference/ from the rows in results/rows/, in the order of REFERENCE_ROWS
 ## (`lockjepsen sweep join --replace`: each cell whole from the last row that measured it, so a re-run replaces the
 ## cells an older row left at its cap; refuses rows measured under another rule and a gap). The old reference is
-## kept if it fails.
+## kept if it fails; its README.md is kept either way.
 REFERENCE_ROWS = link-down fast-restart-replica-lag resync-window-split-brain resync-window link-down-rerun link-down-split-brain-rerun
 REFERENCE_CAP = 40
 reference-join: build
 	@rm -rf results/reference.old; [ ! -d results/reference ] || mv results/reference results/reference.old
 	@if ./$(BIN) sweep join --replace --out results/reference $(addprefix results/rows/,$(REFERENCE_ROWS)) > results/reference-summary.txt; then \
-		mv results/reference-summary.txt results/reference/summary.txt; rm -rf results/reference.old; cat results/reference/summary.txt; \
+		mv results/reference-summary.txt results/reference/summary.txt; \
+		[ ! -f results/reference.old/README.md ] || cp results/reference.old/README.md results/reference/; \
+		rm -rf results/reference.old; cat results/reference/summary.txt; \
 	else rm -rf results/reference results/reference-summary.txt; [ ! -d results/reference.old ] || mv results/reference.old results/reference; exit 1; fi
 
 ## reference-sweep: the reference sweep: the default matrix (8 settings × link-down, resync-window, fast-restart,

@@ -57,6 +57,7 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		args []string
 		want string
 	}
+	comparison, _ := filepath.Abs("../../results/comparison")
 	tests := []bad{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"run", "--no-such-flag"}, "no-such-flag"},
@@ -115,6 +116,9 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		{[]string{"run", "--faults-at", "3s:cut-replication,6s:kill-primary"}, "fires before 3s:cut-replication has run its course"},
 		{[]string{"run", "--faults-at", "3s:cut-replication", "--faults", "kill-primary"}, "--faults and --faults-at both given"},
 		{[]string{"bench", "scenario", "--faults-at", "1s:cut-replication"}, "before the 3s warm-up"},
+		{[]string{"sweep", "publish", "results/comparison"}, "want --to ROW-DIR and one sweep folder"},
+		{[]string{"sweep", "publish", "--to", t.TempDir(), t.TempDir()}, "holds no sweep.json"},
+		{[]string{"sweep", "publish", "--to", comparison + "/", comparison}, "is the sweep's own folder"},
 		{[]string{"cluster", "up", "--min-replicas-to-write", "3"}, "--min-replicas-to-write"},
 		{[]string{"cluster", "up", "extra"}, "unexpected argument"},
 		{[]string{"cluster", "status", "--dir", t.TempDir()}, "no cluster"},

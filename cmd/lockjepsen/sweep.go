@@ -25,7 +25,7 @@ import (
 
 func init() {
 	register(command{name: "sweep", summary: "run a scenario many times across settings × faults; P(double grant) with intervals, cost, plots", run: runSweep,
-		subcommands: []string{"merge", "join", "evidence"}})
+		subcommands: []string{"merge", "join", "evidence", "publish"}})
 }
 
 // multiFlag collects a repeatable flag.
@@ -41,7 +41,8 @@ func sweepUsage() string {
 		"       lockjepsen sweep --shard I/N [flags]   one shard of a sweep (I defaults to $JOB_COMPLETION_INDEX)\n" +
 		"       lockjepsen sweep merge [--out DIR] SHARD-DIR...   one sweep from shard folders\n" +
 		"       lockjepsen sweep join --out DIR SWEEP-DIR...   one report from sweeps of disjoint cells (a row at a time)\n" +
-		"       lockjepsen sweep evidence [--attempts N] DIR   a shrunk violating trial for each red cell, linked from its grid\n\nconfigurations (--configs; join with '+' to combine):\n")
+		"       lockjepsen sweep evidence [--attempts N] DIR   a shrunk violating trial for each red cell, linked from its grid\n" +
+		"       lockjepsen sweep publish --to ROW-DIR DIR   the sweep's figures, plan and evidence into a folder kept without its trials\n\nconfigurations (--configs; join with '+' to combine):\n")
 	for _, c := range sweep.Catalog {
 		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
 	}
@@ -79,6 +80,9 @@ func runSweep(args []string) int {
 	}
 	if len(args) > 0 && args[0] == "evidence" {
 		return runSweepEvidence(args[1:])
+	}
+	if len(args) > 0 && args[0] == "publish" {
+		return runSweepPublish(args[1:])
 	}
 	f, code, ok := parseSweepFlags(args)
 	if !ok {
@@ -567,6 +571,42 @@ func runSweepMerge(args []string) int {
 		return exitCrashed
 	}
 	return exitValid
+}
+
+// runSweepPublish is `lockjepsen sweep publish --to ROW-DIR SWEEP-DIR`: a
+// re-swept row of results lands in its folder in one step, its README and
+// cited trials kept.
+func runSweepPublish(args []string) int {
+	fs := newFlagSet("sweep publish", "sweep publish --to ROW-DIR SWEEP-DIR   the report of the sweep in SWEEP-DIR (plan.json, sweep.json, csv,\n"+
+		"       table, plots, index.html and each red cell's evidence) into ROW-DIR, a folder kept without its trials (results/rows/NAME);\n"+
+		"       ROW-DIR's other files (its README.md, a trial it cites) stay\n")
+	to := fs.String("to", "", "the folder to publish into, e.g. results/rows/resync-window")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *to == "" || fs.NArg() != 1 {
+		return fail("sweep publish: want --to ROW-DIR and one sweep folder, e.g. lockjepsen sweep publish --to results/rows/resync-window results/2026-12-07-sweep (got --to %q and %d folder(s))", *to, fs.NArg())
+	}
+	src := fs.Arg(0)
+	if _, err := sweep.ReadReport(src); err != nil {
+		return fail("sweep publish: %v", err)
+	}
+	if a, b := absPath(src), absPath(*to); a == b {
+		return fail("sweep publish: --to %s is the sweep's own folder: give the row's folder, e.g. results/rows/NAME", *to)
+	}
+	rep, err := sweep.PublishTo(src, *to)
+	if err != nil {
+		return failCrashed("sweep publish: %v", err)
+	}
+	fmt.Printf("published %s (%d cell(s), %d trial(s)) into %s; its README.md there is yours to update\n", src, len(rep.Cells), rep.Trials, *to)
+	return exitValid
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
 }
 
 // runSweepJoin is `lockjepsen sweep join --out DIR SWEEP-DIR...`.
