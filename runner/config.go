@@ -394,12 +394,20 @@ func (c *Config) UseDefaultFaultGap() bool {
 // (kill-leader) to the entry of the run's deployment (etcd-kill-leader), so
 // that the schedule, the history and config.json name what was injected.
 func (c *Config) resolveTargets() error {
-	for i, name := range c.Faults {
+	var faults []string
+	for _, name := range c.Faults {
 		r, err := nemesis.Resolve(name, c.Cluster.Topology)
 		if err != nil {
 			return fmt.Errorf("--faults: %w", err)
 		}
-		c.Faults[i] = r
+		// kill-leader,kill-primary on Sentinel is one fault, not one drawn
+		// twice as often as the others.
+		if !slices.Contains(faults, r) {
+			faults = append(faults, r)
+		}
+	}
+	if c.Faults != nil {
+		c.Faults = faults
 	}
 	for i, s := range c.FaultsAt {
 		r, err := nemesis.Resolve(s.Fault, c.Cluster.Topology)

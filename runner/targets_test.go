@@ -89,6 +89,13 @@ func knownEntry(name string) (*nemesis.Fault, bool) {
 // a target, and no deployment has two entries for one target (the run could
 // not say which it injects).
 func TestTargetsAreOneEntryEach(t *testing.T) {
+	// A target and its entry named together are one fault.
+	sc, _ := scenario.Get("failover-race")
+	cfg := FromScenario(sc)
+	cfg.Faults = []string{"kill-leader", "cut-replication", "kill-primary"}
+	if err := cfg.Validate(); err != nil || len(cfg.Faults) != 2 || cfg.Faults[0] != "kill-primary" {
+		t.Errorf("kill-leader,cut-replication,kill-primary on sentinel: %v, %v; want kill-primary, cut-replication", cfg.Faults, err)
+	}
 	for _, target := range nemesis.Targets {
 		on := 0
 		for _, topo := range cluster.Topologies {
