@@ -61,7 +61,11 @@ func Known(name string) error {
 // deployment does not have (no leader among independent nodes, no
 // independent nodes behind one leader): a sweep shows the pair as n/a, a run
 // refuses it.
-type NoTargetError struct{ msg string }
+type NoTargetError struct {
+	msg string
+	// Has lists the targets the deployment has, each as "target (entry)".
+	Has []string
+}
 
 func (e *NoTargetError) Error() string { return e.msg }
 
@@ -101,7 +105,7 @@ func Resolve(name, topology string) (string, error) {
 	if len(here) > 0 {
 		msg += "; on " + d.Name() + " give " + strings.Join(here, ", ")
 	}
-	return "", &NoTargetError{msg}
+	return "", &NoTargetError{msg: msg, Has: here}
 }
 
 // entryOn is the catalog's entry for the target on d, nil for none.

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -139,10 +140,14 @@ func (f Fault) targetsOn(backend string) (Fault, error) {
 			continue
 		}
 		r, err := nemesis.Resolve(n, backend)
-		if err != nil {
+		var nt *nemesis.NoTargetError
+		switch {
+		case errors.As(err, &nt) && len(nt.Has) > 0:
+			return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: "no node there that " + n + " acts on (its targets: " + strings.Join(nt.Has, ", ") + ")"}
+		case err != nil:
 			// The SQL lease's lock lives in its database, not on a node of
 			// the topology: no target of the deployment's holds it.
-			return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: "no " + n + " target there"}
+			return Fault{}, &NotApplicableError{Fault: f.Name, Backend: backend, Reason: "no node there that " + n + " acts on: the lock is a row of the resource's database"}
 		}
 		out = append(out, r)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/internal/tty"
 	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/metrics"
+	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/runfolder"
 	"github.com/lockjepsen/lockjepsen/runner"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -50,7 +51,8 @@ func sweepUsage() string {
 	for _, c := range sweep.Deployments {
 		fmt.Fprintf(&b, "  %-24s %s\n", c.Name, c.Note)
 	}
-	b.WriteString("\nfaults (--faults; NAME:duration=4s:interval=8s sets parameters; any nemesis fault name works too):\n")
+	b.WriteString("\nfaults (--faults; NAME:duration=4s:interval=8s sets parameters; any nemesis fault name works too, and a fault over a\n" +
+		"target runs each deployment's own entry, n/a where it has no such node: " + strings.Join(targetNames(), ", ") + "):\n")
 	for _, f := range sweep.FaultCatalog {
 		if f.ByBackend != nil {
 			var on []string
@@ -505,11 +507,49 @@ func printPlan(p sweep.Plan) {
 	for _, f := range est.Faults {
 		fmt.Printf("  fault  %-24s %-16s ~%4.1f %ss a trial, %4.1f a minute; ~%d trial(s) a cell\n", f.Name, strings.Join(f.Faults, ","),
 			f.PerTrial, f.Unit, f.PerMinute, f.TrialsPerCell)
+		if runs := cellFaults(cells, f.Name); runs != "" {
+			fmt.Printf("         %-24s runs %s\n", "", runs)
+		}
+	}
+	for _, na := range p.NotApplicable() {
+		fmt.Printf("  n/a    %s × %s: %s\n", na.Config, na.Fault, na.Reason)
 	}
 	if p.Parallel > 1 {
 		fmt.Printf("%d trials at a time multiply these rates by up to %d; figures %s\n", p.Parallel, p.Parallel, sweep.ParallelCaveat(p.Parallel))
 	}
 	fmt.Printf("estimated wall time: %v for %d trial(s) (%v a trial on 2 cores)\n", est.Total.Round(time.Minute), est.Trials, est.PerTrial.Round(time.Second))
+}
+
+func targetNames() []string {
+	var out []string
+	for _, t := range nemesis.Targets {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// cellFaults says which nemesis faults a fault of the plan runs on each
+// configuration, when that differs between them (a kind or a fault over a
+// target mapped per deployment); "" when every cell runs the same.
+func cellFaults(cells []sweep.Cell, fault string) string {
+	var parts []string
+	same := true
+	var first string
+	for _, c := range cells {
+		if c.Fault.Name != fault {
+			continue
+		}
+		runs := strings.Join(c.Fault.Faults, "+")
+		if first == "" {
+			first = runs
+		}
+		same = same && runs == first
+		parts = append(parts, c.Config.Name+" "+runs)
+	}
+	if same {
+		return ""
+	}
+	return strings.Join(parts, ", ")
 }
 
 func printFindings(rep *sweep.Report) {
