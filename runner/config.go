@@ -406,8 +406,8 @@ func (c *Config) resolveTargets() error {
 			faults = append(faults, r)
 		}
 	}
-	if c.Faults != nil {
-		c.Faults = faults
+	if c.Faults != nil { // an empty list stays one in config.json
+		c.Faults = append(make([]string, 0, len(faults)), faults...)
 	}
 	for i, s := range c.FaultsAt {
 		r, err := nemesis.Resolve(s.Fault, c.Cluster.Topology)
