@@ -208,14 +208,8 @@ func (f *Fault) Available(c cluster.Config) error {
 			return fmt.Errorf("the %s fault is refused on --topology %s: %w", f.Name, d.Name(), err)
 		}
 	}
-	if need := f.need(); !d.Offers(need) {
-		var offer []string
-		for _, name := range cluster.Topologies {
-			if o, _ := cluster.Lookup(name); o.Offers(need) {
-				offer = append(offer, name)
-			}
-		}
-		return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(offer, " or "), d.Name())
+	if !d.Offers(f.need()) {
+		return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(Offered(f), " or "), d.Name())
 	}
 	if f.Needs.MaxMemory && c.MaxMemory == 0 {
 		return fmt.Errorf("the %s fault fills the primary past its memory limit: add --maxmemory (e.g. 16mb) and a --maxmemory-policy", f.Name)

@@ -38,19 +38,15 @@ var Targets = []Targeted{
 	{"clock-bump-one", "move one of N independent nodes' wall clock forward past the TTL (libfaketime)"},
 }
 
-func targeted(name string) (Targeted, bool) {
-	i := slices.IndexFunc(Targets, func(t Targeted) bool { return t.Name == name })
-	if i < 0 {
-		return Targeted{}, false
-	}
-	return Targets[i], true
+func isTarget(name string) bool {
+	return slices.ContainsFunc(Targets, func(t Targeted) bool { return t.Name == name })
 }
 
 // Known says whether name is a fault a run can be given (an entry, or a
 // mechanism over a target, which Resolve maps on the run's topology); the
 // error lists both.
 func Known(name string) error {
-	if _, ok := targeted(name); ok {
+	if isTarget(name) {
 		return nil
 	}
 	_, err := Lookup(name)
@@ -74,7 +70,7 @@ func (e *NoTargetError) Error() string { return e.msg }
 // that deployment that answers to it. The error names the deployments that
 // have it and the targeted faults this one has.
 func Resolve(name, topology string) (string, error) {
-	if _, ok := targeted(name); !ok {
+	if !isTarget(name) {
 		if _, err := Lookup(name); err != nil {
 			return "", err
 		}
@@ -144,13 +140,4 @@ func EntriesOf(name string) []*Fault {
 		}
 	}
 	return out
-}
-
-// TargetOf is the mechanism over a target that the entry answers to on
-// topology (Fault.As), "" for none.
-func TargetOf(name string) string {
-	if f, err := Lookup(name); err == nil {
-		return f.As
-	}
-	return ""
 }

@@ -18,7 +18,7 @@ import (
 // evidence of a cell with none is removed, or a green cell would link a
 // violation of an earlier sweep.
 func PublishTo(src, dst string) (*Report, error) {
-	if abs(src) == abs(dst) {
+	if SameFolder(src, dst) {
 		return nil, fmt.Errorf("publish %s into itself: give the sweep's folder and the row's, e.g. sweep publish --to results/rows/NAME %s", src, src)
 	}
 	rep, err := ReadReport(src)
@@ -38,7 +38,7 @@ func PublishTo(src, dst string) (*Report, error) {
 			if err := os.RemoveAll(to); err != nil {
 				return nil, err
 			}
-			if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+			if err := copyTree(from, to); err != nil {
 				return nil, fmt.Errorf("copy %s's evidence: %w", c.Cell, err)
 			}
 		case c.Hits == 0 && c.StaleHits == 0:
@@ -51,9 +51,12 @@ func PublishTo(src, dst string) (*Report, error) {
 	return rep, Publish(dst, rep)
 }
 
+// SameFolder says whether two paths name one folder.
+func SameFolder(a, b string) bool { return abs(a) == abs(b) }
+
 func abs(p string) string {
 	if a, err := filepath.Abs(p); err == nil {
-		return filepath.Clean(a)
+		return a
 	}
 	return filepath.Clean(p)
 }

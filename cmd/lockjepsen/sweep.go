@@ -631,7 +631,7 @@ func runSweepPublish(args []string) int {
 	if _, err := sweep.ReadReport(src); err != nil {
 		return fail("sweep publish: %v", err)
 	}
-	if a, b := absPath(src), absPath(*to); a == b {
+	if sweep.SameFolder(src, *to) {
 		return fail("sweep publish: --to %s is the sweep's own folder: give the row's folder, e.g. results/rows/NAME", *to)
 	}
 	rep, err := sweep.PublishTo(src, *to)
@@ -640,13 +640,6 @@ func runSweepPublish(args []string) int {
 	}
 	fmt.Printf("published %s (%d cell(s), %d trial(s)) into %s; its README.md there is yours to update\n", src, len(rep.Cells), rep.Trials, *to)
 	return exitValid
-}
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return filepath.Clean(p)
 }
 
 // runSweepJoin is `lockjepsen sweep join --out DIR SWEEP-DIR...`.
