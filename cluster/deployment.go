@@ -84,6 +84,32 @@ type ClientTester interface {
 	ClientTestHooks(ctx context.Context, rt Runtime, ep endpoint.Set) ClientTestHooks
 }
 
+// ClientTestDocumenter is a deployment that says, for client-test's
+// --topology help, what the program is run against there and where it finds
+// it; one without it is described by its Doc.
+type ClientTestDocumenter interface {
+	ClientTestDoc() string
+}
+
+// ClientTestTopologies describes every registered deployment for
+// client-test's --topology help, by rank: "sentinel (...), ... or postgres
+// (...)".
+func ClientTestTopologies() string {
+	parts := make([]string, len(Topologies))
+	for i, name := range Topologies {
+		d := deployments[name]
+		doc := d.Doc()
+		if c, ok := d.(ClientTestDocumenter); ok {
+			doc = c.ClientTestDoc()
+		}
+		parts[i] = name + " (" + doc + ")"
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
 // ClientTestHooks mirror the conformance suite's options (lock's
 // ClientTestOptions, which this package does not import): each nil one
 // leaves its case out.

@@ -25,6 +25,11 @@ func (sentinelDeployment) Name() string { return TopologySentinel }
 func (sentinelDeployment) Doc() string {
 	return "one primary, --replicas replicas and --sentinels Sentinels that fail it over (the default)"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (sentinelDeployment) ClientTestDoc() string {
+	return "one Valkey primary, one Sentinel"
+}
 func (sentinelDeployment) Banner(c Config, version string) string {
 	return fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", c.Replicas, c.Sentinels, version)
 }

@@ -37,10 +37,8 @@ const (
 	FenceValkey   = "valkey"    // INCR fence:{name} in the acquire's MULTI
 	FenceResource = "resource"  // POST /v1/fence: the resource database's own sequence
 	FenceLeaseRow = "lease-row" // recipe sql-lease: the lock row's counter, raised by the granting UPDATE
-	// FenceEtcdRevision: recipe etcd-mutex, the lock key's create revision (Raft's log order).
-	FenceEtcdRevision = "etcd-revision"
-	// FenceZxid: recipe zk-lock, the lock znode's creation zxid (Zab's log order).
-	FenceZxid = "zk-czxid"
+	// A recipe with a deployment of its own declares its source beside its
+	// code (package lock: FenceEtcdRevision, FenceZxid, FencePGSequence).
 )
 
 // Process identifies who performed an event. Client processes are numbered from

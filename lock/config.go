@@ -211,9 +211,19 @@ var recipes = []Recipe{
 	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true},
 	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true},
 	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true},
-	etcdMutexRecipe,
-	pgAdvisoryRecipe, pgAdvisoryXactRecipe,
-	zkLockRecipe,
+}
+
+// registerRecipes appends the recipes a deployment of its own brings, each
+// from the init of its file (etcdmutex.go, pgadvisory.go, zklock.go), so
+// that this table names none of them; Go runs a package's inits in file
+// name order, which keeps the catalog's order fixed.
+func registerRecipes(rs ...Recipe) {
+	for _, r := range rs {
+		if _, err := Lookup(r.Name); err == nil {
+			panic("lock: recipe " + r.Name + " registered twice")
+		}
+	}
+	recipes = append(recipes, rs...)
 }
 
 // Expiry is what an acquire or extend of cfg's recipe records as the

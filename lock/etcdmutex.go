@@ -16,8 +16,11 @@ import (
 	"go.uber.org/zap"
 )
 
+// FenceEtcdRevision is recipe etcd-mutex's fence source: the lock key's create revision (Raft's log order).
+const FenceEtcdRevision = "etcd-revision"
+
 // etcdMutexRecipe is the recipe's catalog entry (recipes, config.go).
-var etcdMutexRecipe = Recipe{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: history.FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true, HostsExec: true,
+var etcdMutexRecipe = Recipe{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true, HostsExec: true,
 	conform: func(c Config) (server, error) { return newEtcdServer(c) }}
 
 // EtcdMutex is the etcd recipe.
@@ -233,3 +236,5 @@ func (c *Config) validateEtcd() error {
 	}
 	return nil
 }
+
+func init() { registerRecipes(etcdMutexRecipe) }

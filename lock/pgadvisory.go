@@ -303,3 +303,5 @@ func validatePG(c *Config) error {
 	}
 	return nil
 }
+
+func init() { registerRecipes(pgAdvisoryRecipe, pgAdvisoryXactRecipe) }

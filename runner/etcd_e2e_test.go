@@ -12,6 +12,7 @@ import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/deployments/etcd"
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -56,7 +57,7 @@ func TestEtcdLeaderFailover(t *testing.T) {
 	testslot.Parallel(t)
 	cfg := config(t, "etcd-leader-failover", nil)
 	r := expectMemberLesson(t, cfg, "etcd-0.log")
-	assertFencedFailovers(t, cfg, r, history.FenceEtcdRevision, 2)
+	assertFencedFailovers(t, cfg, r, lock.FenceEtcdRevision, 2)
 }
 
 // assertFencedFailovers holds a leader-failover run to its point: a leader

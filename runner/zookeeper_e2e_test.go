@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockjepsen/lockjepsen/history"
+	"github.com/lockjepsen/lockjepsen/lock"
 )
 
 // The ZooKeeper backend end to end: three real ZooKeeper members (Debian's
@@ -38,7 +39,7 @@ func TestZKLeaderFaults(t *testing.T) {
 			if injected == 0 {
 				t.Fatalf("no %s event in the history: the fault never fired", tc.fault)
 			}
-			assertFencedFailovers(t, cfg, r, history.FenceZxid, injected)
+			assertFencedFailovers(t, cfg, r, lock.FenceZxid, injected)
 		})
 	}
 }

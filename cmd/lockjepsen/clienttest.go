@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register(command{name: "client-test", run: runClientTest,
-		summary: "check your own lock client (a program speaking docs/protocol.md) against one Valkey, or a ZooKeeper ensemble, before any fault"})
+		summary: "check your own lock client (a program speaking docs/protocol.md) against any deployment (one Valkey and one Sentinel unless --topology says), before any fault"})
 }
 
 // recipeFlag is --recipe: a recipe name, or exec:PATH.
@@ -69,10 +69,7 @@ func runClientTest(args []string) int {
 	fs.Var(knob.Duration{D: &opTimeout, Min: 100 * time.Millisecond}, "op-timeout", "an operation not answered by then is info (a failed case)")
 	topology := cluster.TopologySentinel
 	fs.Var(knob.Choice{S: &topology, Among: cluster.Topologies}, "topology",
-		"the server behind the program: sentinel (one Valkey primary, one Sentinel), standalone (one primary, LOCKJEPSEN_ADDR), "+
-			"cluster (a Valkey Cluster of 3 primaries: LOCKJEPSEN_CLUSTER_NODES), redlock (3 independent primaries: LOCKJEPSEN_REDLOCK_NODES, "+
-			"and a case with one of them stopped), etcd (3 members: LOCKJEPSEN_ETCD_ENDPOINTS, and a case with the leader killed), zookeeper (a ZooKeeper ensemble of 3, for a ZooKeeper lock library) "+
-			"or postgres (PostgreSQL, a primary and a replica: LOCKJEPSEN_PG_DSN, PgBouncer's with --pooler, and a case with the holder's backend terminated)")
+		"the server behind the program: "+cluster.ClientTestTopologies())
 	ccfg := cluster.Defaults()
 	deploymentFlags(fs, &ccfg)
 	if code, ok := parseFlags(fs, args); !ok {

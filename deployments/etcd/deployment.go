@@ -45,6 +45,11 @@ func (deployment) Name() string { return Topology }
 func (deployment) Doc() string {
 	return "--members etcd members (Raft), the lock is the official client's concurrency.Mutex"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (deployment) ClientTestDoc() string {
+	return "3 members: LOCKJEPSEN_ETCD_ENDPOINTS, and a case with the leader killed"
+}
 func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: etcd, %d members (Raft, heartbeat %v, election timeout %v; %s)",
 		c.Members, Heartbeat, ElectionTimeout, version)

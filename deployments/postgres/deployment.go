@@ -80,6 +80,11 @@ func (deployment) Name() string { return Topology }
 func (deployment) Doc() string {
 	return "PostgreSQL 15, a primary and one streaming replica, behind PgBouncer with --pooler session|transaction; the lock is an advisory lock"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (deployment) ClientTestDoc() string {
+	return "PostgreSQL, a primary and a replica: LOCKJEPSEN_PG_DSN, PgBouncer's with --pooler, and a case with the holder's backend terminated"
+}
 func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
 	fs.Func("pooler", "what stands between the clients and PostgreSQL: none (a multi-host connection string), "+
 		"or PgBouncer's pool_mode session or transaction", func(s string) error {

@@ -35,6 +35,11 @@ func (deployment) Name() string { return Topology }
 func (deployment) Doc() string {
 	return "--nodes independent primaries (the distlock page's N = 5), no replication, no Sentinel"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (deployment) ClientTestDoc() string {
+	return "3 independent primaries: LOCKJEPSEN_REDLOCK_NODES, and a case with one of them stopped"
+}
 func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: redlock, %d independent primaries, no replication, no Sentinel (Valkey %s)", c.Nodes, version)
 }

@@ -37,6 +37,11 @@ func (deployment) Name() string { return Topology }
 func (deployment) Doc() string {
 	return "one primary and --replicas replicas, no Sentinel, no automatic failover; clients reach the primary at one service address"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (deployment) ClientTestDoc() string {
+	return "one primary, LOCKJEPSEN_ADDR"
+}
 func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: standalone, 1 primary and %d replica(s), no Sentinel, no automatic failover; clients reach the primary at one service address (Valkey %s)", c.Replicas, version)
 }

@@ -48,6 +48,11 @@ func (deployment) Name() string { return Topology }
 func (deployment) Doc() string {
 	return "Valkey Cluster: --shards primaries with --replicas replicas each, failed over by the cluster bus"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (deployment) ClientTestDoc() string {
+	return "a Valkey Cluster of 3 primaries: LOCKJEPSEN_CLUSTER_NODES"
+}
 func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: Valkey Cluster, %d shards of 1 primary and %d replica(s), failover by the cluster bus (cluster-node-timeout %v), no Sentinel (Valkey %s)",
 		c.Shards, c.Replicas, c.DownAfter, version)

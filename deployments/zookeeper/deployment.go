@@ -49,6 +49,11 @@ func (deployment) Name() string { return Topology }
 func (deployment) Doc() string {
 	return "--members ZooKeeper members (Zab), the lock is the ZooKeeper docs' recipe: ephemeral sequential znodes"
 }
+
+// ClientTestDoc says what client-test starts here (ClientTestDocumenter).
+func (deployment) ClientTestDoc() string {
+	return "a ZooKeeper ensemble of 3, for a ZooKeeper lock library"
+}
 func (deployment) Banner(c cluster.Config, version string) string {
 	return fmt.Sprintf("cluster: zookeeper, %d members (Zab, tick %v, a silent leader given up after %v; %s)",
 		c.Members, Tick, ElectionTimeout, version)
