@@ -195,6 +195,28 @@ func Describe(name string) string {
 	return ""
 }
 
+// UnofferedError is Available's error for a fault whose kind of node the
+// deployment does not have. Hint is the way on, for the run command's
+// message: the fault's own counterpart there when it is a mechanism over a
+// target, else the targets the deployment has. A sweep's n/a cell gives the
+// error alone.
+type UnofferedError struct {
+	msg  string
+	Hint string
+}
+
+func (e *UnofferedError) Error() string { return e.msg }
+
+func (f *Fault) unoffered(d cluster.Deployment) error {
+	e := &UnofferedError{msg: fmt.Sprintf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(Offered(f), " or "), d.Name())}
+	if c := entryOn(f.As, d); f.As != "" && c != nil {
+		e.Hint = fmt.Sprintf("on %s its counterpart is %s (%s)", d.Name(), f.As, c.Name)
+	} else if has := targetsOn(d); len(has) > 0 {
+		e.Hint = fmt.Sprintf("on %s give a fault over a target, %s", d.Name(), strings.Join(has, ", "))
+	}
+	return e
+}
+
 // Available says whether a run on this cluster (its deployment, runtime,
 // replicas and memory limit) can inject the fault; the error names the fault
 // and the fix. It is the one check: the runner, the sweep and the docs ask it.
@@ -209,7 +231,7 @@ func (f *Fault) Available(c cluster.Config) error {
 		}
 	}
 	if !d.Offers(f.need()) {
-		return fmt.Errorf("the %s fault needs --topology %s (this run uses %s)", f.Name, strings.Join(Offered(f), " or "), d.Name())
+		return f.unoffered(d)
 	}
 	if f.Needs.MaxMemory && c.MaxMemory == 0 {
 		return fmt.Errorf("the %s fault fills the primary past its memory limit: add --maxmemory (e.g. 16mb) and a --maxmemory-policy", f.Name)

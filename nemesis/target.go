@@ -92,16 +92,24 @@ func Resolve(name, topology string) (string, error) {
 			where = append(where, fmt.Sprintf("%s on %s", f.Name, strings.Join(Offered(f), ", ")))
 		}
 	}
-	for _, t := range Targets {
-		if f := entryOn(t.Name, d); f != nil && (!f.Needs.FakeTime || d.ClockError() == nil) {
-			here = append(here, fmt.Sprintf("%s (%s)", t.Name, f.Name))
-		}
-	}
+	here = targetsOn(d)
 	msg := fmt.Sprintf("the %s fault has no target on --topology %s: it is %s", name, d.Name(), strings.Join(where, "; "))
 	if len(here) > 0 {
 		msg += "; on " + d.Name() + " give " + strings.Join(here, ", ")
 	}
 	return "", &NoTargetError{msg: msg, Has: here}
+}
+
+// targetsOn lists the targets d has, each as "target (entry)", the
+// clock's only where d's clocks can be moved.
+func targetsOn(d cluster.Deployment) []string {
+	var out []string
+	for _, t := range Targets {
+		if f := entryOn(t.Name, d); f != nil && (!f.Needs.FakeTime || d.ClockError() == nil) {
+			out = append(out, fmt.Sprintf("%s (%s)", t.Name, f.Name))
+		}
+	}
+	return out
 }
 
 // entryOn is the catalog's entry for the target on d, nil for none.

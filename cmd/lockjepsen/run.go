@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -128,6 +129,11 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 		cfg.Cluster.Build = ""
 	}
 	if err := cfg.Validate(); err != nil {
+		// A fault this deployment lacks: say what it has instead.
+		var no *nemesis.UnofferedError
+		if errors.As(err, &no) && no.Hint != "" {
+			return cfg, fail("%s: %v: %s", name, err, no.Hint), false
+		}
 		return cfg, fail("%s: %v", name, err), false
 	}
 	// The command that reruns this run: `lockjepsen run` with the run flags
