@@ -25,7 +25,10 @@ type Targeted struct {
 
 // Targets are the mechanism-over-target names, in the order the docs list
 // them. A minority's partition is not among them: Redlock's
-// partition-minority is the only one, under that name already.
+// partition-minority is the only one, under that name already. Nor is the
+// holder: the faults on a lock's holder (kill-holder, pause-client,
+// starve-renewals, cancel-acquire, cancel-release, drop-release-reply) act on
+// the client process, one entry each that runs on every deployment.
 var Targets = []Targeted{
 	{"kill-leader", "SIGKILL the node that takes the lock's writes (Sentinel's primary, the lock key's shard primary, the Raft " +
 		"or Zab leader): another is promoted or elected, the old one rejoins as a follower"},
