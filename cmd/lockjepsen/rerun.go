@@ -48,66 +48,11 @@ type rerunRecordJSON struct {
 // injected and shorter time limits, each run in a folder of its own under
 // out.
 func runShrinkRerun(dir, out, kind, key string, seeds, min int) int {
-	b, err := os.ReadFile(filepath.Join(dir, runfolder.Config))
-	if err != nil {
-		return fail("shrink --rerun: %s has no readable %s (%v): --rerun runs the run's own config again", dir, runfolder.Config, err)
-	}
-	var base runner.Config
-	if err := json.Unmarshal(b, &base); err != nil {
-		return fail("shrink --rerun: %s/%s is corrupt: %v", dir, runfolder.Config, err)
-	}
-	var res checker.Result
-	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Results), &res); err != nil {
-		return fail("shrink --rerun: %v: 'lockjepsen check %s' writes it", err, dir)
-	}
-	v, err := shrink.Pick(&res, kind, key)
-	if code, ok := nothingToShrink(err); ok {
+	j, code, ok := loadRerun(dir, out, kind, key, seeds, min)
+	if !ok {
 		return code
 	}
-	if err != nil {
-		return fail("shrink --rerun: %v", err)
-	}
-	nem, err := history.ReadFile(filepath.Join(dir, runfolder.Nemesis))
-	if err != nil {
-		return fail("shrink --rerun: %v", err)
-	}
-	faults, err := injectedFaults(base, nem)
-	if err != nil {
-		return fail("shrink --rerun: %s: %v", dir, err)
-	}
-	if len(faults) == 0 {
-		return fail("shrink --rerun: %s injected no fault: there is no schedule to shrink (its %s is not a fault's doing)", dir, v.Kind)
-	}
-	seedList := make([]int64, seeds)
-	for i := range seedList {
-		seedList[i] = base.Seed + int64(i)
-	}
-	before := shrink.Schedule{Faults: faults, TimeLimit: base.TimeLimit}
-	// Every candidate is validated (for each seed: the durations a seed
-	// draws set the spans) before anything runs, as a run's flags are.
-	trialConfig := func(s shrink.Schedule, seed int64, folder string) (runner.Config, error) {
-		c := base
-		c.Out, c.Seed, c.TimeLimit = folder, seed, s.TimeLimit
-		c.Schedule, c.WorkloadStart, c.Versions, c.Exe, c.Cluster.Dir = nil, 0, runner.Versions{}, "", ""
-		c.FaultsAt = nil
-		for _, f := range s.Faults {
-			c.FaultsAt = append(c.FaultsAt, nemesis.Step{At: f.At, Fault: f.Name})
-		}
-		c.Command = reproCommand(base, s, seed)
-		return c, c.Validate()
-	}
-	floor := func(fs []shrink.Fault) (time.Duration, error) {
-		least := runner.MinTimeLimit
-		for _, seed := range seedList {
-			c, err := trialConfig(shrink.Schedule{Faults: fs, TimeLimit: max(base.TimeLimit, time.Hour)}, seed, "")
-			if err != nil {
-				return 0, err
-			}
-			least = max(least, nemesis.MinTimeLimit(c.PlanParamsForEstimate(), c.Schedule))
-		}
-		return least, nil
-	}
-	if _, err := trialConfig(before, base.Seed, ""); err != nil {
+	if _, err := j.config(j.before, j.base.Seed, ""); err != nil {
 		return fail("shrink --rerun: the run's own faults cannot be scheduled again (%v): was %s made by an older lockjepsen?", err, dir)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -117,61 +62,152 @@ func runShrinkRerun(dir, out, kind, key string, seeds, min int) int {
 	// process it started) and the search with it; what was found is kept.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runner.Preflight(ctx, base); err != nil {
+	if err := runner.Preflight(ctx, j.base); err != nil {
 		return fail("shrink --rerun: %v", err)
 	}
 	fmt.Printf("shrink --rerun %s: %s on %s (cause: %s); each candidate runs seeds %d to %d until %d reproduce it\n",
-		dir, v.Kind, v.Key, v.Cause, seedList[0], seedList[len(seedList)-1], min)
-	fmt.Printf("before: %s (the run itself)\n", before)
-	tries := 0
-	trial := func(ctx context.Context, s shrink.Schedule, seed int64) (bool, error) {
-		tries++
-		folder := filepath.Join(out, fmt.Sprintf("%02d-seed-%d", tries, seed))
-		c, err := trialConfig(s, seed, folder)
-		if err != nil {
-			return false, fmt.Errorf("%s with seed %d: %w", s, seed, err)
-		}
-		began := time.Now()
-		o := runner.Run(ctx, c, io.Discard)
-		if ctx.Err() != nil {
-			return false, fmt.Errorf("interrupted during %s (%s kept what was recorded)", s, folder)
-		}
-		if !o.Checked {
-			return false, fmt.Errorf("run %s could not be carried out: %v", folder, o.Err)
-		}
-		var r checker.Result
-		if err := runfolder.ReadJSON(filepath.Join(folder, runfolder.Results), &r); err != nil {
-			return false, err
-		}
-		ok := shows(&r, v.Kind, v.Key)
-		verdict := "not reproduced"
-		if ok {
-			verdict = "reproduced"
-		}
-		fmt.Printf("  %2d. %s, seed %d: %s (%.0f s) -> %s\n", tries, s, seed, verdict, time.Since(began).Seconds(), folder)
-		return ok, nil
-	}
+		dir, j.v.Kind, j.v.Key, j.v.Cause, j.seeds[0], j.seeds[len(j.seeds)-1], min)
+	fmt.Printf("before: %s (the run itself)\n", j.before)
 	began := time.Now()
-	result, err := shrink.ShrinkSchedule(ctx, before, shrink.RerunOptions{Seeds: seedList, Min: min, MinTimeLimit: floor, Try: trial})
+	result, err := shrink.ShrinkSchedule(ctx, j.before, shrink.RerunOptions{Seeds: j.seeds, Min: min, MinTimeLimit: j.floor, Try: j.trial})
 	if result == nil {
 		return fail("shrink --rerun: %v", err)
 	}
-	seed := base.Seed
+	return j.finish(result, err, ctx.Err() != nil, time.Since(began))
+}
+
+// rerunJob is one shrink --rerun: the run it starts from, the violation it
+// must bring back, and the seeds each candidate schedule runs.
+type rerunJob struct {
+	dir, out string
+	base     runner.Config
+	v        *checker.Violation
+	before   shrink.Schedule
+	seeds    []int64
+	min      int
+	tries    int
+}
+
+// loadRerun reads the run folder: its config, its verdicts (the violation
+// to shrink) and the faults its nemesis injected. false: the exit code to
+// return.
+func loadRerun(dir, out, kind, key string, seeds, min int) (*rerunJob, int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, runfolder.Config))
+	if err != nil {
+		return nil, fail("shrink --rerun: %s has no readable %s (%v): --rerun runs the run's own config again", dir, runfolder.Config, err), false
+	}
+	j := &rerunJob{dir: dir, out: out, min: min}
+	if err := json.Unmarshal(b, &j.base); err != nil {
+		return nil, fail("shrink --rerun: %s/%s is corrupt: %v", dir, runfolder.Config, err), false
+	}
+	var res checker.Result
+	if err := runfolder.ReadJSON(filepath.Join(dir, runfolder.Results), &res); err != nil {
+		return nil, fail("shrink --rerun: %v: 'lockjepsen check %s' writes it", err, dir), false
+	}
+	j.v, err = shrink.Pick(&res, kind, key)
+	if code, ok := nothingToShrink(err); ok {
+		return nil, code, false
+	}
+	if err != nil {
+		return nil, fail("shrink --rerun: %v", err), false
+	}
+	nem, err := history.ReadFile(filepath.Join(dir, runfolder.Nemesis))
+	if err != nil {
+		return nil, fail("shrink --rerun: %v", err), false
+	}
+	faults, err := injectedFaults(j.base, nem)
+	if err != nil {
+		return nil, fail("shrink --rerun: %s: %v", dir, err), false
+	}
+	if len(faults) == 0 {
+		return nil, fail("shrink --rerun: %s injected no fault: there is no schedule to shrink (its %s is not a fault's doing)", dir, j.v.Kind), false
+	}
+	j.seeds = make([]int64, seeds)
+	for i := range j.seeds {
+		j.seeds[i] = j.base.Seed + int64(i)
+	}
+	j.before = shrink.Schedule{Faults: faults, TimeLimit: j.base.TimeLimit}
+	return j, 0, true
+}
+
+// config is the run of candidate s with seed into folder. Every candidate
+// is validated (for each seed: the durations a seed draws set the spans)
+// before anything runs, as a run's flags are.
+func (j *rerunJob) config(s shrink.Schedule, seed int64, folder string) (runner.Config, error) {
+	c := j.base
+	c.Out, c.Seed, c.TimeLimit = folder, seed, s.TimeLimit
+	c.Schedule, c.WorkloadStart, c.Versions, c.Exe, c.Cluster.Dir = nil, 0, runner.Versions{}, "", ""
+	c.FaultsAt = nil
+	for _, f := range s.Faults {
+		c.FaultsAt = append(c.FaultsAt, nemesis.Step{At: f.At, Fault: f.Name})
+	}
+	c.Command = reproCommand(j.base, s, seed)
+	return c, c.Validate()
+}
+
+// floor is the shortest time limit that still schedules fs on every seed.
+func (j *rerunJob) floor(fs []shrink.Fault) (time.Duration, error) {
+	least := runner.MinTimeLimit
+	for _, seed := range j.seeds {
+		c, err := j.config(shrink.Schedule{Faults: fs, TimeLimit: max(j.base.TimeLimit, time.Hour)}, seed, "")
+		if err != nil {
+			return 0, err
+		}
+		least = max(least, nemesis.MinTimeLimit(c.PlanParamsForEstimate(), c.Schedule))
+	}
+	return least, nil
+}
+
+// trial runs candidate s with seed in a folder of its own and says whether
+// it brought the violation back.
+func (j *rerunJob) trial(ctx context.Context, s shrink.Schedule, seed int64) (bool, error) {
+	j.tries++
+	folder := filepath.Join(j.out, fmt.Sprintf("%02d-seed-%d", j.tries, seed))
+	c, err := j.config(s, seed, folder)
+	if err != nil {
+		return false, fmt.Errorf("%s with seed %d: %w", s, seed, err)
+	}
+	began := time.Now()
+	o := runner.Run(ctx, c, io.Discard)
+	if ctx.Err() != nil {
+		return false, fmt.Errorf("interrupted during %s (%s kept what was recorded)", s, folder)
+	}
+	if !o.Checked {
+		return false, fmt.Errorf("run %s could not be carried out: %v", folder, o.Err)
+	}
+	var r checker.Result
+	if err := runfolder.ReadJSON(filepath.Join(folder, runfolder.Results), &r); err != nil {
+		return false, err
+	}
+	ok := shows(&r, j.v.Kind, j.v.Key)
+	verdict := "not reproduced"
+	if ok {
+		verdict = "reproduced"
+	}
+	fmt.Printf("  %2d. %s, seed %d: %s (%.0f s) -> %s\n", j.tries, s, seed, verdict, time.Since(began).Seconds(), folder)
+	return ok, nil
+}
+
+// finish writes rerun.json and repro.sh beside the runs and prints the
+// result; the exit code is invalid (the violation stands), or crashed when
+// the search or the writing failed.
+func (j *rerunJob) finish(result *shrink.ScheduleResult, err error, interrupted bool, took time.Duration) int {
+	seed := j.base.Seed
 	if last := result.Last(); last != nil {
 		seed = last.Reproduced[0]
 	}
-	cmd := reproCommand(base, result.After, seed)
-	rec := rerunRecordJSON{From: dir, Kind: v.Kind, Key: v.Key, Cause: v.Cause, Seeds: seedList, Min: min, Result: result,
-		Command: cmd, Interrupted: ctx.Err() != nil, ElapsedS: time.Since(began).Seconds()}
+	cmd := reproCommand(j.base, result.After, seed)
+	rec := rerunRecordJSON{From: j.dir, Kind: j.v.Kind, Key: j.v.Key, Cause: j.v.Cause, Seeds: j.seeds, Min: j.min, Result: result,
+		Command: cmd, Interrupted: interrupted, ElapsedS: took.Seconds()}
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	werr := runfolder.WriteJSON(filepath.Join(out, rerunRecord), rec)
+	werr := runfolder.WriteJSON(filepath.Join(j.out, rerunRecord), rec)
 	if werr == nil {
-		script := fmt.Sprintf("#!/bin/sh\n# %s on %s, shrunk by 'lockjepsen shrink --rerun %s' from %s\n%s\n", v.Kind, v.Key, dir, before, runner.ShellJoin(cmd))
-		werr = runfolder.WriteFileAtomic(filepath.Join(out, reproScript), []byte(script), 0o755)
+		script := fmt.Sprintf("#!/bin/sh\n# %s on %s, shrunk by 'lockjepsen shrink --rerun %s' from %s\n%s\n", j.v.Kind, j.v.Key, j.dir, j.before, runner.ShellJoin(cmd))
+		werr = runfolder.WriteFileAtomic(filepath.Join(j.out, reproScript), []byte(script), 0o755)
 	}
-	fmt.Print(rerunText(result, min, cmd, out, err != nil))
+	fmt.Print(rerunText(result, j.min, cmd, j.out, err != nil))
 	switch {
 	case werr != nil:
 		fmt.Fprintf(os.Stderr, "lockjepsen: shrink --rerun: %v\n", werr)
