@@ -164,3 +164,16 @@ func (a *admin) sentinelList(ctx context.Context, sentinel, what string) ([]map[
 	}
 	return out, nil
 }
+
+// SentinelPrimary asks the Sentinel at addr which address it believes is the
+// primary: a Sentinel node's own answer, for the deployment that reads a
+// majority of them.
+func (l *Local) SentinelPrimary(ctx context.Context, addr string) (string, error) {
+	return l.adm.sentinelPrimary(ctx, addr)
+}
+
+// SentinelList is SENTINEL REPLICAS or SENTINEL SENTINELS from the Sentinel
+// at addr, each entry as its field map.
+func (l *Local) SentinelList(ctx context.Context, addr, what string) ([]map[string]string, error) {
+	return l.adm.sentinelList(ctx, addr, what)
+}

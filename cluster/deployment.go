@@ -218,6 +218,12 @@ const (
 	NeedNetProxy = "net-proxy"
 )
 
+// TopologySentinel is the default deployment's name (its code is in
+// deployments/sentinel): one primary with replicas, failed over by a quorum
+// of Sentinels; clients find the primary by asking them. A config that names
+// no topology runs it.
+const TopologySentinel = "sentinel"
+
 var (
 	deployments = map[string]Deployment{}
 	ranks       = map[string]int{}

@@ -88,16 +88,6 @@ func allocateNodePorts(cfg Config, n int) ([]int, error) {
 	return allocatePorts(cfg.BasePort, n)
 }
 
-// layoutSentinel is the Sentinel topology's node list: valkey-0 the first
-// primary, its replicas, then the Sentinels.
-func layoutSentinel(c Config) []Node {
-	nodes := LayoutValkey(c, 1, c.Replicas)
-	for s := 0; s < c.Sentinels; s++ {
-		nodes = append(nodes, Node{Name: fmt.Sprintf("sentinel-%d", s), Kind: RoleSentinel})
-	}
-	return nodes
-}
-
 // LayoutValkey lists primaries valkey-0..p-1 then replicas valkey-p..p+r-1.
 func LayoutValkey(_ Config, primaries, replicas int) []Node {
 	var nodes []Node

@@ -7,6 +7,7 @@ import (
 	_ "github.com/lockjepsen/lockjepsen/deployments/etcd"
 	_ "github.com/lockjepsen/lockjepsen/deployments/postgres"
 	_ "github.com/lockjepsen/lockjepsen/deployments/redlock"
+	_ "github.com/lockjepsen/lockjepsen/deployments/sentinel"
 	_ "github.com/lockjepsen/lockjepsen/deployments/standalone"
 	_ "github.com/lockjepsen/lockjepsen/deployments/valkeycluster"
 	_ "github.com/lockjepsen/lockjepsen/deployments/zookeeper"

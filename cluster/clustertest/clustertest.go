@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	// The default topology Start brings up is Sentinel's, which registers
+	// from its own folder.
+	_ "github.com/lockjepsen/lockjepsen/deployments/sentinel"
 	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 

@@ -19,13 +19,12 @@ import (
 )
 
 // The deployments, the word a file names each by, and its home: the
-// folder and recipe files it is allowed to fill (a deployment still in
-// cluster/ has its file there as home).
+// folder and recipe files it is allowed to fill.
 var deployments = []struct {
 	name, re string
 	home     []string
 }{
-	{"sentinel", `(?i)sentinel`, []string{"cluster/sentinel.go", "lock/native.go"}},
+	{"sentinel", `(?i)sentinel`, []string{"deployments/sentinel/", "lock/native.go"}},
 	{"standalone", `(?i)standalone`, []string{"deployments/standalone/"}},
 	{"redlock", `(?i)redlock`, []string{"deployments/redlock/", "lock/redlock.go"}},
 	{"valkey cluster", `(?i)vcluster|valkeycluster|topologycluster|valkey cluster|"cluster"`, []string{"deployments/valkeycluster/", "lock/cluster.go"}},
