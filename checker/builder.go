@@ -167,6 +167,27 @@ func (b *Builder) Grow(n int) { b.h.recs = slices.Grow(b.h.recs, n) }
 // two ops in flight on one process, a completion for another function) make
 // the history uncheckable and are returned naming the event.
 func (b *Builder) Add(e *history.Event) error {
+	b.stamp(e)
+	if !e.IsClient() {
+		b.h.nem = append(b.h.nem, *e)
+		return nil
+	}
+	if l, seen := b.last[e.Process]; seen && e.Time == l[0] && e.Index < l[1] {
+		// Sorting would put this event before the previous one of its
+		// process: the pairing would differ from the file's. Real histories
+		// never do this (a process's events are written in order).
+		return fmt.Errorf("event %d: process %d's events stamped at the same time are out of index order (after event %d)", e.Index, e.Process, l[1])
+	}
+	b.last[e.Process] = [2]int64{e.Time, e.Index}
+	if e.Type == history.Invoke {
+		return b.invoke(e)
+	}
+	return b.complete(e)
+}
+
+// stamp widens the history's span to e and notes whether e came out of
+// (time, index) order.
+func (b *Builder) stamp(e *history.Event) {
 	h := &b.h
 	if h.events == 0 || e.Time < h.t0 {
 		h.t0 = e.Time
@@ -180,53 +201,50 @@ func (b *Builder) Add(e *history.Event) error {
 		h.lastKey = k
 	}
 	h.events++
-	if !e.IsClient() {
-		h.nem = append(h.nem, *e)
-		return nil
+}
+
+// invoke opens an operation: its process's one in flight.
+func (b *Builder) invoke(e *history.Event) error {
+	h := &b.h
+	if j, busy := b.inflight[e.Process]; busy {
+		return fmt.Errorf("event %d: process %d invokes %s while its %s (event %d) has not completed; a process may have one operation in flight",
+			e.Index, e.Process, e.F, h.strs[h.recs[j].f], h.recs[j].invokeIndex)
 	}
-	if l, seen := b.last[e.Process]; seen && e.Time == l[0] && e.Index < l[1] {
-		// Sorting would put this event before the previous one of its
-		// process: the pairing would differ from the file's. Real histories
-		// never do this (a process's events are written in order).
-		return fmt.Errorf("event %d: process %d's events stamped at the same time are out of index order (after event %d)", e.Index, e.Process, l[1])
+	b.inflight[e.Process] = len(h.recs)
+	r := rec{
+		f: b.id(e.F), key: b.id(e.Key), token: b.tokenID(e.Token), client: e.Client, process: e.Process,
+		ttl: e.TTLMs * 1e6, call: e.Time, outcome: b.id(string(history.Info)),
+		fence: e.Fence, invokeIndex: e.Index, doneIndex: -1,
 	}
-	b.last[e.Process] = [2]int64{e.Time, e.Index}
-	recs := h.recs
-	if e.Type == history.Invoke {
-		if j, busy := b.inflight[e.Process]; busy {
-			return fmt.Errorf("event %d: process %d invokes %s while its %s (event %d) has not completed; a process may have one operation in flight",
-				e.Index, e.Process, e.F, h.strs[recs[j].f], recs[j].invokeIndex)
-		}
-		b.inflight[e.Process] = len(recs)
-		r := rec{
-			f: b.id(e.F), key: b.id(e.Key), token: b.tokenID(e.Token), client: e.Client, process: e.Process,
-			ttl: e.TTLMs * 1e6, call: e.Time, outcome: b.id(string(history.Info)),
-			fence: e.Fence, invokeIndex: e.Index, doneIndex: -1,
-		}
-		if e.Value != nil {
-			r.value = *e.Value
-			b.note(&r, func(n *opNotes) { n.hasValue = true })
-		}
-		if e.Node != "" {
-			b.note(&r, func(n *opNotes) { n.node = e.Node })
-		}
-		if e.Expiry == history.ExpiryNone {
-			b.note(&r, func(n *opNotes) { n.noExpiry = true })
-		}
-		if e.Key == "" {
-			b.keyless = true
-			b.note(&r, func(n *opNotes) { n.keyless = true })
-		} else {
-			b.link(e.Token, r.key)
-		}
-		h.recs = append(recs, r)
-		return nil
+	if e.Value != nil {
+		r.value = *e.Value
+		b.note(&r, func(n *opNotes) { n.hasValue = true })
 	}
+	if e.Node != "" {
+		b.note(&r, func(n *opNotes) { n.node = e.Node })
+	}
+	if e.Expiry == history.ExpiryNone {
+		b.note(&r, func(n *opNotes) { n.noExpiry = true })
+	}
+	if e.Key == "" {
+		b.keyless = true
+		b.note(&r, func(n *opNotes) { n.keyless = true })
+	} else {
+		b.link(e.Token, r.key)
+	}
+	h.recs = append(h.recs, r)
+	return nil
+}
+
+// complete closes its process's operation with e, after checking that e
+// answers that invoke.
+func (b *Builder) complete(e *history.Event) error {
+	h := &b.h
 	j, busy := b.inflight[e.Process]
 	if !busy {
 		return fmt.Errorf("event %d: %s %s on process %d without a preceding invoke", e.Index, e.Type, e.F, e.Process)
 	}
-	r := &recs[j]
+	r := &h.recs[j]
 	if f := h.strs[r.f]; f != e.F {
 		return fmt.Errorf("event %d: %s completes %q but process %d invoked %q (event %d)", e.Index, e.Type, e.F, e.Process, f, r.invokeIndex)
 	}
@@ -240,6 +258,18 @@ func (b *Builder) Add(e *history.Event) error {
 	r.outcome = b.id(string(e.Type))
 	r.done = e.Time
 	r.doneIndex = e.Index
+	if e.Type == history.Fail {
+		r.err = b.id(e.Error)
+	}
+	b.noteCompletion(r, e)
+	return nil
+}
+
+// noteCompletion keeps what a completion says beyond its outcome: the
+// validity a library reported, the fence and its source, a read's value,
+// the reply and verdict of a fault on it, a keyless invoke's key.
+func (b *Builder) noteCompletion(r *rec, e *history.Event) {
+	h := &b.h
 	if e.ValidityMs != 0 && e.Type == history.OK { // below 0: handed over expired (ownership.go)
 		b.note(r, func(n *opNotes) { n.validity = e.ValidityMs * 1e6 })
 	}
@@ -255,9 +285,6 @@ func (b *Builder) Add(e *history.Event) error {
 	if e.Value != nil && f == history.FRead {
 		r.value = *e.Value
 		b.note(r, func(n *opNotes) { n.hasValue = true })
-	}
-	if e.Type == history.Fail {
-		r.err = b.id(e.Error)
 	}
 	if e.Reply != "" {
 		b.note(r, func(n *opNotes) { n.reply = e.Reply })
@@ -278,7 +305,6 @@ func (b *Builder) Add(e *history.Event) error {
 			b.doneKey[opID{r.process, r.call, r.invokeIndex}] = e.Key
 		}
 	}
-	return nil
 }
 
 // link notes that token is used on key; a token on two keys joins them.
