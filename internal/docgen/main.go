@@ -29,14 +29,17 @@ import (
 type block struct {
 	page, name string
 	render     func() string
+	// renderAt, when set, renders from the tree at root instead.
+	renderAt func(root string) (string, error)
 }
 
 var blocks = []block{
-	{"docs/faults.md", "targets", targetsTable},
-	{"docs/faults.md", "faults", faultsTable},
-	{"docs/run.md", "scenarios", scenariosTable},
-	{"docs/recipes.md", "recipes", recipesTable},
-	{"docs/deployments.md", "deployments", deploymentsTable},
+	{page: "docs/faults.md", name: "targets", render: targetsTable},
+	{page: "docs/faults.md", name: "faults", render: faultsTable},
+	{page: "docs/run.md", name: "scenarios", render: scenariosTable},
+	{page: "docs/recipes.md", name: "recipes", render: recipesTable},
+	{page: "docs/deployments.md", name: "deployments", render: deploymentsTable},
+	{page: "docs/architecture.md", name: "packages", renderAt: packagesGraph},
 }
 
 func begin(name string) string {
@@ -47,16 +50,25 @@ func end(name string) string { return "<!-- end generated: " + name + " -->\n" }
 
 // fill replaces the text between b's markers in page with its rendering; the
 // error names the marker a page lacks.
-func fill(page []byte, b block) ([]byte, error) {
+func fill(page []byte, b block, root string) ([]byte, error) {
 	bg, en := []byte(begin(b.name)), []byte(end(b.name))
 	i := bytes.Index(page, bg)
 	j := bytes.Index(page, en)
 	if i < 0 || j < i {
 		return nil, fmt.Errorf("%s has no %q ... %q markers: put them where the %s list goes", b.page, strings.TrimSpace(begin(b.name)), strings.TrimSpace(end(b.name)), b.name)
 	}
+	text := ""
+	if b.renderAt != nil {
+		var err error
+		if text, err = b.renderAt(root); err != nil {
+			return nil, err
+		}
+	} else {
+		text = b.render()
+	}
 	var out bytes.Buffer
 	out.Write(page[:i+len(bg)])
-	out.WriteString(b.render())
+	out.WriteString(text)
 	out.Write(page[j:])
 	return out.Bytes(), nil
 }
@@ -73,7 +85,7 @@ func generate(root string) (map[string][]byte, error) {
 				return nil, fmt.Errorf("read %s: %w", b.page, err)
 			}
 		}
-		p, err := fill(p, b)
+		p, err := fill(p, b, root)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +109,11 @@ func generate(root string) (map[string][]byte, error) {
 func main() {
 	write := flag.Bool("w", false, "write the pages (default: list the stale ones and exit 1)")
 	root := flag.String("root", ".", "the repository's root")
+	imports := flag.String("imports", "", "print the package graph of the checkout in this folder (e.g. an older commit's) and exit")
 	flag.Parse()
+	if *imports != "" {
+		os.Exit(printImports(*imports))
+	}
 	pages, err := generate(*root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "docgen:", err)

@@ -74,7 +74,7 @@ func TestFaultDeploymentsFollowTheRefusals(t *testing.T) {
 }
 
 func TestFillNamesAMissingMarker(t *testing.T) {
-	_, err := fill([]byte("# page\n"), block{page: "docs/x.md", name: "x", render: func() string { return "" }})
+	_, err := fill([]byte("# page\n"), block{page: "docs/x.md", name: "x", render: func() string { return "" }}, ".")
 	if err == nil || !strings.Contains(err.Error(), "docs/x.md") || !strings.Contains(err.Error(), "generated: x") {
 		t.Fatalf("fill on a page without markers: %v", err)
 	}
