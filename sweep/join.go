@@ -66,93 +66,133 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 	if _, err := os.Stat(filepath.Join(out, ReportJSON)); err == nil {
 		return nil, fmt.Errorf("join: %s already holds a report; choose another --out", out)
 	}
-	rep := &Report{Lockjepsen: lockjepsenVersion(), Dir: out, Aggregated: time.Now().UTC().Format(time.RFC3339)}
-	type from struct {
-		dir  string
-		part int // index in rep.Joined
-		cs   *CellStats
-		na   *NACell
-	}
-	cells := map[string]from{} // config + "\x00" + fault
-	configs := map[string]Config{}
-	var rule Plan
+	j := &joiner{rep: &Report{Lockjepsen: lockjepsenVersion(), Dir: out, Aggregated: time.Now().UTC().Format(time.RFC3339)},
+		replace: replace, first: dirs[0], cells: map[string]joinedCell{}, configs: map[string]Config{}}
 	for i, d := range dirs {
-		r, err := ReadReport(d)
-		if err != nil {
-			return nil, fmt.Errorf("join: %w", err)
+		if err := j.add(i, d); err != nil {
+			return nil, err
 		}
-		p := r.Plan
-		if p.Shard != nil {
-			return nil, fmt.Errorf("join: %s is shard %d/%d of a sweep: join its shards first with lockjepsen sweep merge", d, p.Shard.Index, p.Shard.Count)
-		}
-		if i == 0 {
-			rule = ruleOf(p)
-		} else if !reflect.DeepEqual(ruleOf(p), rule) {
-			return nil, fmt.Errorf("join: %s and %s were measured under different rules (scenario, seed, trials, time limit or stopping rule differ): their cells are not comparable", dirs[0], d)
-		}
-		for _, c := range p.Configs {
-			if !unite(configs, &rep.Plan.Configs, c.Name, c) {
-				return nil, fmt.Errorf("join: configuration %q is defined differently in %s than in an earlier folder: rename one", c.Name, d)
-			}
-		}
-		for _, f := range p.Faults {
-			if err := uniteFault(&rep.Plan.Faults, f); err != nil {
-				return nil, fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder (%w): rename one", f.Name, d, err)
-			}
-		}
-		rep.Joined = append(rep.Joined, Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated})
-		j := &rep.Joined[len(rep.Joined)-1]
-		add := func(config, fault string, f from) error {
-			k := config + "\x00" + fault
-			if prev, dup := cells[k]; dup {
-				if !replace {
-					return fmt.Errorf("join: cell %s × %s is in both %s and %s: join only one of them (or --replace: the later folder's figures)", config, fault, prev.dir, d)
-				}
-				pj := &rep.Joined[prev.part]
-				if prev.cs != nil {
-					pj.Cells = slices.DeleteFunc(pj.Cells, func(c string) bool { return c == prev.cs.Cell })
-				}
-				j.Replaced = append(j.Replaced, config+"."+fault+" (from "+prev.dir+")")
-			}
-			cells[k] = f
-			return nil
-		}
-		for ci := range r.Cells {
-			c := r.Cells[ci]
-			// Each cell keeps its own part's cap: reports written before
-			// the cap was recorded get it from their plan.
-			MarkCap(p, &c)
-			if err := add(c.Config, c.Fault, from{dir: d, part: i, cs: &c}); err != nil {
-				return nil, err
-			}
-			j.Cells = append(j.Cells, c.Cell)
-		}
-		for ni := range r.NotApplicable {
-			na := &r.NotApplicable[ni]
-			if err := add(na.Config, na.Fault, from{dir: d, part: i, na: na}); err != nil {
-				return nil, err
-			}
-		}
-		rep.Pending += r.Pending
-		rep.Plan.Parallel = max(rep.Plan.Parallel, p.Parallel)
-		rep.Plan.MaxTrials = max(rep.Plan.MaxTrials, p.MaxTrials)
 	}
-	// The default matrix's order, whatever order the folders came in (a
-	// shell glob sorts them by name): the joined report reads as one sweep.
+	if err := j.lay(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("join: %w", err)
+	}
+	return j.rep, Publish(out, j.rep)
+}
+
+// joiner gathers the folders' cells under one rule, then lays them out as
+// one matrix.
+type joiner struct {
+	rep     *Report
+	replace bool
+	first   string // the first folder, whose rule the others must share
+	rule    Plan
+	cells   map[string]joinedCell // config + "\x00" + fault
+	configs map[string]Config
+}
+
+// joinedCell is a cell and the folder it was taken from.
+type joinedCell struct {
+	dir  string
+	part int // index in rep.Joined
+	cs   *CellStats
+	na   *NACell
+}
+
+// add takes folder d, the i-th given: its plan must share the first one's
+// rule and its configurations and faults the earlier ones' definitions.
+func (j *joiner) add(i int, d string) error {
+	rep := j.rep
+	r, err := ReadReport(d)
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	p := r.Plan
+	if p.Shard != nil {
+		return fmt.Errorf("join: %s is shard %d/%d of a sweep: join its shards first with lockjepsen sweep merge", d, p.Shard.Index, p.Shard.Count)
+	}
+	if i == 0 {
+		j.rule = ruleOf(p)
+	} else if !reflect.DeepEqual(ruleOf(p), j.rule) {
+		return fmt.Errorf("join: %s and %s were measured under different rules (scenario, seed, trials, time limit or stopping rule differ): their cells are not comparable", j.first, d)
+	}
+	for _, c := range p.Configs {
+		if !unite(j.configs, &rep.Plan.Configs, c.Name, c) {
+			return fmt.Errorf("join: configuration %q is defined differently in %s than in an earlier folder: rename one", c.Name, d)
+		}
+	}
+	for _, f := range p.Faults {
+		if err := uniteFault(&rep.Plan.Faults, f); err != nil {
+			return fmt.Errorf("join: fault kind %q is defined differently in %s than in an earlier folder (%w): rename one", f.Name, d, err)
+		}
+	}
+	rep.Joined = append(rep.Joined, Joined{Dir: filepath.Clean(d), Lockjepsen: r.Lockjepsen, Aggregated: r.Aggregated})
+	part := &rep.Joined[len(rep.Joined)-1]
+	for ci := range r.Cells {
+		c := r.Cells[ci]
+		// Each cell keeps its own part's cap: reports written before
+		// the cap was recorded get it from their plan.
+		MarkCap(p, &c)
+		if err := j.take(c.Config, c.Fault, joinedCell{dir: d, part: i, cs: &c}); err != nil {
+			return err
+		}
+		part.Cells = append(part.Cells, c.Cell)
+	}
+	for ni := range r.NotApplicable {
+		na := &r.NotApplicable[ni]
+		if err := j.take(na.Config, na.Fault, joinedCell{dir: d, part: i, na: na}); err != nil {
+			return err
+		}
+	}
+	rep.Pending += r.Pending
+	rep.Plan.Parallel = max(rep.Plan.Parallel, p.Parallel)
+	rep.Plan.MaxTrials = max(rep.Plan.MaxTrials, p.MaxTrials)
+	return nil
+}
+
+// take records a cell of the folder being added; one an earlier folder
+// measured is refused, or with replace taken from this one (and named so).
+func (j *joiner) take(config, fault string, f joinedCell) error {
+	k := config + "\x00" + fault
+	if prev, dup := j.cells[k]; dup {
+		if !j.replace {
+			return fmt.Errorf("join: cell %s × %s is in both %s and %s: join only one of them (or --replace: the later folder's figures)", config, fault, prev.dir, f.dir)
+		}
+		pj := &j.rep.Joined[prev.part]
+		if prev.cs != nil {
+			pj.Cells = slices.DeleteFunc(pj.Cells, func(c string) bool { return c == prev.cs.Cell })
+		}
+		part := &j.rep.Joined[f.part]
+		part.Replaced = append(part.Replaced, config+"."+fault+" (from "+prev.dir+")")
+	}
+	j.cells[k] = f
+	return nil
+}
+
+// lay orders the joined matrix as the default one is (whatever order the
+// folders came in: a shell glob sorts them by name, and the joined report
+// reads as one sweep) and fills it: every cell from its folder, a gap an
+// n/a where the pair has no fault there, else an error naming the sweep
+// that would fill it.
+func (j *joiner) lay() error {
+	rep := j.rep
 	byDefault(rep.Plan.Configs, DefaultConfigs, func(c Config) string { return c.Name })
 	byDefault(rep.Plan.Faults, DefaultFaults, func(f Fault) string { return f.Name })
+	rule := j.rule
 	rule.Configs, rule.Faults, rule.Parallel, rule.MaxTrials = rep.Plan.Configs, rep.Plan.Faults, rep.Plan.Parallel, rep.Plan.MaxTrials
 	rep.Plan = rule
 	for _, c := range rep.Plan.Configs {
 		for _, f := range rep.Plan.Faults {
-			got, ok := cells[c.Name+"\x00"+f.Name]
+			got, ok := j.cells[c.Name+"\x00"+f.Name]
 			switch {
 			case !ok:
 				if why, na := gapNA(rep.Plan, c, f); na {
 					rep.NotApplicable = append(rep.NotApplicable, NACell{Config: c.Name, Fault: f.Name, Reason: why})
 					continue
 				}
-				return nil, fmt.Errorf("join: cell %s × %s is in none of the folders: measure it under the same rule (lockjepsen sweep --configs %s --faults %s ...) and join that folder too", c.Name, f.Name, c.Name, f.Name)
+				return fmt.Errorf("join: cell %s × %s is in none of the folders: measure it under the same rule (lockjepsen sweep --configs %s --faults %s ...) and join that folder too", c.Name, f.Name, c.Name, f.Name)
 			case got.na != nil:
 				rep.NotApplicable = append(rep.NotApplicable, *got.na)
 			default:
@@ -166,10 +206,7 @@ func join(out string, dirs []string, replace bool) (*Report, error) {
 	if n := rep.Trials + rep.Failed; n > 0 {
 		rep.MeanTrialS = rep.TrialS / float64(n)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("join: %w", err)
-	}
-	return rep, Publish(out, rep)
+	return nil
 }
 
 // gapNA says whether a pair no folder holds is n/a by construction, and
