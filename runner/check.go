@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockjepsen/lockjepsen/exitcode"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lockjepsen/lockjepsen/exitcode"
+	"github.com/lockjepsen/lockjepsen/marks"
 
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/history"
@@ -42,45 +44,8 @@ const (
 // code (0 valid, 1 invalid or unknown). An error means the run cannot be
 // checked (exit 254), and names the file and line at fault.
 func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return "", ExitCannot, fmt.Errorf("%s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
-	}
-	hpath := filepath.Join(dir, runfolder.History)
-	// The resource log is read on the other core while the history is:
-	// 0.85 s of json.Unmarshal on 1M events' 115,000 writes.
-	attemptsRead := make(chan attemptsResult, 1)
-	go func() {
-		idx, err := checker.IndexAttemptsFile(filepath.Join(dir, runfolder.Resource))
-		attemptsRead <- attemptsResult{idx, err}
-	}()
-	h, err := readHistory(hpath)
+	in, err := readRun(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", ExitCannot, fmt.Errorf("%s has no "+runfolder.History+": not a lockjepsen run directory", dir)
-		}
-		return "", ExitCannot, fmt.Errorf("cannot check %s: %w", dir, err)
-	}
-	if h.Len() == 0 {
-		return "", ExitCannot, fmt.Errorf("%s is empty: the run stopped before any operation; nothing to check", hpath)
-	}
-	ar := <-attemptsRead
-	if ar.err != nil {
-		return "", ExitCannot, ar.err
-	}
-	attempts := ar.idx
-	var cfg Config
-	var ck checker.ConfigKeys
-	hasCfg := false
-	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
-		if err := json.Unmarshal(b, &cfg); err != nil {
-			return "", ExitCannot, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
-		}
-		if ck, err = checker.ReadConfigKeys(b); err != nil {
-			return "", ExitCannot, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
-		}
-		hasCfg = true
-	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", ExitCannot, err
 	}
 	var o CheckOptions
@@ -88,60 +53,35 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 		o = opt[0]
 	}
 	cat := nemesis.Catalog()
-	opts := checker.Options{Epsilon: ck.Epsilon(o.Epsilon), Budget: ck.Budget(o.Budget), Pictures: !o.NoHTML, Marks: cat}
-	res := checker.CheckHistory(h, attempts, opts)
+	opts := checker.Options{Epsilon: in.keys.Epsilon(o.Epsilon), Budget: in.keys.Budget(o.Budget), Pictures: !o.NoHTML, Marks: cat}
+	res := checker.CheckHistory(in.h, in.attempts, opts)
 	report.Explain(res, cat)
 	if err := report.DrawPorcupine(dir, res); err != nil {
 		return "", ExitCannot, err
 	}
 	title := "lockjepsen"
-	if hasCfg {
-		title = fmt.Sprintf("lockjepsen %s: recipe %s, fence %s, seed %d", cfg.Scenario, cfg.Recipe, cfg.Fence, cfg.Seed)
+	if in.hasCfg {
+		title = fmt.Sprintf("lockjepsen %s: recipe %s, fence %s, seed %d", in.cfg.Scenario, in.cfg.Recipe, in.cfg.Fence, in.cfg.Seed)
 	}
 	// The timeline (a second pass over the file, then the plot) is drawn on
 	// the other core while the metrics replay and the summary are written:
 	// 1.1 s and 0.7 s of a 1M-event check.
-	drawn := make(chan error, 1)
-	var note string
-	go func() {
-		win, n, err := timelineEvents(hpath, h, res, report.TimelineMaxEvents)
-		if err != nil {
-			drawn <- fmt.Errorf("cannot check %s: %w", dir, err)
-			return
-		}
-		note = n
-		tl := report.BuildTimeline(win, res, cat)
-		tl.Start = h.Start() // seconds count from the run's first event, as the summary's do
-		fig, err := tl.Plot(title + note)
-		if err == nil {
-			err = fig.Save(filepath.Join(dir, runfolder.Timeline))
-		}
-		drawn <- err
-	}()
-	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, h, cfg.TTL, cat)); err != nil {
+	drawn := make(chan timelineDrawn, 1)
+	go func() { drawn <- drawTimeline(dir, in, res, cat, title) }()
+	if err := runfolder.WriteJSON(filepath.Join(dir, runfolder.Results), withMetrics(res, in.h, in.cfg.TTL, cat)); err != nil {
 		<-drawn
 		return "", ExitCannot, err
 	}
-	sum := summarize(dir, res, cfg, hasCfg)
+	sum := summarize(dir, res, in.cfg, in.hasCfg)
 	if err := runfolder.WriteFileAtomic(filepath.Join(dir, runfolder.Summary), []byte(sum), 0o644); err != nil {
 		<-drawn
 		return "", ExitCannot, fmt.Errorf("write summary: %w", err)
 	}
-	if err := <-drawn; err != nil {
-		return "", ExitCannot, err
+	tl := <-drawn
+	if tl.err != nil {
+		return "", ExitCannot, tl.err
 	}
-	title += note
-	page := report.Page{Title: title, Scenario: cfg.Scenario, Summary: sum, Result: res}
-	if sc, err := scenario.Get(cfg.Scenario); err == nil {
-		page.Teaches = sc.Teaches
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, runfolder.Config)); err == nil {
-		page.Config = string(b)
-	}
-	if len(cfg.Command) > 0 {
-		page.Rerun = ShellJoin(cfg.Command)
-	}
-	if err := report.WriteIndex(dir, page); err != nil {
+	if err := writeRunPage(dir, in, res, title+tl.note, sum); err != nil {
 		return "", ExitCannot, err
 	}
 	switch res.Valid {
@@ -151,6 +91,102 @@ func CheckDir(dir string, opt ...CheckOptions) (string, int, error) {
 		return sum, ExitInvalid, nil
 	}
 	return sum, ExitUnknown, nil
+}
+
+// runInputs is what a check reads of a run folder.
+type runInputs struct {
+	hpath    string
+	h        *checker.History
+	attempts *checker.AttemptIndex
+	cfg      Config
+	keys     checker.ConfigKeys
+	hasCfg   bool   // config.json was there (a bare history checks too)
+	cfgJSON  []byte // its text, shown on the page
+}
+
+// readRun reads the history, the resource's attempts and config.json; the
+// error names the file at fault.
+func readRun(dir string) (*runInputs, error) {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a run directory: give the folder a run wrote (results/latest is the newest)", dir)
+	}
+	in := &runInputs{hpath: filepath.Join(dir, runfolder.History)}
+	// The resource log is read on the other core while the history is:
+	// 0.85 s of json.Unmarshal on 1M events' 115,000 writes.
+	attemptsRead := make(chan attemptsResult, 1)
+	go func() {
+		idx, err := checker.IndexAttemptsFile(filepath.Join(dir, runfolder.Resource))
+		attemptsRead <- attemptsResult{idx, err}
+	}()
+	in.h, err = readHistory(in.hpath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s has no "+runfolder.History+": not a lockjepsen run directory", dir)
+		}
+		return nil, fmt.Errorf("cannot check %s: %w", dir, err)
+	}
+	if in.h.Len() == 0 {
+		return nil, fmt.Errorf("%s is empty: the run stopped before any operation; nothing to check", in.hpath)
+	}
+	ar := <-attemptsRead
+	if ar.err != nil {
+		return nil, ar.err
+	}
+	in.attempts = ar.idx
+	b, err := os.ReadFile(filepath.Join(dir, runfolder.Config))
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &in.cfg); err != nil {
+			return nil, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
+		}
+		if in.keys, err = checker.ReadConfigKeys(b); err != nil {
+			return nil, fmt.Errorf("%s/%s is corrupt: %v", dir, runfolder.Config, err)
+		}
+		in.hasCfg, in.cfgJSON = true, b
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return in, nil
+}
+
+// timelineDrawn is the timeline's outcome: the note its title takes (a
+// window of a long run), or why it could not be drawn.
+type timelineDrawn struct {
+	note string
+	err  error
+}
+
+// drawTimeline draws timeline.png from the history, in a window of a run
+// too long to draw whole.
+func drawTimeline(dir string, in *runInputs, res *checker.Result, cat *marks.Catalog, title string) timelineDrawn {
+	win, note, err := timelineEvents(in.hpath, in.h, res, report.TimelineMaxEvents)
+	if err != nil {
+		return timelineDrawn{err: fmt.Errorf("cannot check %s: %w", dir, err)}
+	}
+	tl := report.BuildTimeline(win, res, cat)
+	tl.Start = in.h.Start() // seconds count from the run's first event, as the summary's do
+	fig, err := tl.Plot(title + note)
+	if err == nil {
+		err = fig.Save(filepath.Join(dir, runfolder.Timeline))
+	}
+	return timelineDrawn{note: note, err: err}
+}
+
+// writeRunPage writes index.html: the summary, the scenario's lesson, the
+// config and the command that reruns the run.
+func writeRunPage(dir string, in *runInputs, res *checker.Result, title, sum string) error {
+	page := report.Page{Title: title, Scenario: in.cfg.Scenario, Summary: sum, Result: res}
+	if sc, err := scenario.Get(in.cfg.Scenario); err == nil {
+		page.Teaches = sc.Teaches
+	}
+	if in.hasCfg {
+		page.Config = string(in.cfgJSON)
+	}
+	if len(in.cfg.Command) > 0 {
+		page.Rerun = ShellJoin(in.cfg.Command)
+	}
+	return report.WriteIndex(dir, page)
 }
 
 type attemptsResult struct {
