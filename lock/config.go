@@ -98,6 +98,9 @@ type Recipe struct {
 	// Speaks lists the protocols it can reach a lock service by: it runs on
 	// every deployment that speaks one of them (Offerer).
 	Speaks []endpoint.Protocol
+	// Library is the Go module whose lock code the recipe drives unchanged
+	// (`lockjepsen version` prints the version built in); zero for none.
+	Library Library
 	// Driven: the recipe drives someone else's lock code unchanged, a
 	// third-party library or a team's own program (exec), not the project's
 	// recipes nor a deployment's own client; a sweep over such recipes
@@ -202,10 +205,10 @@ var recipes = []Recipe{
 	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, Speaks: primaryOrBus, Replies: true},
 	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, Speaks: primaryOrBus, Replies: true},
 	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, Speaks: primaryOrBus, Replies: true},
-	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: primaryBusOrNodes, Driven: true, Replies: true},
-	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true},
-	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true},
-	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, Speaks: primaryOrBus, Driven: true, Replies: true},
+	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: Library{Module: "github.com/go-redsync/redsync/v4", Name: "redsync", Note: "pools through " + RedsyncAdapter}},
+	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: Library{Module: "github.com/go-redsync/redsync/v4", Name: "redsync", Note: "pools through " + RedsyncAdapter}},
+	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true, Library: Library{Module: "github.com/valkey-io/valkey-go", Name: "valkey-go"}},
+	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, Speaks: primaryOrBus, Driven: true, Replies: true, Library: Library{Module: "github.com/bsm/redislock", Name: "redislock"}},
 	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, Speaks: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
 	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, Speaks: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
 	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true},
@@ -310,6 +313,24 @@ func (r Recipe) RunsOn(d Offerer) bool { return r.runsOn(d) }
 
 // Recipes lists the catalog in its order, for the generated docs.
 func Recipes() []Recipe { return slices.Clone(recipes) }
+
+// Library is a Go module a recipe drives: its path, the name a person
+// knows it by, and a note on how this build uses it.
+type Library struct {
+	Module, Name, Note string
+}
+
+// Libraries lists the modules the recipes drive, each once, in the
+// catalog's order.
+func Libraries() []Library {
+	var out []Library
+	for _, r := range recipes {
+		if r.Library.Module != "" && !slices.ContainsFunc(out, func(l Library) bool { return l.Module == r.Library.Module }) {
+			out = append(out, r.Library)
+		}
+	}
+	return out
+}
 
 // Names lists the recipes.
 func Names() []string {

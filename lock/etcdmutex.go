@@ -20,7 +20,7 @@ import (
 const FenceEtcdRevision = "etcd-revision"
 
 // etcdMutexRecipe is the recipe's catalog entry (recipes, config.go).
-var etcdMutexRecipe = Recipe{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true, HostsExec: true,
+var etcdMutexRecipe = Recipe{Name: EtcdMutex, Summary: "etcd's concurrency.Mutex (official client v3) on a session lease, fence = the lock key's create revision (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openEtcdMutex, Speaks: []endpoint.Protocol{endpoint.Etcd}, Server: checkEtcd, Fence: FenceEtcdRevision, Valid: (*Config).validateEtcd, FenceOnDemand: true, HostsExec: true, Library: Library{Module: "go.etcd.io/etcd/client/v3", Name: "etcd client"},
 	conform: func(c Config) (server, error) { return newEtcdServer(c) }}
 
 // EtcdMutex is the etcd recipe.

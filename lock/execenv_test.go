@@ -166,3 +166,32 @@ func TestInheritedEnv(t *testing.T) {
 		}
 	}
 }
+
+// Every library a recipe drives is listed once, under the name a person
+// knows it by, with the module `version` looks up in the build.
+func TestLibrariesOncePerModule(t *testing.T) {
+	want := map[string]string{
+		"github.com/go-redsync/redsync/v4": "redsync", "github.com/valkey-io/valkey-go": "valkey-go",
+		"github.com/bsm/redislock": "redislock", "go.etcd.io/etcd/client/v3": "etcd client", "github.com/go-zookeeper/zk": "go-zookeeper",
+	}
+	got := map[string]string{}
+	for _, l := range Libraries() {
+		if _, dup := got[l.Module]; dup {
+			t.Errorf("%s listed twice", l.Module)
+		}
+		got[l.Module] = l.Name
+	}
+	if len(got) != len(want) {
+		t.Errorf("Libraries() = %v, want %v", got, want)
+	}
+	for m, n := range want {
+		if got[m] != n {
+			t.Errorf("%s is named %q, want %q", m, got[m], n)
+		}
+	}
+	for _, l := range Libraries() {
+		if l.Name == "redsync" && !strings.Contains(l.Note, RedsyncAdapter) {
+			t.Errorf("redsync's note %q does not name the adapter %s", l.Note, RedsyncAdapter)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 const FenceZxid = "zk-czxid"
 
 // zkLockRecipe is the recipe's catalog entry (recipes, config.go).
-var zkLockRecipe = Recipe{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, Speaks: []endpoint.Protocol{endpoint.ZooKeeper}, Server: checkZooKeeper, Fence: FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true, HostsExec: true,
+var zkLockRecipe = Recipe{Name: ZKLock, Summary: "the ZooKeeper docs' lock recipe (go-zookeeper/zk): an ephemeral sequential znode per waiter, each watching its predecessor, on a session whose timeout is the TTL; fence = the znode's czxid (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openZKLock, Speaks: []endpoint.Protocol{endpoint.ZooKeeper}, Server: checkZooKeeper, Fence: FenceZxid, Valid: (*Config).validateZooKeeper, FenceOnDemand: true, HostsExec: true, Library: Library{Module: "github.com/go-zookeeper/zk", Name: "go-zookeeper"},
 	conform: func(c Config) (server, error) { return newZKServer(c) }}
 
 // ZKLock is the ZooKeeper recipe.

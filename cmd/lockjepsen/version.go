@@ -34,12 +34,15 @@ func runVersion(args []string) int {
 	// pinned build (scripts/pinned-build.sh) says here which version it runs.
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
-			if name, driven := drivenLibraries[d.Path]; driven {
-				extra := ""
-				if d.Path == "github.com/go-redsync/redsync/v4" {
-					extra = " (pools through " + lock.RedsyncAdapter + ")"
+			for _, l := range lock.Libraries() {
+				if l.Module != d.Path {
+					continue
 				}
-				fmt.Printf("%s %s%s\n", name, d.Version, extra)
+				extra := ""
+				if l.Note != "" {
+					extra = " (" + l.Note + ")"
+				}
+				fmt.Printf("%s %s%s\n", l.Name, d.Version, extra)
 			}
 		}
 	}
@@ -49,13 +52,4 @@ func runVersion(args []string) int {
 		fmt.Printf("valkey: none found (%v)\n", err)
 	}
 	return exitValid
-}
-
-// drivenLibraries are the modules whose lock code the recipes drive unchanged.
-var drivenLibraries = map[string]string{
-	"github.com/go-redsync/redsync/v4": "redsync",
-	"github.com/bsm/redislock":         "redislock",
-	"github.com/valkey-io/valkey-go":   "valkey-go",
-	"go.etcd.io/etcd/client/v3":        "etcd client",
-	"github.com/go-zookeeper/zk":       "go-zookeeper",
 }

@@ -27,7 +27,10 @@ var deployments = []struct {
 	{"sentinel", `(?i)sentinel`, []string{"deployments/sentinel/", "lock/native.go"}},
 	{"standalone", `(?i)standalone`, []string{"deployments/standalone/"}},
 	{"redlock", `(?i)redlock`, []string{"deployments/redlock/", "lock/redlock.go"}},
-	{"valkey cluster", `(?i)vcluster|valkeycluster|topologycluster|valkey cluster|"cluster"`, []string{"deployments/valkeycluster/", "lock/cluster.go"}},
+	// Not the word "cluster" alone: the run's node group (config.json's
+	// "cluster", the run folder's cluster/, `lockjepsen cluster`) is named so
+	// on every deployment; the deployment's own name is its Topology there.
+	{"valkey cluster", `(?i)vcluster|valkeycluster|topologycluster|valkey cluster`, []string{"deployments/valkeycluster/", "lock/cluster.go"}},
 	{"etcd", `(?i)etcd`, []string{"deployments/etcd/", "lock/etcdmutex.go", "lock/conformance_etcd.go"}},
 	{"zookeeper", `(?i)zookeeper|\bzk`, []string{"deployments/zookeeper/", "lock/zklock.go", "lock/conformance_zk.go"}},
 	{"sql-lease", `(?i)sql-?lease`, []string{"lock/sqllease.go"}},
