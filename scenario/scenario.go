@@ -272,6 +272,19 @@ func Names() []string {
 	return out
 }
 
+// For lists the scenarios made for a topology (their Topology names it),
+// sorted.
+func For(topology string) []string {
+	var out []string
+	for name, sc := range all {
+		if sc.Topology == topology {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Register adds scenarios declared outside this package, in their
 // deployment's folder (deployments/), each with its expectation as
 // predicates; a name registered twice is a programming error.

@@ -81,6 +81,8 @@ func TestBadInputExitsTwoAndNamesTheProblem(t *testing.T) {
 		// ... and the way on: the fault's counterpart there, or the targets it has.
 		{[]string{"run", "--topology", "zookeeper", "--recipe", "zk-lock", "--faults", "kill-primary"}, "needs --topology sentinel (this run uses zookeeper): on zookeeper its counterpart is kill-leader (zk-kill-leader)"},
 		{[]string{"run", "--topology", "etcd", "--recipe", "etcd-mutex"}, "the cut-replication fault needs --topology sentinel (this run uses etcd): on etcd give a fault over a target, kill-leader (etcd-kill-leader), pause-leader (etcd-pause-leader)"},
+		// A deployment given to the default scenario: its own scenarios are named.
+		{[]string{"run", "--topology", "zookeeper"}, "on zookeeper use exec, zk-lock (or start from a scenario made for --topology zookeeper: --scenario zk-kill-leader, "},
 		// A deployment's own flag on another deployment would change nothing.
 		{[]string{"run", "--topology", "sentinel", "--shards", "5"}, "--shards 5: it is an option of --topology cluster, and this run uses sentinel; drop --shards or use --topology cluster"},
 		{[]string{"run", "--scenario", "etcd-leader-failover", "--nodes", "3"}, "--nodes 3: it is an option of --topology redlock, and this run uses etcd"},

@@ -130,11 +130,18 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	}
 	if err := cfg.Validate(); err != nil {
 		// A fault this deployment lacks: say what it has instead.
+		msg := err.Error()
 		var no *nemesis.UnofferedError
 		if errors.As(err, &no) && no.Hint != "" {
-			return cfg, fail("%s: %v: %s", name, err, no.Hint), false
+			msg += ": " + no.Hint
 		}
-		return cfg, fail("%s: %v", name, err), false
+		// Another deployment given to a scenario made for Sentinel's: its
+		// recipe or faults rarely fit there, and the deployment's own
+		// scenarios do.
+		if own := scenario.For(cfg.Cluster.Topology); set["topology"] && !set["scenario"] && sc.Topology != cfg.Cluster.Topology && len(own) > 0 {
+			msg += fmt.Sprintf(" (or start from a scenario made for --topology %s: --scenario %s; lockjepsen run -h lists them)", cfg.Cluster.Topology, strings.Join(own, ", "))
+		}
+		return cfg, fail("%s: %s", name, msg), false
 	}
 	// The command that reruns this run: `lockjepsen run` with the run flags
 	// given (bench scenario and lab add their own --seed and --out).
