@@ -65,7 +65,7 @@ func faults(nem []history.Event, cat *marks.Catalog) []fault {
 }
 
 // observedLag bounds how long after a promotion its failover observation is
-// logged: the runner asks the Sentinels (or the cluster bus, or etcd) every
+// logged: the runner asks the Sentinels (or the cluster bus, or the members) every
 // 250 ms and a fault's WaitFailover every 50 ms, and the clients learn of the
 // new primary from the same Sentinels. Over the 135 failovers observed in 67
 // cluster and Sentinel runs of this session, no fault-driven observation came

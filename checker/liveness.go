@@ -44,7 +44,7 @@ type StuckLock struct {
 	// outcome is unknown (acquires, extends and releases that ended info),
 	// newest first, at most maxUnknownListed; UnknownCount counts them all.
 	// Any of them may be what left the key taken: the checker sees the
-	// replies, not the server's state (a ZooKeeper run's stuck znode was an
+	// replies, not the server's state (a consensus run's stuck lock node was an
 	// earlier client's unknown acquire and release, not the last one's).
 	Unknown      []LeftBy `json:"unknown,omitempty"`
 	UnknownCount int      `json:"unknown_count,omitempty"`

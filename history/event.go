@@ -38,7 +38,7 @@ const (
 	FenceResource = "resource"  // POST /v1/fence: the resource database's own sequence
 	FenceLeaseRow = "lease-row" // recipe sql-lease: the lock row's counter, raised by the granting UPDATE
 	// A recipe with a deployment of its own declares its source beside its
-	// code (package lock: FenceEtcdRevision, FenceZxid, FencePGSequence).
+	// code, in its file of package lock.
 )
 
 // Process identifies who performed an event. Client processes are numbered from

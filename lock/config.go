@@ -217,8 +217,7 @@ var recipes = []Recipe{
 }
 
 // registerRecipes appends the recipes a deployment of its own brings, each
-// from the init of its file (etcdmutex.go, pgadvisory.go, zklock.go), so
-// that this table names none of them; Go runs a package's inits in file
+// from the init of its own file, so that this table names none of them; Go runs a package's inits in file
 // name order, which keeps the catalog's order fixed.
 func registerRecipes(rs ...Recipe) {
 	for _, r := range rs {

@@ -36,7 +36,7 @@ func fail(err error) Result { return Result{Outcome: history.Fail, Err: err} }
 
 // contended is a refused acquire because another client holds the lock,
 // in a library's own words (redsync's ErrTaken, redislock's ErrNotObtained,
-// valkeylock's ErrNotLocked, a ZooKeeper waiter's timeout): the recipe adds
+// valkeylock's ErrNotLocked, a consensus waiter's timeout): the recipe adds
 // the phrase the availability figures count as contention
 // (history.RefusalReason), so that a library's refusals read as the lock
 // working rather than as errors, as the native recipe's do.

@@ -59,7 +59,7 @@ var armedReply replyFault
 // the lock's connections write; cancel is the operation's context's cancel
 // (ReplyCancel calls it). The returned function disarms and reports what
 // the fault did: a recipe that wrote nothing on a hooked connection (an
-// etcd, ZooKeeper, SQL or exec recipe) leaves it unfired.
+// recipe of a consensus service, SQL or exec) leaves it unfired.
 func ArmReply(mode string, cancel context.CancelFunc) (disarm func() ReplyFate, err error) {
 	if mode != ReplyDrop && mode != ReplyCancel {
 		return nil, fmt.Errorf("reply fault %q: want %s or %s", mode, ReplyDrop, ReplyCancel)

@@ -10,11 +10,10 @@ import (
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
-// The mechanisms over a consensus service's leader (etcd's Raft leader,
-// ZooKeeper's Zab leader), as Runtime.Primary names it: kill it, pause it,
-// cut it off from the other members, or from everyone. Each deployment's
-// folder declares its fault entries over them (deployments/etcd,
-// deployments/zookeeper) with its own timing; product names the service in
+// The mechanisms over a consensus service's leader (a Raft or Zab leader),
+// as Runtime.Primary names it: kill it, pause it, cut it off from the other
+// members, or from everyone. Each consensus deployment's folder declares its
+// fault entries over them with its own timing; product names the service in
 // the history's words.
 
 // KillLeader SIGKILLs the leader, waits for the remaining members to elect

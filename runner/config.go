@@ -391,7 +391,7 @@ func (c *Config) UseDefaultFaultGap() bool {
 }
 
 // resolveTargets maps each fault given as a mechanism over a target
-// (kill-leader) to the entry of the run's deployment (etcd-kill-leader), so
+// (kill-leader) to the entry of the run's deployment (its folder's own), so
 // that the schedule, the history and config.json name what was injected.
 func (c *Config) resolveTargets() error {
 	var faults []string

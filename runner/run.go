@@ -328,8 +328,8 @@ func (r *run) playBackToBack(ctx context.Context) error {
 func (r *run) awaitFaultReady(ctx context.Context) error {
 	if !r.cfg.Cluster.Deployment().Replicated() {
 		// No primary and replicas to settle (redlock: every live node
-		// answers PING; etcd: every live member answers and all name one
-		// leader). WaitReady polls that every 50 ms.
+		// answers PING; a consensus service: every live member answers and
+		// all name one leader). WaitReady polls that every 50 ms.
 		return r.cluster.WaitReady(ctx)
 	}
 	var last error

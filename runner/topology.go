@@ -66,7 +66,7 @@ func (c *Config) validateTopology() error {
 // liveness verdict reads these events.
 func (r *run) auditPTTL(keys []string) {
 	if !r.cfg.Cluster.Deployment().Expires() {
-		return // no PTTL on etcd: a lock key lives exactly as long as its lease
+		return // no PTTL on a consensus service: a lock key lives exactly as long as its lease or session
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -381,7 +381,7 @@ func NotExercised(fault string) Predicate {
 }
 
 // PausedPastLease is the expectation of a holder paused past the lease a
-// consensus service keeps for it (etcd's lease, ZooKeeper's session): the
+// consensus service keeps for it (a lease, a session): the
 // service ends it honestly, and only the fence keeps the stale write out.
 func PausedPastLease(k Knobs) []Predicate {
 	if !k.Fenced {

@@ -143,7 +143,7 @@ copy_libs "$ETCD" "$root"
 # stage_zookeeper ROOTFS copies Debian's ZooKeeper server (jars) and the JRE
 # that runs it on the host into ROOTFS and sets ZV to its version; it returns
 # 1 (nothing copied) when zookeeper is not installed. The jars are the
-# server's classpath with its manifests followed (scripts/zkjars, the same
+# server's classpath with its manifests followed (deployments/zookeeper/zkjars, the same
 # classpath the local runtime starts), at the paths the manifests name. The
 # JRE is JAVA_HOME (readlink -f of java, two levels up) at the same path:
 # bin/java, lib/ and conf/ dereferenced (several are links into
@@ -159,7 +159,7 @@ fi
 local JH JARS f
 JH=$(dirname "$(dirname "$(readlink -f "$JAVA")")")
 [[ -x "$JH/bin/java" && -d "$JH/lib" ]] || die "$JAVA is not a JRE's bin/java (JAVA_HOME $JH has no lib/)"
-JARS=$(go run ./scripts/zkjars) || die "the ZooKeeper classpath could not be read (scripts/zkjars)"
+JARS=$(go run ./deployments/zookeeper/zkjars) || die "the ZooKeeper classpath could not be read (deployments/zookeeper/zkjars)"
 # shellcheck disable=SC2086 # one jar a line, no spaces in Debian's paths
 ZV=$("$JH/bin/java" -cp "$(echo $JARS | tr ' ' ':')" org.apache.zookeeper.version.VersionInfoMain 2>/dev/null | sed -n 's/^Apache ZooKeeper, version \([0-9.]*\).*/\1/p')
 [[ -n "$ZV" ]] || die "ZooKeeper's VersionInfoMain named no version"

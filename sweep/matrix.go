@@ -48,13 +48,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Config is one point on the settings axis: the replication knobs of a run,
 // and, for a deployment, the topology, recipe, fence and fence source it runs
-// (sentinel + fence, Redlock, etcd, sql-lease ...). The strings use the
+// (sentinel + fence, Redlock, sql-lease, any --topology ...). The strings use the
 // `lockjepsen run` flag syntax (--wait 1:100ms, --topology redlock ...) and
 // are handed to runner.Config unparsed: runner.Config.Validate is their one
 // check. An empty field keeps the scenario's value.
 type Config struct {
 	Name        string `json:"name"`
-	Topology    string `json:"topology,omitempty"`     // --topology: sentinel | redlock | etcd | cluster
+	Topology    string `json:"topology,omitempty"`     // --topology: any registered deployment
 	Recipe      string `json:"recipe,omitempty"`       // --recipe
 	Fence       string `json:"fence,omitempty"`        // --fence: none | write | read-write
 	FenceSource string `json:"fence_source,omitempty"` // --fence-source: valkey | resource
