@@ -92,7 +92,7 @@ func TestEtcdPausedClient(t *testing.T) {
 }
 
 // The clock bump is refused before anything starts, naming why: a Go
-// program's clock is out of libfaketime's reach (cluster.TestEtcdIgnoresFaketime
+// program's clock is out of libfaketime's reach (deployments/etcd's TestEtcdIgnoresFaketime
 // keeps the finding honest).
 func TestEtcdClockBumpRefused(t *testing.T) {
 	testslot.Parallel(t)
