@@ -103,12 +103,14 @@ soak: setup build
 ## call resumes it), published to results/rows/<kinds>/ to commit (`sweep publish`: figures, plan and evidence; the
 ## row's README.md and cited trials stay). The matrix too long
 ## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side. CONFIGS
-## (comma-separated) re-runs only those settings of the row: the cells an older row left short of the rule.
+## (comma-separated) re-runs only those settings of the row: the cells an older row left short of the rule. A row
+## already committed (results/rows/NAME/plan.json) is swept again from its own plan, its cap and pace included.
 .PHONY: reference-row reference-join
 reference-row: setup build
 	@test -n "$(FAULTS)" || { echo "make reference-row: give the fault kinds, e.g. FAULTS=resync-window" >&2; exit 2; }
 	@name=$$(echo "$(FAULTS)" | tr , -); [ -z "$(CONFIGS)" ] || name=$$name-rerun; sw=results/rows-sweep/$$name; \
 	if [ -f $$sw/plan.json ]; then ./$(BIN) sweep --resume $$sw; \
+	elif [ -f results/rows/$$name/plan.json ]; then ./$(BIN) sweep --file results/rows/$$name/plan.json --out $$sw; \
 	else ./$(BIN) sweep --faults "$(FAULTS)" $(if $(CONFIGS),--configs "$(CONFIGS)") --trials 3 --until-ci 0.2 --below 0.04 \
 		--max-trials $(REFERENCE_CAP) --parallel 3 --out $$sw; fi; \
 	./$(BIN) sweep publish --to results/rows/$$name $$sw
