@@ -114,27 +114,7 @@ func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 		}
 	}
 	// Which lock keys go, as the node says, while the pressure lasts.
-	var mu sync.Mutex
-	var evicted []string
-	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	if w, ok := c.(cluster.Watcher); ok {
-		go func() {
-			defer close(watched)
-			_ = w.Watch(wctx, p.Name, evictedChannel, func(key string) {
-				if strings.HasPrefix(key, cachePrefix) {
-					return
-				}
-				mu.Lock()
-				evicted = append(evicted, key)
-				mu.Unlock()
-				env.Log(history.Event{F: history.NEvicted, Node: p.Name, Key: key, Role: string(cluster.RolePrimary),
-					Detail: fmt.Sprintf("%s evicted %s (maxmemory-policy %s)", p.Name, key, policy)})
-			})
-		}()
-	} else {
-		close(watched)
-	}
+	stopWatch := watchEvictions(ctx, env, c, p.Name, policy)
 	entries := int(limit * 3 / 2 / 1024)
 	event, healed, where := "memory-pressure", "memory-drained", "on "+p.Name
 	if dedicated {
@@ -144,39 +124,11 @@ func pressure(ctx context.Context, env Env, s Step, dedicated bool) error {
 	Logf(env, event, target, cluster.RolePrimary,
 		"a cache burst %s: %d entries of 1 KiB (half with a 1 h TTL, half with none) past maxmemory %d MiB (policy %s); a lock was granted just before: %v",
 		where, entries, limit>>20, policy, got)
-	// The burst fills the node, then keeps writing for the step's duration,
-	// as a cache's clients go on writing: each eviction makes room for more
-	// and may take another lock key. valkey-benchmark stops at its first OOM
-	// reply (noeviction, or a volatile-* policy out of keys with a TTL),
-	// exit 1: the node is full, as meant, and the next round pushes again.
-	var loadErr error
-	full, rounds := false, 0
-	for end := time.Now().Add(s.Duration); rounds == 0 || time.Now().Before(end); rounds++ {
-		n := entries
-		if rounds > 0 {
-			n = entries / 4
-		}
-		out, err := ld.Load(ctx, target, "-c", "4", "-P", "16", "-n", strconv.Itoa(n), "-r", "1000000000", "-d", "1024", "-q",
-			"SET", cachePrefix+"ttl:__rand_int__", "__data__", "EX", "3600", ";", "SET", cachePrefix+"__rand_int__", "__data__")
-		if strings.Contains(out, "OOM") {
-			full, err = true, nil
-			if Sleep(ctx, 50*time.Millisecond) != nil {
-				break
-			}
-		}
-		if err != nil || ctx.Err() != nil {
-			loadErr = err
-			break
-		}
-	}
+	full, rounds, loadErr := burst(ctx, ld, target, entries, s.Duration)
 	sleepErr := ctx.Err()
-	stopWatch()
-	<-watched
+	locks := stopWatch()
 	drainErr := drainNode(context.WithoutCancel(ctx), c, target)
 	after2, _ := cluster.InfoField(context.WithoutCancel(ctx), c, p.Name, "stats", "evicted_keys")
-	mu.Lock()
-	locks := slices.Clone(evicted)
-	mu.Unlock()
 	others := ""
 	if dedicated {
 		n, _ := cluster.InfoField(context.WithoutCancel(ctx), c, target, "stats", "evicted_keys")
@@ -220,6 +172,67 @@ func memoryLimit(ctx context.Context, c cluster.Runtime, node string) (int64, st
 
 // The burst's length, and what it occupies: the fresh grant, the burst,
 // the lock's lease running out after an eviction, the drain.
+// watchEvictions logs each lock key the primary evicts (its keyspace
+// events, where the runtime can watch them) until the returned stop, which
+// lists them.
+func watchEvictions(ctx context.Context, env Env, c cluster.Runtime, primary, policy string) (stop func() []string) {
+	var mu sync.Mutex
+	var evicted []string
+	wctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	if w, ok := c.(cluster.Watcher); ok {
+		go func() {
+			defer close(watched)
+			_ = w.Watch(wctx, primary, evictedChannel, func(key string) {
+				if strings.HasPrefix(key, cachePrefix) {
+					return
+				}
+				mu.Lock()
+				evicted = append(evicted, key)
+				mu.Unlock()
+				env.Log(history.Event{F: history.NEvicted, Node: primary, Key: key, Role: string(cluster.RolePrimary),
+					Detail: fmt.Sprintf("%s evicted %s (maxmemory-policy %s)", primary, key, policy)})
+			})
+		}()
+	} else {
+		close(watched)
+	}
+	return func() []string {
+		cancel()
+		<-watched
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(evicted)
+	}
+}
+
+// burst fills the node, then keeps writing for d, as a cache's clients go
+// on writing: each eviction makes room for more and may take another lock
+// key. valkey-benchmark stops at its first OOM reply (noeviction, or a
+// volatile-* policy out of keys with a TTL), exit 1: the node is full, as
+// meant, and the next round pushes again. full: some write was refused.
+func burst(ctx context.Context, ld cluster.Loader, target string, entries int, d time.Duration) (full bool, rounds int, err error) {
+	for end := time.Now().Add(d); rounds == 0 || time.Now().Before(end); rounds++ {
+		n := entries
+		if rounds > 0 {
+			n = entries / 4
+		}
+		out, lerr := ld.Load(ctx, target, "-c", "4", "-P", "16", "-n", strconv.Itoa(n), "-r", "1000000000", "-d", "1024", "-q",
+			"SET", cachePrefix+"ttl:__rand_int__", "__data__", "EX", "3600", ";", "SET", cachePrefix+"__rand_int__", "__data__")
+		if strings.Contains(out, "OOM") {
+			full, lerr = true, nil
+			if Sleep(ctx, 50*time.Millisecond) != nil {
+				break
+			}
+		}
+		if lerr != nil || ctx.Err() != nil {
+			err = lerr
+			break
+		}
+	}
+	return full, rounds, err
+}
+
 func pressurePlan(rng *rand.Rand, _ PlanParams) Step {
 	return Step{Duration: 2*time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))}
 }
