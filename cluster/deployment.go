@@ -91,23 +91,33 @@ type ClientTestDocumenter interface {
 	ClientTestDoc() string
 }
 
-// ClientTestTopologies describes every registered deployment for
-// client-test's --topology help, by rank: "sentinel (...), ... or postgres
-// (...)".
-func ClientTestTopologies() string {
+// Described is every registered deployment by rank as "name (doc)", doc
+// being what the caller asks of it: --topology's help lists them.
+func Described(doc func(Deployment) string) []string {
 	parts := make([]string, len(Topologies))
 	for i, name := range Topologies {
-		d := deployments[name]
-		doc := d.Doc()
+		parts[i] = name + " (" + doc(deployments[name]) + ")"
+	}
+	return parts
+}
+
+// ClientTestTopologies describes every registered deployment for
+// client-test's --topology help: "sentinel (...), ... or postgres (...)".
+func ClientTestTopologies() string {
+	return orList(Described(func(d Deployment) string {
 		if c, ok := d.(ClientTestDocumenter); ok {
-			doc = c.ClientTestDoc()
+			return c.ClientTestDoc()
 		}
-		parts[i] = name + " (" + doc + ")"
+		return d.Doc()
+	}))
+}
+
+// orList is "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
 	}
-	if len(parts) < 2 {
-		return strings.Join(parts, "")
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // ClientTestHooks mirror the conformance suite's options (lock's
@@ -252,7 +262,7 @@ func Lookup(name string) (Deployment, error) {
 	if d, ok := deployments[name]; ok {
 		return d, nil
 	}
-	return nil, fmt.Errorf("--topology %q: want %s or %s", name, strings.Join(Topologies[:len(Topologies)-1], ", "), Topologies[len(Topologies)-1])
+	return nil, fmt.Errorf("--topology %q: want %s", name, orList(Topologies))
 }
 
 // Deployment is the config's deployment; Validate has refused unknown names,

@@ -205,8 +205,8 @@ var recipes = []Recipe{
 	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, Speaks: primaryOrBus, Replies: true},
 	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, Speaks: primaryOrBus, Replies: true},
 	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, Speaks: primaryOrBus, Replies: true},
-	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: Library{Module: "github.com/go-redsync/redsync/v4", Name: "redsync", Note: "pools through " + RedsyncAdapter}},
-	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: Library{Module: "github.com/go-redsync/redsync/v4", Name: "redsync", Note: "pools through " + RedsyncAdapter}},
+	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: redsyncLibrary},
+	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: redsyncLibrary},
 	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true, Library: Library{Module: "github.com/valkey-io/valkey-go", Name: "valkey-go"}},
 	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, Speaks: primaryOrBus, Driven: true, Replies: true, Library: Library{Module: "github.com/bsm/redislock", Name: "redislock"}},
 	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, Speaks: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
@@ -216,9 +216,13 @@ var recipes = []Recipe{
 	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true},
 }
 
+// redsyncLibrary is what both redsync recipes drive.
+var redsyncLibrary = Library{Module: "github.com/go-redsync/redsync/v4", Name: "redsync", Note: "pools through " + RedsyncAdapter}
+
 // registerRecipes appends the recipes a deployment of its own brings, each
-// from the init of its own file, so that this table names none of them; Go runs a package's inits in file
-// name order, which keeps the catalog's order fixed.
+// from the init of its own file, so that this table names none of them; Go
+// runs a package's inits in file name order, which keeps the catalog's order
+// fixed.
 func registerRecipes(rs ...Recipe) {
 	for _, r := range rs {
 		if _, err := Lookup(r.Name); err == nil {

@@ -12,12 +12,7 @@ import (
 
 // topologyHelp is --topology's help: every deployment with its doc line.
 func topologyHelp() string {
-	var parts []string
-	for _, name := range cluster.Topologies {
-		d, _ := cluster.Lookup(name)
-		parts = append(parts, fmt.Sprintf("%s (%s)", name, d.Doc()))
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(cluster.Described(cluster.Deployment.Doc), ", ")
 }
 
 // topologyDefaults applies what --topology changes when the user left the

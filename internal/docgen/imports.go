@@ -25,7 +25,7 @@ const module = "github.com/lockjepsen/lockjepsen/"
 // needs: the programs that measure the tree, the examples and the test
 // helpers are left out.
 func structural(dir string) bool {
-	if dir == "." || strings.HasPrefix(dir, "scripts") || strings.HasPrefix(dir, "examples") || strings.HasPrefix(dir, "results") {
+	if dir == "." || strings.HasPrefix(dir, "scripts") || strings.HasPrefix(dir, "examples") {
 		return false
 	}
 	return !strings.Contains(filepath.Base(dir), "test")
