@@ -55,6 +55,22 @@ func CoordinatedSwitchSlowLink(ctx context.Context, env Env, s Step) error {
 	return runCoordinated(ctx, env, true, &n)
 }
 
+// coordinatedSwitch is one switch under way: the primary it leaves, the
+// replicas held back behind a grant (paused, or cut off), and the slow link
+// when the target is behind on the network instead.
+type coordinatedSwitch struct {
+	env       Env
+	c         cluster.Runtime
+	p         cluster.Node
+	replicas  []cluster.Node // held back; nil when the link is what is behind
+	target    cluster.Node
+	sentinels []cluster.Node
+	force     bool
+	slow      *NetSizes
+	sh        cluster.NetShaper
+	event     string
+}
+
 func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) error {
 	c := env.Cluster()
 	p, err := c.Primary(ctx)
@@ -68,106 +84,124 @@ func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) er
 	// The forced switch runs on standalone only (its fault declares so):
 	// Sentinel's own switch has no FORCE, and a FAILOVER it did not order
 	// would be fought over by its next check.
-	sentinels := liveSentinels(c)
-	event := "failover-coordinated"
+	s := &coordinatedSwitch{env: env, c: c, p: p, replicas: replicas, target: replicas[0],
+		sentinels: liveSentinels(c), force: force, slow: slow, event: "failover-coordinated"}
 	if force {
-		event = "failover-coordinated-force"
+		s.event = "failover-coordinated-force"
 	}
-	cut := cutReplicas
-	if force { // the links stay: the stream waits in the paused replicas' sockets
-		cut = func(_ context.Context, c cluster.Runtime, _ cluster.Node, rs []cluster.Node) error {
-			return pauseAll(c, rs)
-		}
-	}
-	var sh cluster.NetShaper
-	targets := replicas
-	if slow != nil {
-		event += "-slow-link"
-		var ok bool
-		if sh, ok = c.(cluster.NetShaper); !ok {
-			return fmt.Errorf("%s needs a proxy in front of the primary: add --net-proxy", event)
-		}
-		if err := slowReplication(sh, p.Name, event, *slow); err != nil {
-			return err
-		}
-		Logf(env, event, p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas; not the clients); %s acknowledges writes its replicas get that much later",
-			p.Name, slow.Latency, slow.Jitter, p.Name)
-		replicas = nil // nothing paused: the link is what is behind
-	} else {
-		if err := cut(ctx, c, p, replicas); err != nil {
-			return err
-		}
-		Logf(env, event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(replicas),
-			map[bool]string{false: " and dropped their links", true: " (links kept: the stream waits in their sockets)"}[force], p.Name)
+	if err := s.holdBack(ctx); err != nil {
+		return err
 	}
 	actx, cancel := context.WithTimeout(ctx, 2*env.TTL()+2*time.Second)
 	got := env.AwaitAcquire(actx, nowTrue())
 	cancel()
 	if err := Sleep(ctx, 100*time.Millisecond); err != nil {
-		return errors.Join(errorsJoinResume(err, c, replicas), clearSlow(sh, p.Name))
+		return errors.Join(errorsJoinResume(err, c, s.replicas), clearSlow(s.sh, p.Name))
 	}
-	target := targets[0]
-	var how string
-	switch {
-	case slow != nil:
-		host, port, _ := strings.Cut(target.Reach(), ":")
-		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
-			return errors.Join(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), clearSlow(sh, p.Name))
+	how, err := s.order(ctx)
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx, how, got)
+}
+
+// holdBack puts the replicas behind the grant to come: their links slowed
+// (the slow-link switch), or paused with their links kept (forced: the
+// stream waits in their sockets), or cut off (graceful).
+func (s *coordinatedSwitch) holdBack(ctx context.Context) error {
+	c, p := s.c, s.p
+	if s.slow != nil {
+		s.event += "-slow-link"
+		var ok bool
+		if s.sh, ok = c.(cluster.NetShaper); !ok {
+			return fmt.Errorf("%s needs a proxy in front of the primary: add --net-proxy", s.event)
 		}
-		how = fmt.Sprintf("FAILOVER TO %s TIMEOUT 300 FORCE with the link %v ± %v slow", target.Name, slow.Latency, slow.Jitter)
-	case force:
-		host, port, _ := strings.Cut(target.Reach(), ":")
+		if err := slowReplication(s.sh, p.Name, s.event, *s.slow); err != nil {
+			return err
+		}
+		Logf(s.env, s.event, p.Name, cluster.RolePrimary, "replication from %s delayed %v ± %v each way (replicas; not the clients); %s acknowledges writes its replicas get that much later",
+			p.Name, s.slow.Latency, s.slow.Jitter, p.Name)
+		s.replicas = nil // nothing paused: the link is what is behind
+		return nil
+	}
+	hold, how := cutReplicas, " and dropped their links"
+	if s.force {
+		hold = func(_ context.Context, c cluster.Runtime, _ cluster.Node, rs []cluster.Node) error {
+			return pauseAll(c, rs)
+		}
+		how = " (links kept: the stream waits in their sockets)"
+	}
+	if err := hold(ctx, c, p, s.replicas); err != nil {
+		return err
+	}
+	Logf(s.env, s.event, p.Name, cluster.RolePrimary, "paused %d replicas%s; %s acknowledges writes nobody copies yet", len(s.replicas), how, p.Name)
+	return nil
+}
+
+// order sends the switch and says how it was sent.
+func (s *coordinatedSwitch) order(ctx context.Context) (string, error) {
+	c, p, target := s.c, s.p, s.target
+	host, port, _ := strings.Cut(target.Reach(), ":")
+	switch {
+	case s.slow != nil:
 		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
-			return errorsJoinResume(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), c, replicas)
+			return "", errors.Join(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), clearSlow(s.sh, p.Name))
+		}
+		return fmt.Sprintf("FAILOVER TO %s TIMEOUT 300 FORCE with the link %v ± %v slow", target.Name, s.slow.Latency, s.slow.Jitter), nil
+	case s.force:
+		if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port, "TIMEOUT", "300", "FORCE"); err != nil {
+			return "", errorsJoinResume(fmt.Errorf("FAILOVER TO %s FORCE on %s: %w", target.Name, p.Name, err), c, s.replicas)
 		}
 		// The timeout passes with the target still stopped: the primary
 		// demotes itself and sends PSYNC FAILOVER, which waits in the
 		// target's socket beside the stream it has not read.
 		_ = Sleep(ctx, 500*time.Millisecond)
-		if err := resumeAll(c, replicas); err != nil {
-			return err
+		if err := resumeAll(c, s.replicas); err != nil {
+			return "", err
 		}
-		how = fmt.Sprintf("FAILOVER TO %s TIMEOUT 300 FORCE while it was paused", target.Name)
-	default:
-		if err := resumeAll(c, replicas); err != nil {
-			return err
-		}
-		if ok, err := awaitOnline(ctx, c, p.Name, len(replicas), 10*time.Second); err != nil || !ok {
-			return fmt.Errorf("the replicas of %s did not link again within 10 s (%v): no coordinated failover", p.Name, err)
-		}
-		if len(sentinels) > 0 {
-			if err := orderSentinelFailover(ctx, c, sentinels[0]); err != nil {
-				return err
-			}
-			how = "SENTINEL FAILOVER " + cluster.MasterName + " COORDINATED"
-		} else {
-			host, port, _ := strings.Cut(target.Reach(), ":")
-			if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port); err != nil {
-				return fmt.Errorf("FAILOVER TO %s on %s: %w", target.Name, p.Name, err)
-			}
-			how = "FAILOVER TO " + target.Name
-		}
+		return fmt.Sprintf("FAILOVER TO %s TIMEOUT 300 FORCE while it was paused", target.Name), nil
 	}
-	np, err := awaitSwitch(ctx, env, p, len(sentinels) > 0)
-	if slow != nil {
+	if err := resumeAll(c, s.replicas); err != nil {
+		return "", err
+	}
+	if ok, err := awaitOnline(ctx, c, p.Name, len(s.replicas), 10*time.Second); err != nil || !ok {
+		return "", fmt.Errorf("the replicas of %s did not link again within 10 s (%v): no coordinated failover", p.Name, err)
+	}
+	if len(s.sentinels) > 0 {
+		if err := orderSentinelFailover(ctx, c, s.sentinels[0]); err != nil {
+			return "", err
+		}
+		return "SENTINEL FAILOVER " + cluster.MasterName + " COORDINATED", nil
+	}
+	if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port); err != nil {
+		return "", fmt.Errorf("FAILOVER TO %s on %s: %w", target.Name, p.Name, err)
+	}
+	return "FAILOVER TO " + target.Name, nil
+}
+
+// settle waits for the switch to be done and logs where it ended.
+func (s *coordinatedSwitch) settle(ctx context.Context, how string, got bool) error {
+	p := s.p
+	np, err := awaitSwitch(ctx, s.env, p, len(s.sentinels) > 0)
+	if s.slow != nil {
 		// The link stays slow until the switch is done: a network does not
 		// speed up when a node changes role. By then nobody replicates from
 		// the old primary (the target promoted itself, the others were
 		// repointed), and what the link still holds is for peers that have
 		// gone: dropped with the links, not flushed to them.
-		err = errors.Join(err, sh.DropReplicationLinks(p.Name))
+		err = errors.Join(err, s.sh.DropReplicationLinks(p.Name))
 	}
 	if err != nil {
 		return err
 	}
-	Logf(env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
+	Logf(s.env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
 	final := np
-	if len(sentinels) > 0 {
-		if final, err = settleSentinel(ctx, env, np, how); err != nil {
+	if len(s.sentinels) > 0 {
+		if final, err = settleSentinel(ctx, s.env, np, how); err != nil {
 			return err
 		}
 	}
-	Logf(env, "coordinated-done", final.Name, cluster.RolePrimary, "%s: %s is primary (%s took over from %s; an acquire landed on %s alone before: %v)",
+	Logf(s.env, "coordinated-done", final.Name, cluster.RolePrimary, "%s: %s is primary (%s took over from %s; an acquire landed on %s alone before: %v)",
 		how, final.Name, np.Name, p.Name, p.Name, got)
 	return nil
 }
