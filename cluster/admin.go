@@ -127,34 +127,18 @@ func ParseInfo(s string) map[string]string {
 	return m
 }
 
-// sentinelPrimary asks one Sentinel which address it believes is the primary.
-func (a *admin) sentinelPrimary(ctx context.Context, sentinel string) (string, error) {
-	r, err := a.do(ctx, sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
-	if err != nil {
-		return "", err
-	}
-	parts, err := r.AsStrSlice()
-	if err != nil || len(parts) != 2 {
-		return "", fmt.Errorf("sentinel %s has no primary for %s", sentinel, MasterName)
-	}
-	return net.JoinHostPort(parts[0], parts[1]), nil
-}
-
-// sentinelList returns SENTINEL REPLICAS or SENTINEL SENTINELS as field maps.
-func (a *admin) sentinelList(ctx context.Context, sentinel, what string) ([]map[string]string, error) {
-	r, err := a.do(ctx, sentinel, "SENTINEL", what, MasterName)
-	if err != nil {
-		return nil, err
-	}
+// FieldMaps reads a reply that is an array of flat field-value arrays
+// (SENTINEL REPLICAS, SENTINEL SENTINELS) as one map per entry.
+func FieldMaps(r valkey.ValkeyResult) ([]map[string]string, error) {
 	arr, err := r.ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("SENTINEL %s from %s: %w", what, sentinel, err)
+		return nil, err
 	}
 	var out []map[string]string
 	for _, item := range arr {
 		kv, err := item.AsStrSlice()
 		if err != nil {
-			return nil, fmt.Errorf("SENTINEL %s from %s: %w", what, sentinel, err)
+			return nil, err
 		}
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -163,17 +147,4 @@ func (a *admin) sentinelList(ctx context.Context, sentinel, what string) ([]map[
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// SentinelPrimary asks the Sentinel at addr which address it believes is the
-// primary: a Sentinel node's own answer, for the deployment that reads a
-// majority of them.
-func (l *Local) SentinelPrimary(ctx context.Context, addr string) (string, error) {
-	return l.adm.sentinelPrimary(ctx, addr)
-}
-
-// SentinelList is SENTINEL REPLICAS or SENTINEL SENTINELS from the Sentinel
-// at addr, each entry as its field map.
-func (l *Local) SentinelList(ctx context.Context, addr, what string) ([]map[string]string, error) {
-	return l.adm.sentinelList(ctx, addr, what)
 }

@@ -16,9 +16,9 @@ const DefaultCache = "/var/cache/lockjepsen"
 
 // Binaries are the Valkey programs and the optional libfaketime a runtime uses.
 type Binaries struct {
-	Server, Sentinel, CLI, Benchmark string
-	Version                          string // e.g. 9.1.2
-	FaketimeLib                      string // empty when libfaketime is not installed
+	Server, CLI, Benchmark string
+	Version                string // e.g. 9.1.2
+	FaketimeLib            string // empty when libfaketime is not installed
 	// NoLuaServer and OldServer are the extra builds setup.sh --builds makes
 	// (9.x with BUILD_LUA=no, and 8.1); empty when not built.
 	NoLuaServer, OldServer string
@@ -34,6 +34,18 @@ func (b Binaries) ServerFor(cfg Config, node string) string {
 		return b.NoLuaServer
 	}
 	return b.Server
+}
+
+// Program is another program of the installation the server came from (a
+// watching node's), or the server itself where the installation lacks it:
+// the others are the server under another name, started in their mode by
+// a flag.
+func (b Binaries) Program(name string) string {
+	p := filepath.Join(filepath.Dir(b.Server), name)
+	if _, err := os.Stat(p); err != nil {
+		return b.Server
+	}
+	return p
 }
 
 // FindBinaries locates Valkey 9: $LOCKJEPSEN_VALKEY_BIN, then the directory
@@ -61,7 +73,6 @@ func FindBinaries() (Binaries, error) {
 		if _, err := os.Stat(filepath.Join(d, "valkey-server")); err == nil {
 			b = Binaries{
 				Server:    filepath.Join(d, "valkey-server"),
-				Sentinel:  filepath.Join(d, "valkey-sentinel"),
 				CLI:       filepath.Join(d, "valkey-cli"),
 				Benchmark: filepath.Join(d, "valkey-benchmark"),
 			}
@@ -75,7 +86,7 @@ func FindBinaries() (Binaries, error) {
 			return b, fmt.Errorf("valkey-server not found: run 'make setup' (builds Valkey 9.1.2 into %s) or put Valkey >= 9.0 on PATH", DefaultCache)
 		}
 		d := filepath.Dir(s)
-		b = Binaries{Server: s, Sentinel: filepath.Join(d, "valkey-sentinel"), CLI: filepath.Join(d, "valkey-cli"), Benchmark: filepath.Join(d, "valkey-benchmark")}
+		b = Binaries{Server: s, CLI: filepath.Join(d, "valkey-cli"), Benchmark: filepath.Join(d, "valkey-benchmark")}
 	}
 	v, err := ServerVersion(b.Server)
 	if err != nil {
@@ -87,10 +98,6 @@ func FindBinaries() (Binaries, error) {
 	b.Version = v
 	if major(v) < 9 {
 		return b, fmt.Errorf("%s is Valkey %s, lockjepsen needs 9.0 or newer (DELIFEQ arrived in 9.0): run 'make setup' to build 9.1.2, or set LOCKJEPSEN_VALKEY_BIN to a directory holding Valkey 9 binaries", b.Server, v)
-	}
-	if _, err := os.Stat(b.Sentinel); err != nil {
-		// valkey-sentinel is valkey-server under another name; --sentinel works too.
-		b.Sentinel = b.Server
 	}
 	b.FaketimeLib = findFaketime(env)
 	b.NoLuaServer = extraServer(env, "LOCKJEPSEN_VALKEY_NOLUA_BIN")

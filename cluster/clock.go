@@ -70,7 +70,7 @@ func (l *Local) setClock(n Node, offset string) error {
 	}
 	// A Sentinel has no TIME command, and a stopped or killed node reads
 	// the file when it runs again.
-	if n.Kind == RoleSentinel || n.Paused || n.PID == 0 {
+	if n.Watches() || n.Paused || n.PID == 0 {
 		return nil
 	}
 	from, to := offsetSeconds(normOffset(n.ClockOff)), offsetSeconds(offset)

@@ -53,20 +53,6 @@ func ValkeyConf(c *Config, n *Node, port int, replicaOf string) string {
 	return b.String()
 }
 
-// sentinelConf renders a fresh Sentinel config. Sentinels rewrite their config
-// files as they learn, so every run writes a new one.
-func sentinelConf(c *Config, n *Node, port int, primary string) string {
-	h, p, _ := strings.Cut(primary, ":")
-	var b strings.Builder
-	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\nprotected-mode no\n", port)
-	fmt.Fprintf(&b, "dir %s\nlogfile %s\npidfile \"\"\ndaemonize no\n", n.Dir, n.LogFile)
-	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", MasterName, h, p, c.Quorum)
-	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", MasterName, c.DownAfter.Milliseconds())
-	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", MasterName, c.FailoverTimeout.Milliseconds())
-	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", MasterName)
-	return b.String()
-}
-
 func writeFile(path, content string) error {
 	return runfolder.Replace(path, []byte(content), 0o644)
 }

@@ -49,7 +49,6 @@ const (
 	dockerLabelOwner   = "org.lockjepsen.owner-pid"
 	dockerLabelCompose = "org.lockjepsen.compose"
 	dockerValkeyPort   = 6379
-	dockerSentinelPort = 26379
 	dockerData         = "/data"
 	dockerFaketimeLib  = "/usr/lib/faketime/libfaketime.so.1"
 	// defaultDockerPool is carved into /27 subnets, one per node's home network.
@@ -255,16 +254,9 @@ func (d *Docker) Nodes() []Node { return d.set.Nodes() }
 // Node returns one node by name.
 func (d *Docker) Node(name string) (Node, bool) { return d.set.Node(name) }
 
-// SentinelAddrs lists the Sentinels' container addresses.
-func (d *Docker) SentinelAddrs() []string {
-	var out []string
-	for _, n := range d.Nodes() {
-		if n.Kind == RoleSentinel {
-			out = append(out, n.Addr)
-		}
-	}
-	return out
-}
+// WatcherAddrs lists the container addresses of the nodes that watch the
+// servers.
+func (d *Docker) WatcherAddrs() []string { return watcherAddrs(d.Nodes()) }
 
 // Primary returns the node a majority of Sentinels names as primary (the
 // service's leader on a consensus topology; none on the redlock topology).
@@ -402,9 +394,10 @@ func (d *Docker) labels(node string) map[string]string {
 }
 
 func (d *Docker) port(n Node) int {
+	if w, ok := watcherKinds[n.Kind]; ok {
+		return w.Port
+	}
 	switch n.Kind {
-	case RoleSentinel:
-		return dockerSentinelPort
 	case RoleMember:
 		return d.svc.ClientPort()
 	}
@@ -505,10 +498,9 @@ func (d *Docker) createContainer(ctx context.Context, n Node) error {
 	i := d.index(n.Name)
 	conf := dockerData + "/node.conf"
 	cmd := []string{"/usr/local/bin/valkey-server", conf}
-	switch n.Kind {
-	case RoleSentinel:
-		cmd = []string{"/usr/local/bin/valkey-sentinel", conf}
-	case RoleMember:
+	if w, ok := watcherKinds[n.Kind]; ok {
+		cmd = append([]string{"/usr/local/bin/" + w.Program, conf}, w.Args...)
+	} else if n.Kind == RoleMember {
 		cmd = d.svc.Argv(n)
 	}
 	var env []string
@@ -570,9 +562,9 @@ func (d *Docker) writeConfig(ctx context.Context, n Node, asReplica bool) error 
 	host, _, _ := strings.Cut(n.Addr, ":")
 	var content string
 	switch {
-	case n.Kind == RoleSentinel:
-		content = sentinelConf(&d.cfg, &inside, dockerSentinelPort, d.topo.initialPrimary)
-		content += "sentinel announce-ip " + host + "\n"
+	case n.Watches():
+		w := watcherKinds[n.Kind]
+		content = w.Conf(&d.cfg, &inside, w.Port, d.topo.initialPrimary) + w.Announce(host)
 	case asReplica:
 		primary := d.topo.initialPrimary
 		if cur, err := d.Primary(ctx); err == nil {
@@ -585,7 +577,7 @@ func (d *Docker) writeConfig(ctx context.Context, n Node, asReplica bool) error 
 	default:
 		content = ValkeyConf(&d.cfg, &inside, dockerValkeyPort, "")
 	}
-	if n.Kind != RoleSentinel && n.Announce == "" {
+	if !n.Watches() && n.Announce == "" {
 		// (with --net-proxy valkeyConf announced the node's proxy)
 		content += "replica-announce-ip " + host + "\n"
 	}

@@ -69,7 +69,7 @@ func TestComposeMatchesLocalConfig(t *testing.T) {
 	}
 	check("valkey-0", ValkeyConf(&cfg, &n, 6379, ""))
 	check("valkey-1", ValkeyConf(&cfg, &n, 6379, "10.214.0.10:6379"))
-	check("sentinel-0", sentinelConf(&cfg, &n, 26379, "10.214.0.10:6379"))
+	check("sentinel-0", watcherKinds[roleSentinel].Conf(&cfg, &n, 26379, "10.214.0.10:6379"))
 }
 
 // TestComposeUp: `docker-compose up` alone gives a ready topology that the host
@@ -115,7 +115,7 @@ func TestComposeUp(t *testing.T) {
 			kind = RolePrimary
 		}
 		if i >= 3 {
-			kind, name = RoleSentinel, "sentinel-"+string(rune('0'+i-3))
+			kind, name = roleSentinel, "sentinel-"+string(rune('0'+i-3))
 		}
 		l.nodes = append(l.nodes, Node{Name: name, Kind: kind, Addr: a, PID: 1})
 	}

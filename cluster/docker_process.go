@@ -196,7 +196,7 @@ func (d *Docker) Restart(ctx context.Context, name string, mode RestartMode) err
 	}
 	// A redlock node comes back as the primary it was (its own config; the
 	// nemesis's kill-node says so); a service's member with its data dir.
-	if d.svc == nil && n.Kind != RoleSentinel && mode == AsReplica && d.cfg.valkey().RejoinsAsReplica() {
+	if d.svc == nil && !n.Watches() && mode == AsReplica && d.cfg.valkey().RejoinsAsReplica() {
 		if err := d.writeConfig(ctx, n, true); err != nil {
 			return err
 		}

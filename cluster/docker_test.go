@@ -181,7 +181,7 @@ func TestDockerTopology(t *testing.T) {
 			t.Fatalf("%s: addr %s pid %d; want a container address and a live pid", n.Name, n.Addr, n.PID)
 		}
 	}
-	reps, err := d.topo.adm.sentinelList(ctx, d.SentinelAddrs()[0], "REPLICAS")
+	reps, err := sentinelList(ctx, d.topo.adm, d.WatcherAddrs()[0], "REPLICAS")
 	if err != nil {
 		t.Fatal(err)
 	}

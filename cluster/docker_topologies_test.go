@@ -36,8 +36,8 @@ func TestDockerRedlock(t *testing.T) {
 			t.Errorf("%s reports role %s, want an independent primary", n.Name, role)
 		}
 	}
-	if len(d.SentinelAddrs()) != 0 {
-		t.Errorf("Sentinels on the redlock topology: %v", d.SentinelAddrs())
+	if len(d.WatcherAddrs()) != 0 {
+		t.Errorf("Sentinels on the redlock topology: %v", d.WatcherAddrs())
 	}
 	if _, err := d.Primary(ctx); !errors.Is(err, redlock.ErrNoPrimary) {
 		t.Errorf("Primary = %v, want redlock.ErrNoPrimary", err)

@@ -244,22 +244,14 @@ func (l *Local) NodeByAddr(addr string) (Node, bool) {
 	return Node{}, false
 }
 
-// SentinelAddrs lists the Sentinels' addresses.
-func (l *Local) SentinelAddrs() []string {
-	var out []string
-	for _, n := range l.Nodes() {
-		if n.Kind == RoleSentinel {
-			out = append(out, n.Addr)
-		}
-	}
-	return out
-}
+// WatcherAddrs lists the addresses of the nodes that watch the servers.
+func (l *Local) WatcherAddrs() []string { return watcherAddrs(l.Nodes()) }
 
 // ValkeyNodes lists the data nodes (not Sentinels).
 func (l *Local) ValkeyNodes() []Node {
 	var out []Node
 	for _, n := range l.Nodes() {
-		if n.Kind != RoleSentinel {
+		if !n.Watches() {
 			out = append(out, n)
 		}
 	}
@@ -290,11 +282,13 @@ func (l *Local) Up(ctx context.Context) error {
 	return l.cfg.valkey().Start(ctx, l)
 }
 
-// UpReplicated starts the primary, the replicas and the Sentinels (if any)
-// in order, and returns once WaitReady holds.
+// UpReplicated starts the primary, the replicas and the nodes that watch
+// them (Sentinels, if any) in order, and returns once WaitReady holds.
 func (l *Local) UpReplicated(ctx context.Context) error {
+	linked := false
 	for _, n := range l.Nodes() {
-		if n.Kind == RoleSentinel && n.Name == "sentinel-0" {
+		if n.Watches() && !linked {
+			linked = true
 			// Sentinels learn replicas from the primary's INFO, which they
 			// refresh only every 10 s: started before the replicas have
 			// linked, they would take that long to see them.
@@ -366,8 +360,8 @@ func (l *Local) WriteConfig(n Node, asReplica bool) error {
 	p, _ := strconv.Atoi(port)
 	var content string
 	switch {
-	case n.Kind == RoleSentinel:
-		content = sentinelConf(&l.cfg, &n, p, l.initialPrimary)
+	case n.Watches():
+		content = watcherKinds[n.Kind].Conf(&l.cfg, &n, p, l.initialPrimary)
 	case asReplica:
 		primary := l.initialPrimary
 		if cur, err := l.Primary(context.Background()); err == nil {
@@ -394,8 +388,8 @@ func (l *Local) StartNode(name string) error {
 	n, _ := l.Node(name)
 	conf := filepath.Join(n.Dir, "node.conf")
 	bin, args := l.bins.ServerFor(l.cfg, name), []string{conf}
-	if n.Kind == RoleSentinel {
-		bin, args = l.bins.Sentinel, []string{conf, "--sentinel"}
+	if w, ok := watcherKinds[n.Kind]; ok {
+		bin, args = l.bins.Program(w.Program), append([]string{conf}, w.Args...)
 	}
 	var env []string
 	if l.cfg.FakeTime {
@@ -546,7 +540,7 @@ func (l *Local) Restart(ctx context.Context, name string, mode RestartMode) erro
 			return err
 		}
 	}
-	if n.Kind != RoleSentinel && mode == AsReplica && l.cfg.valkey().RejoinsAsReplica() {
+	if !n.Watches() && mode == AsReplica && l.cfg.valkey().RejoinsAsReplica() {
 		if err := l.WriteConfig(n, true); err != nil {
 			return err
 		}

@@ -74,15 +74,15 @@ func TestUpAllSentinelsAgree(t *testing.T) {
 	if p.Name != "valkey-0" {
 		t.Fatalf("primary is %s, want valkey-0", p.Name)
 	}
-	for _, s := range l.SentinelAddrs() {
-		got, err := l.adm.sentinelPrimary(ctx, s)
+	for _, s := range l.WatcherAddrs() {
+		got, err := sentinelPrimary(ctx, l.adm, s)
 		if err != nil || got != p.Addr {
 			t.Fatalf("sentinel %s names %q (%v), want %s", s, got, err, p.Addr)
 		}
 	}
 	for _, st := range l.Status(ctx) {
 		want := map[string]string{"valkey-0": "master", "valkey-1": "slave", "valkey-2": "slave"}[st.Name]
-		if st.Kind == RoleSentinel {
+		if st.Kind == roleSentinel {
 			want = "sentinel"
 		}
 		if st.Role != want {

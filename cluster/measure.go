@@ -34,7 +34,7 @@ func MeasureFailover(ctx context.Context, l Runtime) (FailoverTiming, error) {
 	}()
 	for ft.Writable == 0 {
 		for _, n := range l.Nodes() {
-			if n.Kind == RoleSentinel || n.Name == old.Name || n.PID == 0 {
+			if n.Watches() || n.Name == old.Name || n.PID == 0 {
 				continue
 			}
 			// A replica answers READONLY; only a promoted node says OK.

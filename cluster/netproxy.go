@@ -107,7 +107,7 @@ func startNetProxies(nodes []Node, listenOn func(Node) string) (p *netProxies, a
 		return px, nil
 	}
 	for _, n := range nodes {
-		if n.Kind == RoleSentinel {
+		if n.Watches() {
 			continue
 		}
 		var np nodeProxies
@@ -167,7 +167,7 @@ func (p *netProxies) proxy(node string) (nodeProxies, error) {
 	defer p.mu.Unlock()
 	np, ok := p.byNode[node]
 	if !ok {
-		return nodeProxies{}, fmt.Errorf("%s has no --net-proxy proxy (a Sentinel, or the run has ended)", node)
+		return nodeProxies{}, fmt.Errorf("%s has no --net-proxy proxy (it watches the servers, or the run has ended)", node)
 	}
 	return np, nil
 }

@@ -32,17 +32,17 @@ func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 	// Each Sentinel must name the proxy within 15 s.
 	sentinelsName := func(want Node) {
 		t.Helper()
-		for _, s := range l.SentinelAddrs() {
+		for _, s := range l.WatcherAddrs() {
 			deadline := time.Now().Add(15 * time.Second)
-			got, err := l.adm.sentinelPrimary(ctx, s)
+			got, err := sentinelPrimary(ctx, l.adm, s)
 			for (err != nil || got != want.Announce) && time.Now().Before(deadline) {
 				time.Sleep(PollEvery)
-				got, err = l.adm.sentinelPrimary(ctx, s)
+				got, err = sentinelPrimary(ctx, l.adm, s)
 			}
 			if err != nil || got != want.Announce {
 				t.Fatalf("Sentinel %s names %q (%v) after 15 s, want %s's proxy %s (direct %s)", s, got, err, want.Name, want.Announce, want.Addr)
 			}
-			reps, err := l.adm.sentinelList(ctx, s, "REPLICAS")
+			reps, err := sentinelList(ctx, l.adm, s, "REPLICAS")
 			if err != nil {
 				t.Fatal(err)
 			}

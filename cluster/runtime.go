@@ -15,15 +15,14 @@ import (
 type Role string
 
 const (
-	RolePrimary  Role = "primary"
-	RoleReplica  Role = "replica"
-	RoleSentinel Role = "sentinel"
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
 )
 
 // Node is one Valkey server or Sentinel.
 type Node struct {
 	Name     string `json:"name"` // valkey-0.., sentinel-0..
-	Kind     Role   `json:"kind"` // RoleSentinel for Sentinels, else RolePrimary/RoleReplica as started
+	Kind     Role   `json:"kind"` // RolePrimary/RoleReplica as started, or a kind of its deployment (a Sentinel, a pooler)
 	Addr     string `json:"addr"` // host:port clients use
 	PID      int    `json:"pid"`  // 0 while the node is down
 	Dir      string `json:"dir"`
@@ -68,9 +67,11 @@ const (
 type Runtime interface {
 	Up(ctx context.Context) error // start everything and wait until ready
 	Down() error                  // stop everything the runtime started
-	Nodes() []Node                // Valkey nodes then Sentinels
+	Nodes() []Node                // the servers, then the nodes that watch them
 	Node(name string) (Node, bool)
-	SentinelAddrs() []string
+	// WatcherAddrs lists the addresses of the nodes that watch the
+	// servers (Node.Watches: Sentinel's); none where nothing does.
+	WatcherAddrs() []string
 	Version() string
 
 	Kill(name string) error   // SIGKILL
@@ -80,10 +81,10 @@ type Runtime interface {
 	Stop(name string) error                   // graceful stop (SIGTERM), the node stays down
 	SetClockOffset(name, offset string) error // libfaketime offset such as "+120" or "-1.5"; "" resets
 
-	Primary(ctx context.Context) (Node, error) // the primary as Sentinel names it
-	// WaitFailover waits until a majority of Sentinels name a primary other than from.
+	Primary(ctx context.Context) (Node, error) // the primary as the deployment names it (a majority of Sentinels, a shard's, a leader)
+	// WaitFailover waits until the deployment names a primary other than from.
 	WaitFailover(ctx context.Context, from string) (Node, error)
-	WaitReady(ctx context.Context) error // one primary, replicas linked, Sentinels agree
+	WaitReady(ctx context.Context) error // ready as the deployment says: one primary, replicas linked, its watchers agreeing
 	CollectLogs(dst string) error        // copy node logs into dst
 	// Command runs one command on a node (CLIENT KILL, INFO ...).
 	Command(ctx context.Context, name string, args ...string) (string, error)
@@ -178,7 +179,7 @@ func (l *Local) Shard(ctx context.Context, key string) (Shard, error) {
 func Addrs(rt Runtime) []string {
 	var out []string
 	for _, n := range rt.Nodes() {
-		if n.Kind != RoleSentinel {
+		if !n.Watches() {
 			out = append(out, n.Reach()) // the proxy, with --net-proxy
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/valkey-io/valkey-go"
 )
 
 // Primary returns the deployment's primary: the node a majority of
@@ -59,9 +61,10 @@ func (l *Local) Status(ctx context.Context) []Status {
 			s.Role, s.Detail = "down", fmt.Sprintf("pid %d is gone", n.PID)
 		case n.Paused:
 			s.Role = "paused"
-		case n.Kind == RoleSentinel:
-			s.Role = "sentinel"
-			if p, err := l.adm.sentinelPrimary(ctx, n.Addr); err == nil {
+		case n.Watches():
+			s.Role = string(n.Kind)
+			do := func(args ...string) (valkey.ValkeyResult, error) { return l.adm.do(ctx, n.Addr, args...) }
+			if p, err := watcherKinds[n.Kind].Primary(ctx, do); err == nil {
 				pn, _ := l.NodeByAddr(p)
 				s.Primary = pn.Name
 				s.Detail = "primary " + pn.Name
@@ -84,6 +87,6 @@ func (l *Local) Status(ctx context.Context) []Status {
 		}
 		out = append(out, s)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind != RoleSentinel && out[j].Kind == RoleSentinel })
+	sort.SliceStable(out, func(i, j int) bool { return !out[i].Watches() && out[j].Watches() })
 	return out
 }

@@ -36,7 +36,7 @@ func runTests(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer stop()
-	testCluster, sentinels = l, l.SentinelAddrs()
+	testCluster, sentinels = l, l.WatcherAddrs()
 	raw, err = Connect(Config{Service: endpoint.Set{Protocol: endpoint.Sentinel, Addrs: sentinels, MasterSet: cluster.MasterName}})
 	if err != nil {
 		return 0, err

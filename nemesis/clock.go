@@ -194,7 +194,7 @@ func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target stri
 	defer cancel()
 	want := 0
 	for _, n := range c.Nodes() {
-		if n.Kind != cluster.RoleSentinel && n.Name != target && n.PID != 0 {
+		if !n.Watches() && n.Name != target && n.PID != 0 {
 			want++
 		}
 	}
@@ -202,7 +202,7 @@ func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target stri
 	for {
 		ok := true
 		for _, n := range c.Nodes() {
-			if n.Kind != cluster.RoleSentinel {
+			if !n.Watches() {
 				continue
 			}
 			out, err := c.Command(wctx, n.Name, "SENTINEL", "REPLICAS", cluster.MasterName)

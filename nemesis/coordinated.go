@@ -315,7 +315,7 @@ func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) 
 func liveSentinels(c cluster.Runtime) []cluster.Node {
 	var out []cluster.Node
 	for _, n := range c.Nodes() {
-		if n.Kind == cluster.RoleSentinel && n.PID != 0 && !n.Paused {
+		if n.Watches() && n.PID != 0 && !n.Paused {
 			out = append(out, n)
 		}
 	}

@@ -340,7 +340,7 @@ func cutReplicas(ctx context.Context, c cluster.Runtime, p cluster.Node, replica
 func replicasOf(c cluster.Runtime, primary string) []cluster.Node {
 	var out []cluster.Node
 	for _, n := range c.Nodes() {
-		if n.Kind != cluster.RoleSentinel && n.Name != primary && n.PID != 0 {
+		if !n.Watches() && n.Name != primary && n.PID != 0 {
 			out = append(out, n)
 		}
 	}

@@ -43,7 +43,7 @@ const (
 func DataNodes(c cluster.Runtime) []cluster.Node {
 	var out []cluster.Node
 	for _, n := range c.Nodes() {
-		if n.Kind != cluster.RoleSentinel {
+		if !n.Watches() {
 			out = append(out, n)
 		}
 	}

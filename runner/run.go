@@ -362,7 +362,7 @@ func (r *run) faultReadyOnce(ctx context.Context) error {
 		return fmt.Errorf("%s is named primary but does not answer as one", p.Name)
 	}
 	for _, n := range c.Nodes() {
-		if n.Kind == cluster.RoleSentinel || n.Name == p.Name || n.PID == 0 || n.Paused {
+		if n.Watches() || n.Name == p.Name || n.PID == 0 || n.Paused {
 			continue
 		}
 		ri, err := c.Command(ctx, n.Name, "INFO", "replication")
@@ -507,7 +507,7 @@ func (r *run) nodeCapabilityWarnings(ctx context.Context, lcfg lock.Config) []st
 	}
 	var out []string
 	for _, n := range r.cluster.Nodes() {
-		if n.Kind == cluster.RoleSentinel || n.PID == 0 {
+		if n.Watches() || n.PID == 0 {
 			continue
 		}
 		c := lcfg

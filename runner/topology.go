@@ -71,7 +71,7 @@ func (r *run) auditPTTL(keys []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range r.cluster.Nodes() {
-		if n.Kind == cluster.RoleSentinel || n.PID == 0 || n.Paused {
+		if n.Watches() || n.PID == 0 || n.Paused {
 			continue
 		}
 		for _, k := range keys {

@@ -43,7 +43,7 @@ func TestFailoverNobodyDroveIsLogged(t *testing.T) {
 	}
 	var sentinel string
 	for _, n := range l.Nodes() {
-		if n.Kind == cluster.RoleSentinel {
+		if n.Watches() {
 			sentinel = n.Name
 			break
 		}

@@ -42,7 +42,7 @@ func runTests(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer stop()
-	testCluster, sentinels = l, l.SentinelAddrs()
+	testCluster, sentinels = l, l.WatcherAddrs()
 	return m.Run(), nil
 }
 

@@ -262,7 +262,7 @@ func minReplicasWindow(ctx context.Context, dir string, out io.Writer) (*Transcr
 	}
 	var replicas []string
 	for _, n := range l.Nodes() {
-		if n.Kind != cluster.RoleSentinel && n.Name != p.Name {
+		if !n.Watches() && n.Name != p.Name {
 			replicas = append(replicas, n.Name)
 		}
 	}

@@ -97,7 +97,7 @@ func newMembers(cfg cluster.Config, set *cluster.NodeSet) *Local {
 }
 
 func (e *Local) Version() string                     { return "etcd " + e.version }
-func (e *Local) SentinelAddrs() []string             { return nil }
+func (e *Local) WatcherAddrs() []string              { return nil }
 func (e *Local) Config() cluster.Config              { return e.cfg }
 func (e *Local) Pause(name string) error             { return e.Signal(name, syscall.SIGSTOP, true) }
 func (e *Local) Resume(name string) error            { return e.Signal(name, syscall.SIGCONT, false) }

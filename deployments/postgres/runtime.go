@@ -400,8 +400,8 @@ func (r *Runtime) Node(name string) (cluster.Node, bool) {
 	return cluster.Node{}, false
 }
 
-func (r *Runtime) SentinelAddrs() []string { return nil }
-func (r *Runtime) Version() string         { return r.version }
+func (r *Runtime) WatcherAddrs() []string { return nil }
+func (r *Runtime) Version() string        { return r.version }
 
 // signal sends sig to name's process group and to every child of its
 // leader: a postmaster's backends call setsid() (each its own session, so

@@ -4,7 +4,8 @@
 // primary by asking the Sentinels. Its faults are the primary's (kill, pause,
 // cut its replication, restart it fast), declared with their mechanisms in
 // package nemesis; the runtimes start its Sentinel processes as a kind of
-// node (cluster.RoleSentinel) as they start Valkey servers.
+// node that watches the servers (Role, declared in watcher.go) as they start
+// Valkey servers.
 package sentinel
 
 import (
@@ -40,7 +41,7 @@ func (deployment) Banner(c cluster.Config, version string) string {
 }
 func (deployment) Settled() string { return "waiting for one primary with replicas in sync" }
 func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
-	return endpoint.Set{Protocol: endpoint.Sentinel, Addrs: rt.SentinelAddrs(), MasterSet: cluster.MasterName, DialMap: cluster.DialMapOf(rt)}
+	return endpoint.Set{Protocol: endpoint.Sentinel, Addrs: rt.WatcherAddrs(), MasterSet: cluster.MasterName, DialMap: cluster.DialMapOf(rt)}
 }
 func (deployment) Protocol() endpoint.Protocol { return endpoint.Sentinel }
 func (deployment) Offers(need string) bool {
@@ -64,7 +65,7 @@ func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
 func (deployment) Layout(c cluster.Config) []cluster.Node {
 	nodes := cluster.LayoutValkey(c, 1, c.Replicas)
 	for s := 0; s < c.Sentinels; s++ {
-		nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("sentinel-%d", s), Kind: cluster.RoleSentinel})
+		nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("sentinel-%d", s), Kind: Role})
 	}
 	return nodes
 }
@@ -111,13 +112,13 @@ func (deployment) AwaitFailover(ctx context.Context, l *cluster.Local, from stri
 func votes(ctx context.Context, l *cluster.Local) (string, map[string]string) {
 	count := map[string]int{}
 	answers := map[string]string{}
-	sentinels := l.SentinelAddrs()
+	sentinels := l.WatcherAddrs()
 	for _, s := range sentinels {
 		n, _ := l.NodeByAddr(s)
 		if n.PID == 0 || n.Paused {
 			continue
 		}
-		addr, err := l.SentinelPrimary(ctx, s)
+		addr, err := primaryAt(ctx, l, s)
 		if err != nil {
 			answers[n.Name] = "error: " + err.Error()
 			continue
@@ -168,20 +169,20 @@ func (d deployment) ReadyOnce(ctx context.Context, l *cluster.Local) error {
 			return fmt.Errorf("%s: master_link_status %s", n.Name, ri["master_link_status"])
 		}
 	}
-	sentinels := l.SentinelAddrs()
+	sentinels := l.WatcherAddrs()
 	for _, s := range sentinels {
 		sn, _ := l.NodeByAddr(s)
 		if sn.PID == 0 || sn.Paused {
 			continue
 		}
-		p, err := l.SentinelPrimary(ctx, s)
+		p, err := primaryAt(ctx, l, s)
 		if err != nil {
 			return err
 		}
 		if !primary.Answers(p) {
 			return fmt.Errorf("%s names %s, the others %s", sn.Name, p, primary.Reach())
 		}
-		reps, err := l.SentinelList(ctx, s, "REPLICAS")
+		reps, err := listAt(ctx, l, s, "REPLICAS")
 		if err != nil {
 			return err
 		}
@@ -196,7 +197,7 @@ func (d deployment) ReadyOnce(ctx context.Context, l *cluster.Local) error {
 				return fmt.Errorf("%s does not yet see replica %s as healthy", sn.Name, n.Name)
 			}
 		}
-		others, err := l.SentinelList(ctx, s, "SENTINELS")
+		others, err := listAt(ctx, l, s, "SENTINELS")
 		if err != nil {
 			return err
 		}

@@ -21,8 +21,8 @@ func TestClusterTopology(t *testing.T) {
 	if got := len(l.Nodes()); got != 6 {
 		t.Fatalf("%d nodes, want 6 (3 shards × (1 + 1))", got)
 	}
-	if len(l.SentinelAddrs()) != 0 {
-		t.Fatalf("the cluster topology started Sentinels: %v", l.SentinelAddrs())
+	if len(l.WatcherAddrs()) != 0 {
+		t.Fatalf("the cluster topology started Sentinels: %v", l.WatcherAddrs())
 	}
 	for _, k := range []string{LockKey, "fence:{job-1}", "lock:{job-2}", "plain", "{}x", "a{b}c"} {
 		r, err := l.Do(ctxT(t, 2*time.Second), l.Nodes()[0].Addr, "CLUSTER", "KEYSLOT", k)

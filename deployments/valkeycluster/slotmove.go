@@ -54,7 +54,7 @@ func PlanSlotMove(ctx context.Context, c cluster.Runtime, key string) (SlotMove,
 			continue
 		}
 		for _, n := range c.Nodes() {
-			if n.Addr == v.Addr && n.Kind != cluster.RoleSentinel {
+			if n.Addr == v.Addr && !n.Watches() {
 				m.Primaries = append(m.Primaries, n)
 				m.IDs[n.Name] = v.ID
 			}

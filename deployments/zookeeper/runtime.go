@@ -113,7 +113,7 @@ func (z *Local) Version() string {
 	}
 	return "ZooKeeper " + z.version
 }
-func (z *Local) SentinelAddrs() []string  { return nil }
+func (z *Local) WatcherAddrs() []string   { return nil }
 func (z *Local) Config() cluster.Config   { return z.cfg }
 func (z *Local) Pause(name string) error  { return z.Signal(name, syscall.SIGSTOP, true) }
 func (z *Local) Resume(name string) error { return z.Signal(name, syscall.SIGCONT, false) }

@@ -1,0 +1,82 @@
+package sentinel
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/lockjepsen/lockjepsen/cluster"
+)
+
+// Role is the Sentinels' kind of node: the runtimes start one from the
+// spec below as they start a Valkey server, and leave it out of what only
+// servers do (cluster.Node.Watches).
+const Role cluster.Role = "sentinel"
+
+func init() {
+	cluster.RegisterWatcher(Role, cluster.WatcherKind{
+		// valkey-sentinel is valkey-server under another name; --sentinel
+		// starts either in Sentinel mode.
+		Program: "valkey-sentinel", Args: []string{"--sentinel"},
+		Port:     26379,
+		Conf:     conf,
+		Announce: func(host string) string { return "sentinel announce-ip " + host + "\n" },
+		Primary: func(ctx context.Context, do func(args ...string) (valkey.ValkeyResult, error)) (string, error) {
+			return askPrimary(do)
+		},
+	})
+}
+
+// conf renders a fresh Sentinel config. Sentinels rewrite their config
+// files as they learn, so every run writes a new one.
+func conf(c *cluster.Config, n *cluster.Node, port int, primary string) string {
+	h, p, _ := strings.Cut(primary, ":")
+	m := cluster.MasterName
+	var b strings.Builder
+	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\nprotected-mode no\n", port)
+	fmt.Fprintf(&b, "dir %s\nlogfile %s\npidfile \"\"\ndaemonize no\n", n.Dir, n.LogFile)
+	fmt.Fprintf(&b, "sentinel monitor %s %s %s %d\n", m, h, p, c.Quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", m, c.DownAfter.Milliseconds())
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", m, c.FailoverTimeout.Milliseconds())
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", m)
+	return b.String()
+}
+
+// askPrimary asks one Sentinel which address it believes is the primary.
+func askPrimary(do func(args ...string) (valkey.ValkeyResult, error)) (string, error) {
+	r, err := do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.MasterName)
+	if err != nil {
+		return "", err
+	}
+	parts, err := r.AsStrSlice()
+	if err != nil || len(parts) != 2 {
+		return "", fmt.Errorf("no primary for %s", cluster.MasterName)
+	}
+	return net.JoinHostPort(parts[0], parts[1]), nil
+}
+
+// primaryAt is the address the Sentinel at addr names primary.
+func primaryAt(ctx context.Context, l *cluster.Local, addr string) (string, error) {
+	p, err := askPrimary(func(args ...string) (valkey.ValkeyResult, error) { return l.Do(ctx, addr, args...) })
+	if err != nil {
+		return "", fmt.Errorf("sentinel %s: %w", addr, err)
+	}
+	return p, nil
+}
+
+// listAt is SENTINEL REPLICAS or SENTINEL SENTINELS from the Sentinel at
+// addr, each entry as its field map.
+func listAt(ctx context.Context, l *cluster.Local, addr, what string) ([]map[string]string, error) {
+	r, err := l.Do(ctx, addr, "SENTINEL", what, cluster.MasterName)
+	if err != nil {
+		return nil, err
+	}
+	out, err := cluster.FieldMaps(r)
+	if err != nil {
+		return nil, fmt.Errorf("SENTINEL %s from %s: %w", what, addr, err)
+	}
+	return out, nil
+}
