@@ -104,11 +104,14 @@ soak: setup build
 ## row's README.md and cited trials stay). The matrix too long
 ## for one sitting is measured so, a row at a time; `make reference-join` sets the rows side by side. CONFIGS
 ## (comma-separated) re-runs only those settings of the row: the cells an older row left short of the rule. A row
-## already committed (results/rows/NAME/plan.json) is swept again from its own plan, its cap and pace included.
+## already committed (results/rows/NAME/plan.json) is swept again from its own plan, its cap and pace included; one
+## whose plan ran as shard containers side by side (host_parallel) runs so again (scripts/sweep-shards.sh; make images).
 .PHONY: reference-row reference-join
 reference-row: setup build
 	@test -n "$(FAULTS)" || { echo "make reference-row: give the fault kinds, e.g. FAULTS=resync-window" >&2; exit 2; }
 	@name=$$(echo "$(FAULTS)" | tr , -); [ -z "$(CONFIGS)" ] || name=$$name-rerun; sw=results/rows-sweep/$$name; \
+	if grep -qs '"host_parallel"' results/rows/$$name/plan.json; then \
+		bash scripts/sweep-shards.sh results/rows/$$name/plan.json $$sw && ./$(BIN) sweep publish --to results/rows/$$name $$sw/merged; exit; fi; \
 	if [ -f $$sw/plan.json ]; then ./$(BIN) sweep --resume $$sw; \
 	elif [ -f results/rows/$$name/plan.json ]; then ./$(BIN) sweep --file results/rows/$$name/plan.json --out $$sw; \
 	else ./$(BIN) sweep --faults "$(FAULTS)" $(if $(CONFIGS),--configs "$(CONFIGS)") --trials 3 --until-ci 0.2 --below 0.04 \
