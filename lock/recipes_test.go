@@ -58,9 +58,12 @@ func TestRecipeCommands(t *testing.T) {
 			}
 
 			// Extend after expiry: refused, and the key is not recreated.
-			_, r = l.Acquire(ctx, key, a, 100*time.Millisecond)
+			// 400 ms, not shorter: redsync gives each node 5% of the
+			// expiry to answer, and at 100 ms (5 ms a node) the acquire
+			// timed out in a CI run with four packages side by side.
+			_, r = l.Acquire(ctx, key, a, 400*time.Millisecond)
 			mustOutcome(t, "short acquire", r, history.OK)
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(550 * time.Millisecond)
 			mustOutcome(t, "extend after expiry", l.Extend(ctx, key, a, 2*time.Second), history.Fail)
 			if get(t, key) != "" || pttl(t, key) != -2 {
 				t.Fatal("extend after expiry recreated the key")
