@@ -75,7 +75,7 @@ func TestUpAllSentinelsAgree(t *testing.T) {
 		t.Fatalf("primary is %s, want valkey-0", p.Name)
 	}
 	for _, s := range l.WatcherAddrs() {
-		got, err := sentinelPrimary(ctx, l.adm, s)
+		got, err := sentinelPrimary(ctx, l, s)
 		if err != nil || got != p.Addr {
 			t.Fatalf("sentinel %s names %q (%v), want %s", s, got, err, p.Addr)
 		}

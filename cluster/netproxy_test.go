@@ -34,10 +34,10 @@ func TestNetProxyInFrontOfEveryNode(t *testing.T) {
 		t.Helper()
 		for _, s := range l.WatcherAddrs() {
 			deadline := time.Now().Add(15 * time.Second)
-			got, err := sentinelPrimary(ctx, l.adm, s)
+			got, err := sentinelPrimary(ctx, l, s)
 			for (err != nil || got != want.Announce) && time.Now().Before(deadline) {
 				time.Sleep(PollEvery)
-				got, err = sentinelPrimary(ctx, l.adm, s)
+				got, err = sentinelPrimary(ctx, l, s)
 			}
 			if err != nil || got != want.Announce {
 				t.Fatalf("Sentinel %s names %q (%v) after 15 s, want %s's proxy %s (direct %s)", s, got, err, want.Name, want.Announce, want.Addr)

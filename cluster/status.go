@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/valkey-io/valkey-go"
 )
 
 // Primary returns the deployment's primary: the node a majority of
@@ -63,8 +61,7 @@ func (l *Local) Status(ctx context.Context) []Status {
 			s.Role = "paused"
 		case n.Watches():
 			s.Role = string(n.Kind)
-			do := func(args ...string) (valkey.ValkeyResult, error) { return l.adm.do(ctx, n.Addr, args...) }
-			if p, err := watcherKinds[n.Kind].Primary(ctx, do); err == nil {
+			if p, err := watcherKinds[n.Kind].Primary(ctx, l, n.Addr); err == nil {
 				pn, _ := l.NodeByAddr(p)
 				s.Primary = pn.Name
 				s.Detail = "primary " + pn.Name

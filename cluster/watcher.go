@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-
-	"github.com/valkey-io/valkey-go"
 )
 
 // WatcherKind is a kind of node a Valkey deployment runs beside its servers
@@ -30,9 +28,9 @@ type WatcherKind struct {
 	// Announce is the config line that makes it hand out host, its address
 	// on its network, from inside a container.
 	Announce func(host string) string
-	// Primary asks the node (one command at a time through do) which
-	// address it names primary, for `cluster status`.
-	Primary func(ctx context.Context, do func(args ...string) (valkey.ValkeyResult, error)) (string, error)
+	// Primary asks the node at addr which address it names primary, for
+	// `cluster status`.
+	Primary func(ctx context.Context, l *Local, addr string) (string, error)
 }
 
 var watcherKinds = map[Role]WatcherKind{}

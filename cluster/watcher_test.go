@@ -1,20 +1,14 @@
 package cluster
 
-import (
-	"context"
-
-	"github.com/valkey-io/valkey-go"
-)
+import "context"
 
 // roleSentinel is the Sentinels' kind as deployments/sentinel registers it
 // (deployments_test.go links that folder into this package's tests).
 const roleSentinel Role = "sentinel"
 
 // sentinelPrimary asks the Sentinel at addr through the registered kind.
-func sentinelPrimary(ctx context.Context, a *admin, addr string) (string, error) {
-	return watcherKinds[roleSentinel].Primary(ctx, func(args ...string) (valkey.ValkeyResult, error) {
-		return a.do(ctx, addr, args...)
-	})
+func sentinelPrimary(ctx context.Context, l *Local, addr string) (string, error) {
+	return watcherKinds[roleSentinel].Primary(ctx, l, addr)
 }
 
 // sentinelList is SENTINEL REPLICAS or SENTINEL SENTINELS from addr.

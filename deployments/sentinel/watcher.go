@@ -6,8 +6,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/valkey-io/valkey-go"
-
 	"github.com/lockjepsen/lockjepsen/cluster"
 )
 
@@ -24,9 +22,7 @@ func init() {
 		Port:     26379,
 		Conf:     conf,
 		Announce: func(host string) string { return "sentinel announce-ip " + host + "\n" },
-		Primary: func(ctx context.Context, do func(args ...string) (valkey.ValkeyResult, error)) (string, error) {
-			return askPrimary(do)
-		},
+		Primary:  primaryAt,
 	})
 }
 
@@ -45,26 +41,17 @@ func conf(c *cluster.Config, n *cluster.Node, port int, primary string) string {
 	return b.String()
 }
 
-// askPrimary asks one Sentinel which address it believes is the primary.
-func askPrimary(do func(args ...string) (valkey.ValkeyResult, error)) (string, error) {
-	r, err := do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.MasterName)
-	if err != nil {
-		return "", err
-	}
-	parts, err := r.AsStrSlice()
-	if err != nil || len(parts) != 2 {
-		return "", fmt.Errorf("no primary for %s", cluster.MasterName)
-	}
-	return net.JoinHostPort(parts[0], parts[1]), nil
-}
-
-// primaryAt is the address the Sentinel at addr names primary.
+// primaryAt is the address the Sentinel at addr believes is the primary.
 func primaryAt(ctx context.Context, l *cluster.Local, addr string) (string, error) {
-	p, err := askPrimary(func(args ...string) (valkey.ValkeyResult, error) { return l.Do(ctx, addr, args...) })
+	r, err := l.Do(ctx, addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", cluster.MasterName)
 	if err != nil {
 		return "", fmt.Errorf("sentinel %s: %w", addr, err)
 	}
-	return p, nil
+	parts, err := r.AsStrSlice()
+	if err != nil || len(parts) != 2 {
+		return "", fmt.Errorf("sentinel %s has no primary for %s", addr, cluster.MasterName)
+	}
+	return net.JoinHostPort(parts[0], parts[1]), nil
 }
 
 // listAt is SENTINEL REPLICAS or SENTINEL SENTINELS from the Sentinel at
