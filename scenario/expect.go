@@ -366,6 +366,19 @@ func OpEndedInfo(f string) Predicate {
 	}}
 }
 
+// Exercised: at least one of fault's windows reached its dangerous moment,
+// so a valid verdict says something about it.
+func Exercised(fault string) Predicate {
+	return Predicate{Text: fault + " exercised", Check: func(r *checker.Result) (string, bool) {
+		for _, c := range r.Coverage {
+			if c.Fault == fault {
+				return fmt.Sprintf("%s: %d of %d windows reached the moment", fault, c.Reached, c.Windows), c.Reached > 0
+			}
+		}
+		return "no " + fault + " window at all", false
+	}}
+}
+
 // NotExercised: the run's coverage names fault among those none of whose
 // windows reached their dangerous moment (a valid verdict that says
 // nothing about it).

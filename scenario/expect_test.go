@@ -93,6 +93,11 @@ func TestNetworkExpectationsCanFail(t *testing.T) {
 			Ops: map[string]*checker.OpCounts{"acquire": {OK: 10, Fail: 3, Info: info}, "release": {OK: 10}}}
 	}
 	granted := checker.FaultWindow{Fault: "net-latency", Node: "valkey-0", Grants: 4}
+	held := checker.FaultWindow{Fault: "net-latency", Node: "valkey-0"}
+	withCoverage := func(r *checker.Result, reached int) *checker.Result {
+		r.Coverage = []checker.FaultCoverage{{Fault: "net-latency", Windows: 3, Reached: reached}}
+		return r
+	}
 	for _, tt := range []struct {
 		scenario, name string
 		r              *checker.Result
@@ -109,6 +114,9 @@ func TestNetworkExpectationsCanFail(t *testing.T) {
 		{"net-timeout", "invalid", result(checker.Invalid, 5), false},
 		{"net-reset", "unknown outcomes", result(checker.Valid, 5), true},
 		{"net-reset", "none unknown", result(checker.Valid, 0), false},
+		{"renewal-drift", "a lease alive in a window", withCoverage(result(checker.Valid, 0, held), 1), true},
+		{"renewal-drift", "no lease alive in any window", withCoverage(result(checker.Valid, 0, held), 0), false},
+		{"renewal-drift", "invalid", withCoverage(result(checker.Invalid, 0, held), 1), false},
 	} {
 		t.Run(tt.scenario+"/"+tt.name, func(t *testing.T) {
 			s, err := Get(tt.scenario)

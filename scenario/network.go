@@ -57,12 +57,21 @@ var networkScenarios = map[string]Scenario{
 			"expired under a holder the library still called live (redis/rueidis#923, results/findings/008)",
 		// TTL 1 s: renewals every 333 ms, a slack of 667 ms that a 300 ms
 		// reply delay eats in about three renewals; the fault lasts 3-6
-		// renewal periods, and a job of 80 steps holds for ~10 s.
+		// renewal periods, and a job of 80 steps holds for ~10 s. Before
+		// the fix about 0.6 windows in each run ended with two clients
+		// acting as holder (the key expired in a window, and the holder
+		// heard of the new grant a delayed reply later): with a fault
+		// every 3 s, 4 windows in 25 s, a CI run with four packages side
+		// by side drew none on seed 1; a fault every 1 s and 40 s give
+		// about 9 windows.
 		Recipe: "valkeylock", Fence: "none", Faults: []string{"net-latency"}, NetProxy: true, DownAfter: 3 * time.Second,
-		Clients: 4, Keys: 1, TTL: 1 * time.Second, TimeLimit: 25 * time.Second, Interval: 3 * time.Second,
-		Job:    Job{Steps: 80, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
-		Expect: "valid (grants during every net-latency)",
-		expect: Always(ValidIs(checker.Valid), GrantsDuring("net-latency")),
+		Clients: 4, Keys: 1, TTL: 1 * time.Second, TimeLimit: 40 * time.Second, Interval: 1 * time.Second,
+		Job: Job{Steps: 80, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
+		// Holds of ~10 s span several windows, so most windows see no new
+		// grant: what the fixed library must show is a valid run in which
+		// some window began with a lease alive.
+		Expect: "valid (net-latency exercised)",
+		expect: Always(ValidIs(checker.Valid), Exercised("net-latency")),
 	},
 }
 
