@@ -370,13 +370,19 @@ func OpEndedInfo(f string) Predicate {
 // so a valid verdict says something about it.
 func Exercised(fault string) Predicate {
 	return Predicate{Text: fault + " exercised", Check: func(r *checker.Result) (string, bool) {
-		for _, c := range r.Coverage {
-			if c.Fault == fault {
-				return fmt.Sprintf("%s: %d of %d windows reached the moment", fault, c.Reached, c.Windows), c.Reached > 0
-			}
-		}
-		return "no " + fault + " window at all", false
+		c, saw := coverageOf(r, fault)
+		return saw, c != nil && c.Reached > 0
 	}}
+}
+
+// coverageOf is fault's coverage in r, and what a predicate on it saw.
+func coverageOf(r *checker.Result, fault string) (*checker.FaultCoverage, string) {
+	for i, c := range r.Coverage {
+		if c.Fault == fault {
+			return &r.Coverage[i], fmt.Sprintf("%s: %d of %d windows reached the moment", fault, c.Reached, c.Windows)
+		}
+	}
+	return nil, "no " + fault + " window at all"
 }
 
 // NotExercised: the run's coverage names fault among those none of whose
@@ -384,12 +390,8 @@ func Exercised(fault string) Predicate {
 // nothing about it).
 func NotExercised(fault string) Predicate {
 	return Predicate{Text: fault + " not exercised", Check: func(r *checker.Result) (string, bool) {
-		for _, c := range r.Coverage {
-			if c.Fault == fault {
-				return fmt.Sprintf("%s: %d of %d windows reached the moment", fault, c.Reached, c.Windows), c.Windows > 0 && c.Reached == 0 && r.NotExercised != ""
-			}
-		}
-		return "no " + fault + " window at all", false
+		c, saw := coverageOf(r, fault)
+		return saw, c != nil && c.Windows > 0 && c.Reached == 0 && r.NotExercised != ""
 	}}
 }
 

@@ -160,3 +160,30 @@ func TestCausePredicatesSayWhatTheySawInstead(t *testing.T) {
 		})
 	}
 }
+
+// Exercised and NotExercised read the same coverage: a fault with no window
+// at all satisfies neither, and NotExercised also wants the run to say so.
+func TestCoveragePredicates(t *testing.T) {
+	cov := func(windows, reached int, said string) *checker.Result {
+		return &checker.Result{NotExercised: said, Coverage: []checker.FaultCoverage{{Fault: "kill", Windows: windows, Reached: reached}}}
+	}
+	for _, tt := range []struct {
+		name          string
+		r             *checker.Result
+		exercised, no bool
+	}{
+		{"reached", cov(2, 1, ""), true, false},
+		{"none reached, said", cov(2, 0, "kill (0 of 2 windows had a lease alive when it began)"), false, true},
+		{"none reached, not said", cov(2, 0, ""), false, false},
+		{"no window of it", &checker.Result{Coverage: []checker.FaultCoverage{{Fault: "pause", Windows: 1, Reached: 1}}}, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if ok, saw := Holds([]Predicate{Exercised("kill")}, tt.r); ok != tt.exercised {
+				t.Errorf("Exercised %v, want %v: %v", ok, tt.exercised, saw)
+			}
+			if ok, saw := Holds([]Predicate{NotExercised("kill")}, tt.r); ok != tt.no {
+				t.Errorf("NotExercised %v, want %v: %v", ok, tt.no, saw)
+			}
+		})
+	}
+}

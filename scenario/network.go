@@ -58,12 +58,11 @@ var networkScenarios = map[string]Scenario{
 		// TTL 1 s: renewals every 333 ms, a slack of 667 ms that a 300 ms
 		// reply delay eats in about three renewals; the fault lasts 3-6
 		// renewal periods, and a job of 80 steps holds for ~10 s. Before
-		// the fix about 0.6 windows in each run ended with two clients
-		// acting as holder (the key expired in a window, and the holder
-		// heard of the new grant a delayed reply later): with a fault
-		// every 3 s, 4 windows in 25 s, a CI run with four packages side
-		// by side drew none on seed 1; a fault every 1 s and 40 s give
-		// about 9 windows.
+		// the fix about 6 windows in 10 ended with two clients acting as
+		// holder (the key expired in a window, and the holder heard of the
+		// new grant a delayed reply later): with a fault every 3 s, 4
+		// windows in 25 s, a CI run with four packages side by side drew
+		// none on seed 1; a fault every 1 s and 40 s give about 9 windows.
 		Recipe: "valkeylock", Fence: "none", Faults: []string{"net-latency"}, NetProxy: true, DownAfter: 3 * time.Second,
 		Clients: 4, Keys: 1, TTL: 1 * time.Second, TimeLimit: 40 * time.Second, Interval: 1 * time.Second,
 		Job: Job{Steps: 80, Think: 100 * time.Millisecond, Pause: 20 * time.Millisecond},
