@@ -73,18 +73,6 @@ func trimZero(s string) string {
 	return s
 }
 
-// The sources the summary and the report cite, by their titles.
-const (
-	// ArticleTitle is the Valkey 9 lock article: SET NX PX, SET IFEQ,
-	// DELIFEQ, the fenced UPDATE, and the remark that a number the database
-	// issues is stronger than one kept on Valkey.
-	ArticleTitle = "Distributed Locks on Valkey 9 Without Lua: SET IFEQ and DELIFEQ"
-	// RedlockTitle is the Redlock note: a single primary's SET NX EX against
-	// Redlock's majority of independent primaries, and why Redlock has no
-	// fencing counter.
-	RedlockTitle = "Redis SET NX EX vs Redlock"
-)
-
 // ClientList names client slots in the order given: "client 3", "clients 7
 // and 4", "clients 0, 1 and 2"; "no client" for none.
 func ClientList(cs []int) string {

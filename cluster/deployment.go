@@ -158,8 +158,8 @@ type Comparison struct {
 	StandIns map[string][]string
 }
 
-// Compared is a deployment in a folder of its own that joins the comparison
-// sweep with rows of its own (the built-in ones are listed in package sweep).
+// Compared is a deployment that joins the comparison sweep with rows of its
+// own; the sweep adds only the database's lease, which is a recipe's.
 type Compared interface {
 	Comparisons() []Comparison
 }
@@ -228,36 +228,46 @@ const (
 	NeedNetProxy = "net-proxy"
 )
 
-// TopologySentinel is the default deployment's name (its code is in
-// deployments/sentinel): one primary with replicas, failed over by a quorum
-// of Sentinels; clients find the primary by asking them. A config that names
-// no topology runs it.
-const TopologySentinel = "sentinel"
-
 var (
 	deployments = map[string]Deployment{}
 	ranks       = map[string]int{}
 )
 
 // Topologies lists the registered deployments' names by rank: the order
-// --topology's help and its errors list them in, Sentinel (the default) first.
+// --topology's help and its errors list them in, the default first.
 var Topologies []string
 
 // Register adds a deployment (from its package's init); rank places it in
-// Topologies.
+// Topologies, and rank 0 makes it the default: the deployment a config that
+// names no topology runs (Sentinel's primary and replicas, which the project
+// grew up on).
 func Register(rank int, d Deployment) {
 	if _, dup := deployments[d.Name()]; dup {
 		panic("cluster: deployment " + d.Name() + " registered twice")
+	}
+	if def := DefaultTopology(); rank == 0 && def != "" {
+		panic("cluster: deployments " + def + " and " + d.Name() + " both registered as the default (rank 0)")
 	}
 	deployments[d.Name()], ranks[d.Name()] = d, rank
 	Topologies = append(Topologies, d.Name())
 	sort.SliceStable(Topologies, func(i, j int) bool { return ranks[Topologies[i]] < ranks[Topologies[j]] })
 }
 
-// Lookup returns the deployment --topology names ("" is Sentinel).
+// DefaultTopology is the name of the deployment registered with rank 0, ""
+// when none is (a binary linking no deployment package).
+func DefaultTopology() string {
+	for name, r := range ranks {
+		if r == 0 {
+			return name
+		}
+	}
+	return ""
+}
+
+// Lookup returns the deployment --topology names ("" is the default).
 func Lookup(name string) (Deployment, error) {
 	if name == "" {
-		name = TopologySentinel
+		name = DefaultTopology()
 	}
 	if d, ok := deployments[name]; ok {
 		return d, nil
@@ -278,7 +288,7 @@ func (c *Config) Deployment() Deployment {
 // TopologyName is the topology with its default filled in.
 func (c *Config) TopologyName() string {
 	if c.Topology == "" {
-		return TopologySentinel
+		return DefaultTopology()
 	}
 	return c.Topology
 }

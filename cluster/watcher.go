@@ -31,6 +31,23 @@ type WatcherKind struct {
 	// Primary asks the node at addr which address it names primary, for
 	// `cluster status`.
 	Primary func(ctx context.Context, l *Local, addr string) (string, error)
+
+	// What the faults ask of a watcher when the deployment's failover
+	// goes through it; nil where its kind cannot.
+
+	// OrderSwitch orders from watcher w a coordinated switch to a replica
+	// (writes paused until it caught up) and says how, as the history's
+	// line puts it; it returns once the order is taken.
+	OrderSwitch func(ctx context.Context, c Runtime, w Node) (how string, err error)
+	// Unpromotable counts the replicas watcher w will not promote (their
+	// priority 0, as it has learned it).
+	Unpromotable func(ctx context.Context, c Runtime, w Node) (int, error)
+}
+
+// Watcher is the kind of watching node n is, ok false for a server.
+func (n Node) Watcher() (w WatcherKind, ok bool) {
+	w, ok = watcherKinds[n.Kind]
+	return w, ok
 }
 
 var watcherKinds = map[Role]WatcherKind{}

@@ -49,6 +49,9 @@ type spec struct {
 	dsn    bool // the endpoints are Set.DSN
 	one    bool // only Addrs[0], the one server
 	valkey bool
+	// each: every address is a primary of its own, with no replication
+	// between them; a key is held where a majority of them hold it.
+	each bool
 }
 
 var specs = map[Protocol]spec{
@@ -60,7 +63,7 @@ var specs = map[Protocol]spec{
 	Cluster: {env: "LOCKJEPSEN_CLUSTER_NODES", valkey: true},
 	// The N independent primaries, in the order the built-in redlock recipe
 	// tries them; the quorum is the program's to count.
-	Redlock:   {env: "LOCKJEPSEN_REDLOCK_NODES", valkey: true},
+	Redlock:   {env: "LOCKJEPSEN_REDLOCK_NODES", valkey: true, each: true},
 	Etcd:      {env: "LOCKJEPSEN_ETCD_ENDPOINTS"},
 	ZooKeeper: {env: "LOCKJEPSEN_ZK_SERVERS"},
 	// The connection string the built-in recipes dial: the pooler's when
@@ -70,6 +73,11 @@ var specs = map[Protocol]spec{
 
 // Valkey says whether valkey-go and the Valkey recipes speak p.
 func (p Protocol) Valkey() bool { return specs[p].valkey }
+
+// Independent says whether p's addresses are independent primaries, each
+// spoken to on its own (Node), a key held where a majority holds it: a
+// client opens one connection per address and counts the quorum itself.
+func (p Protocol) Independent() bool { return specs[p].each }
 
 // Set is one service's endpoints.
 type Set struct {

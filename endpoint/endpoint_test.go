@@ -100,3 +100,14 @@ func TestNodeKeepsTheDialMapAndMasterHasADefault(t *testing.T) {
 		t.Fatalf("Master: %q %q", (Set{}).Master(), (Set{MasterSet: "m"}).Master())
 	}
 }
+
+// Only Redlock's N primaries are each a service of their own: a client
+// that took another protocol's addresses for independent primaries would
+// count a quorum of replicas or of Sentinels.
+func TestIndependentIsRedlocksAlone(t *testing.T) {
+	for _, p := range Protocols {
+		if got, want := p.Independent(), p == Redlock; got != want {
+			t.Errorf("%s.Independent() = %v, want %v", p, got, want)
+		}
+	}
+}

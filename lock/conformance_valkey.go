@@ -24,7 +24,7 @@ func newValkeyServer(cfg Config) (*valkeyServer, error) {
 	// Redlock's N primaries are read one by one; elsewhere one client
 	// (Sentinel's primary, one server, or the cluster client) is enough.
 	one := []Config{cfg}
-	if cfg.Service.Protocol == endpoint.Redlock {
+	if cfg.Service.Protocol.Independent() {
 		one = one[:0]
 		for _, a := range cfg.Service.Addrs {
 			one = append(one, Config{Recipe: cfg.Recipe, Service: cfg.Service.Node(a)})

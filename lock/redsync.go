@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
-	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 )
 
@@ -32,7 +31,7 @@ type redsyncLock struct {
 }
 
 func openRedsync(cfg Config) (Lock, error) {
-	if cfg.Service.Protocol == endpoint.Redlock {
+	if cfg.Service.Protocol.Independent() {
 		return openRedsyncPools(cfg)
 	}
 	pool, closer, err := redsyncPrimaryPool(cfg)

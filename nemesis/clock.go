@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
@@ -16,8 +15,7 @@ var nowTrue = truetime.Now
 var faultClockBump = &Fault{
 	Name: "clock-bump",
 
-	As:   "clock-bump-leader",
-	Kind: "clock-jump", On: []string{cluster.TopologySentinel},
+	As:    "clock-bump-leader",
 	Needs: Needs{FakeTime: true},
 	Marks: []Mark{{Event: "clock-bump", Heal: "clock-reset", Cause: CauseServerClock}},
 	Doc:   "move the primary's wall clock forward by more than the TTL (libfaketime): leases there expire early",
@@ -155,7 +153,7 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 		return err
 	}
 	defer func() { _ = setPriorities("") }()
-	if err := awaitSentinelPriorities(ctx, c, target.Name); err != nil {
+	if err := awaitPriorities(ctx, c, target.Name); err != nil {
 		return err
 	}
 	// Logged before the write: see cluster.Local.setClock.
@@ -187,9 +185,11 @@ func runReplicaClock(ctx context.Context, env Env, s Step) error {
 	return ferr
 }
 
-// awaitSentinelPriorities waits until every Sentinel lists the other
-// replicas with priority 0, so that the coming failover can only pick target.
-func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target string) error {
+// awaitPriorities waits until every watcher (Sentinel) lists the other
+// replicas with priority 0, so that the coming failover can only pick
+// target. A deployment without watchers has none to wait for: the replicas'
+// own priorities are all there is.
+func awaitPriorities(ctx context.Context, c cluster.Runtime, target string) error {
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	want := 0
@@ -202,11 +202,14 @@ func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target stri
 	for {
 		ok := true
 		for _, n := range c.Nodes() {
-			if !n.Watches() {
+			w, watches := n.Watcher()
+			if !watches {
 				continue
 			}
-			out, err := c.Command(wctx, n.Name, "SENTINEL", "REPLICAS", cluster.MasterName)
-			if err != nil || zeroPriorities(out) < want {
+			if w.Unpromotable == nil {
+				return fmt.Errorf("%s watches the replicas but cannot say which it will promote: no failover this fault can steer", n.Name)
+			}
+			if got, err := w.Unpromotable(wctx, c, n); err != nil || got < want {
 				ok = false
 				break
 			}
@@ -218,18 +221,4 @@ func awaitSentinelPriorities(ctx context.Context, c cluster.Runtime, target stri
 			return fmt.Errorf("Sentinels did not learn the replica priorities: %w", err)
 		}
 	}
-}
-
-// zeroPriorities counts the replicas a SENTINEL REPLICAS reply (flattened to
-// field and value lines) lists with priority 0; the field is slave-priority
-// in Sentinel's reply, replica-priority in newer spellings.
-func zeroPriorities(reply string) int {
-	f := strings.Split(reply, "\n")
-	n := 0
-	for i := 0; i+1 < len(f); i += 2 {
-		if (f[i] == "slave-priority" || f[i] == "replica-priority") && f[i+1] == "0" {
-			n++
-		}
-	}
-	return n
 }

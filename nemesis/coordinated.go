@@ -59,16 +59,16 @@ func CoordinatedSwitchSlowLink(ctx context.Context, env Env, s Step) error {
 // replicas held back behind a grant (paused, or cut off), and the slow link
 // when the target is behind on the network instead.
 type coordinatedSwitch struct {
-	env       Env
-	c         cluster.Runtime
-	p         cluster.Node
-	replicas  []cluster.Node // held back; nil when the link is what is behind
-	target    cluster.Node
-	sentinels []cluster.Node
-	force     bool
-	slow      *NetSizes
-	sh        cluster.NetShaper
-	event     string
+	env      Env
+	c        cluster.Runtime
+	p        cluster.Node
+	replicas []cluster.Node // held back; nil when the link is what is behind
+	target   cluster.Node
+	watchers []cluster.Node // live; the switch is ordered from the first
+	force    bool
+	slow     *NetSizes
+	sh       cluster.NetShaper
+	event    string
 }
 
 func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) error {
@@ -85,7 +85,7 @@ func runCoordinated(ctx context.Context, env Env, force bool, slow *NetSizes) er
 	// Sentinel's own switch has no FORCE, and a FAILOVER it did not order
 	// would be fought over by its next check.
 	s := &coordinatedSwitch{env: env, c: c, p: p, replicas: replicas, target: replicas[0],
-		sentinels: liveSentinels(c), force: force, slow: slow, event: "failover-coordinated"}
+		watchers: liveWatchers(c), force: force, slow: slow, event: "failover-coordinated"}
 	if force {
 		s.event = "failover-coordinated-force"
 	}
@@ -167,11 +167,12 @@ func (s *coordinatedSwitch) order(ctx context.Context) (string, error) {
 	if ok, err := awaitOnline(ctx, c, p.Name, len(s.replicas), 10*time.Second); err != nil || !ok {
 		return "", fmt.Errorf("the replicas of %s did not link again within 10 s (%v): no coordinated failover", p.Name, err)
 	}
-	if len(s.sentinels) > 0 {
-		if err := orderSentinelFailover(ctx, c, s.sentinels[0]); err != nil {
-			return "", err
+	if len(s.watchers) > 0 {
+		w, _ := s.watchers[0].Watcher()
+		if w.OrderSwitch == nil {
+			return "", fmt.Errorf("%s watches %s but cannot order a coordinated switch", s.watchers[0].Name, p.Name)
 		}
-		return "SENTINEL FAILOVER " + cluster.MasterName + " COORDINATED", nil
+		return w.OrderSwitch(ctx, c, s.watchers[0])
 	}
 	if _, err := c.Command(ctx, p.Name, "FAILOVER", "TO", host, port); err != nil {
 		return "", fmt.Errorf("FAILOVER TO %s on %s: %w", target.Name, p.Name, err)
@@ -182,7 +183,7 @@ func (s *coordinatedSwitch) order(ctx context.Context) (string, error) {
 // settle waits for the switch to be done and logs where it ended.
 func (s *coordinatedSwitch) settle(ctx context.Context, how string, got bool) error {
 	p := s.p
-	np, err := awaitSwitch(ctx, s.env, p, len(s.sentinels) > 0)
+	np, err := awaitSwitch(ctx, s.env, p, len(s.watchers) > 0)
 	if s.slow != nil {
 		// The link stays slow until the switch is done: a network does not
 		// speed up when a node changes role. By then nobody replicates from
@@ -196,8 +197,8 @@ func (s *coordinatedSwitch) settle(ctx context.Context, how string, got bool) er
 	}
 	Logf(s.env, history.NFailover, np.Name, cluster.RolePrimary, "%s: %s took over from %s", how, np.Name, p.Name)
 	final := np
-	if len(s.sentinels) > 0 {
-		if final, err = settleSentinel(ctx, s.env, np, how); err != nil {
+	if len(s.watchers) > 0 {
+		if final, err = settleWatched(ctx, s.env, np, how); err != nil {
 			return err
 		}
 	}
@@ -206,29 +207,8 @@ func (s *coordinatedSwitch) settle(ctx context.Context, how string, got bool) er
 	return nil
 }
 
-// orderSentinelFailover orders the coordinated switch from a Sentinel.
-// Sentinel marked the paused replicas down (paused past down-after) and
-// answers NOGOODSLAVE until its next pings find them healthy: ask again until
-// it takes the order. (Asked once, 10 of 10 bench runs got NOGOODSLAVE and
-// switched nothing.)
-func orderSentinelFailover(ctx context.Context, c cluster.Runtime, sentinel cluster.Node) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := c.Command(ctx, sentinel.Name, "SENTINEL", "FAILOVER", cluster.MasterName, "COORDINATED")
-		if err == nil {
-			return nil
-		}
-		if !strings.Contains(err.Error(), "NOGOODSLAVE") || time.Now().After(deadline) {
-			return fmt.Errorf("SENTINEL FAILOVER %s COORDINATED on %s: %w", cluster.MasterName, sentinel.Name, err)
-		}
-		if err := Sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-// settleSentinel waits out Sentinel's part after the switch to np and
-// returns the primary it ends with. A majority naming the new primary is
+// settleWatched waits out the watchers' (Sentinel's) part after the switch
+// to np and returns the primary it ends with. A majority naming the new primary is
 // not the end of Sentinel's part. Back to back, in the first sweep of this fault, two
 // Sentinels flagged the new primary down exactly down-after (1 s)
 // after their own switch-master, agreed on ODOWN and ran a failover
@@ -242,7 +222,7 @@ func orderSentinelFailover(ctx context.Context, c cluster.Runtime, sentinel clus
 // replicas (WaitReady), and log a primary that moved meanwhile as a
 // failover of its own, polled so that it is logged when a majority
 // names it, as the checker's attribution needs.
-func settleSentinel(ctx context.Context, env Env, np cluster.Node, how string) (cluster.Node, error) {
+func settleWatched(ctx context.Context, env Env, np cluster.Node, how string) (cluster.Node, error) {
 	c := env.Cluster()
 	final := np
 	observe := func() {
@@ -275,14 +255,15 @@ func settleSentinel(ctx context.Context, env Env, np cluster.Node, how string) (
 	return final, nil
 }
 
-// awaitSwitch waits until a node other than old serves as primary: as
-// Sentinel names it, or (standalone) as it says of itself, and then moves
-// the service address to it, as the operator would once the switch is done.
-func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) (cluster.Node, error) {
+// awaitSwitch waits until a node other than old serves as primary: as the
+// watchers (Sentinel) name it, or (standalone) as it says of itself, and
+// then moves the service address to it, as the operator would once the
+// switch is done.
+func awaitSwitch(ctx context.Context, env Env, old cluster.Node, watched bool) (cluster.Node, error) {
 	c := env.Cluster()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if sentinel {
+	if watched {
 		return c.WaitFailover(wctx, old.Name)
 	}
 	for {
@@ -312,7 +293,7 @@ func awaitSwitch(ctx context.Context, env Env, old cluster.Node, sentinel bool) 
 	}
 }
 
-func liveSentinels(c cluster.Runtime) []cluster.Node {
+func liveWatchers(c cluster.Runtime) []cluster.Node {
 	var out []cluster.Node
 	for _, n := range c.Nodes() {
 		if n.Watches() && n.PID != 0 && !n.Paused {

@@ -61,7 +61,6 @@ func runKillPrimary(ctx context.Context, env Env, _ Step) error {
 
 var faultCutReplication = &Fault{
 	Name: "cut-replication",
-	Kind: "failover", On: []string{cluster.TopologySentinel},
 	// Fresh grant ~0.1-3 s, SIGKILL to promotion ~2.1 s, rejoin and full
 	// resync ~1.2 s (the replica loads the RDB at its next 1 s cron).
 	Cycle:    5 * time.Second,

@@ -14,6 +14,18 @@ import (
 	"github.com/lockjepsen/lockjepsen/runfolder"
 )
 
+// The sources the summary and the report cite, by their titles.
+const (
+	// ArticleTitle is the Valkey 9 lock article: SET NX PX, SET IFEQ,
+	// DELIFEQ, the fenced UPDATE, and the remark that a number the database
+	// issues is stronger than one kept on Valkey.
+	ArticleTitle = "Distributed Locks on Valkey 9 Without Lua: SET IFEQ and DELIFEQ"
+	// RedlockTitle is the Redlock note: a single primary's SET NX EX against
+	// Redlock's majority of independent primaries, and why Redlock has no
+	// fencing counter.
+	RedlockTitle = "Redis SET NX EX vs Redlock"
+)
+
 // Page is what index.html shows.
 type Page struct {
 	Title    string
@@ -109,7 +121,7 @@ func verdictClass(v checker.Validity) string {
 }
 
 var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join, "clients": checker.ClientList, "ms": msWord,
-	"article": func() string { return checker.ArticleTitle }, "redlock": func() string { return checker.RedlockTitle }}
+	"article": func() string { return ArticleTitle }, "redlock": func() string { return RedlockTitle }}
 
 var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>

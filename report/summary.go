@@ -113,7 +113,7 @@ func figureLines(b *strings.Builder, r *checker.Result) {
 	fmt.Fprintf(b, "stale writes (sent by a holder after another client was granted its lock): %d attempted, %d rejected by the fence, %d accepted, %d unknown\n",
 		sw.Attempted, sw.Rejected, sw.Accepted, sw.Unknown)
 	if n := r.StaleWrites.NewerTurnedAway; n > 0 {
-		fmt.Fprintf(b, "the fence turned the NEWER holder away in %s: its fence number was lower than the older holder's (a counter on Valkey set back by a failover or restart, or drawn first by an acquire whose reply came back second), so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", checker.Count(n, "double holder"), checker.ArticleTitle)
+		fmt.Fprintf(b, "the fence turned the NEWER holder away in %s: its fence number was lower than the older holder's (a counter on Valkey set back by a failover or restart, or drawn first by an acquire whose reply came back second), so the older holder kept writing (the weakness %q names: a number kept on Valkey is lost with the primary; one the database issues is not)\n", checker.Count(n, "double holder"), ArticleTitle)
 	}
 	if n := staleTurnedAway(r); n > 0 {
 		fmt.Fprintf(b, "the fence turned the STALE holder away in %s: the numbers came from the database's own sequence, so the newer holder was protected\n", checker.Count(n, "double holder"))

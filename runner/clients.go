@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/lockjepsen/lockjepsen/history"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
@@ -23,8 +22,8 @@ func (r *run) lockConfig() lock.Config {
 	lc := lock.Config{Recipe: r.cfg.Recipe, Service: ep}
 	lc.Fencing = rec.DrawsFence(r.cfg.Fence, r.cfg.FenceSource)
 	lc.ExecArgs, lc.Wait, lc.WaitAOF = r.cfg.ExecArgs, r.cfg.Wait, r.cfg.WaitAOF
-	if ep.Protocol == endpoint.Redlock {
-		lc.DriftFactor = r.cfg.DriftFactor // Redlock's N instances
+	if ep.Protocol.Independent() {
+		lc.DriftFactor = r.cfg.DriftFactor // the quorum of N instances allows for drift
 	}
 	for _, name := range r.cfg.Faults {
 		if f, err := nemesis.Lookup(name); err == nil {

@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
@@ -16,16 +17,17 @@ import (
 
 // The backends a fault kind maps onto: the topologies, and sql-lease, whose
 // lock lives in the resource's database (its faults act on the database, not
-// on the Valkey nodes started beside it).
-const (
-	BackendSentinel = cluster.TopologySentinel
-	BackendSQLLease = lock.SQLLease
-)
+// on the Valkey nodes of the default deployment started beside it).
+const BackendSQLLease = lock.SQLLease
 
-// Backends lists them in the order the mapping table reads: Sentinel and
-// the database's lease beside it, then every deployment that joins the
-// comparison (cluster.Compared: it declares its rows), by rank.
-var Backends = append([]string{BackendSentinel, BackendSQLLease}, comparedBackends()...)
+// Backends lists them in the order the mapping table reads: every
+// deployment that joins the comparison (cluster.Compared: it declares its
+// rows), by rank, the database's lease right after the default deployment
+// whose nodes it runs beside.
+var Backends = func() []string {
+	bs := comparedBackends()
+	return slices.Insert(bs, slices.Index(bs, cluster.DefaultTopology())+1, BackendSQLLease)
+}()
 
 func comparedBackends() []string {
 	var out []string
@@ -71,7 +73,7 @@ func clockNotOn(m map[string]string) map[string]string {
 }
 
 // Backend is what a fault kind maps onto for configuration c: its topology
-// (else the scenario's, else sentinel), or sql-lease when its recipe (else
+// (else the scenario's, else the default deployment), or sql-lease when its recipe (else
 // the scenario's) is the database's own lease.
 func (p Plan) Backend(c Config) string {
 	sc, _ := scenario.Get(p.Scenario)
@@ -86,7 +88,7 @@ func (p Plan) Backend(c Config) string {
 		return BackendSQLLease // the database is the lock service
 	}
 	if topo == "" {
-		return BackendSentinel
+		return cluster.DefaultTopology()
 	}
 	return topo
 }

@@ -39,14 +39,19 @@ var Catalog = []Config{
 // per-deployment fault kinds (failover, paused-client, clock-jump) compares
 // the safe alternatives under the same faults and workload. Each maps onto
 // runner.Config as the `lockjepsen run` flags in its note would.
-var Deployments = append([]Config{
-	{Name: "sentinel-fence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
-		Note: "Sentinel-managed primary + 2 replicas, recipe native, fence read-write from INCR on Valkey (--fence read-write)"},
-	{Name: "sentinel-dbfence", Topology: "sentinel", Recipe: lock.Native, Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
-		Note: "the same lock, fence numbers from the database's own sequence (--fence-source resource)"},
-	{Name: "sql-lease", Topology: "sentinel", Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
-		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"},
-}, comparedConfigs()...)
+var Deployments = func() []Config {
+	cs := comparedConfigs()
+	// The lease row runs beside the default deployment's nodes, so it reads
+	// after that deployment's rows.
+	at := 0
+	for i, c := range cs {
+		if c.Topology == cluster.DefaultTopology() {
+			at = i + 1
+		}
+	}
+	return slices.Insert(cs, at, Config{Name: "sql-lease", Topology: cluster.DefaultTopology(), Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
+		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"})
+}()
 
 // DeploymentFaults are the fault kinds that mean the same on every
 // deployment, each mapped onto the nemesis faults of each backend.
@@ -67,22 +72,23 @@ func kindNote(what, kind string) string {
 }
 
 // standFor maps a deployment-neutral fault kind onto each backend's nemesis
-// faults, as the nemesis catalog's entries say (their Kind and On). The
-// sql-lease backend's lock lives in the resource's database beside a
-// Sentinel deployment.
+// faults, as the nemesis catalog's entries say (their Kind and On) and the
+// deployment's comparison rows (their StandIns). The sql-lease backend's
+// lock lives in the resource's database beside the default deployment,
+// whose stand-ins act on its Valkey nodes, not on the lease.
 func standFor(kind string) map[string][]string {
 	out := map[string][]string{}
 	for _, b := range Backends {
 		topo := b
 		if b == BackendSQLLease {
-			topo = BackendSentinel
+			topo = cluster.DefaultTopology()
 		}
 		d, err := cluster.Lookup(topo)
 		if err != nil {
 			continue
 		}
 		fs := nemesis.StandsFor(kind, b, d)
-		if c, ok := d.(cluster.Compared); ok {
+		if c, ok := d.(cluster.Compared); ok && b == topo {
 			for _, row := range c.Comparisons() {
 				for _, f := range row.StandIns[kind] {
 					if !slices.Contains(fs, f) {

@@ -48,11 +48,11 @@ func TestDeploymentFaultMapping(t *testing.T) {
 		nemesis       string // "" : n/a
 		backend       string
 	}{
-		{"sentinel-fence", "failover", "cut-replication", BackendSentinel},
-		{"sentinel-fence", "paused-client", "pause-client", BackendSentinel},
-		{"sentinel-fence", "clock-jump", "clock-bump", BackendSentinel},
-		{"sentinel-dbfence", "failover", "cut-replication", BackendSentinel},
-		{"sentinel-dbfence", "clock-jump", "clock-bump", BackendSentinel},
+		{"sentinel-fence", "failover", "cut-replication", "sentinel"},
+		{"sentinel-fence", "paused-client", "pause-client", "sentinel"},
+		{"sentinel-fence", "clock-jump", "clock-bump", "sentinel"},
+		{"sentinel-dbfence", "failover", "cut-replication", "sentinel"},
+		{"sentinel-dbfence", "clock-jump", "clock-bump", "sentinel"},
 		{"redlock", "failover", "crash-node", redlock.Topology},
 		{"redlock", "paused-client", "pause-client", redlock.Topology},
 		{"redlock", "clock-jump", "clock-bump-node", redlock.Topology},
@@ -176,7 +176,7 @@ func TestDeploymentPairsRefused(t *testing.T) {
 		})
 	}
 	// A kind that knows neither the backend nor a reason names what it maps.
-	f := Fault{Name: "k", ByBackend: map[string][]string{BackendSentinel: {"clock-bump"}}}
+	f := Fault{Name: "k", ByBackend: map[string][]string{"sentinel": {"clock-bump"}}}
 	_, err := f.On(etcd.Topology)
 	var na *NotApplicableError
 	if err == nil || errors.As(err, &na) || !strings.Contains(err.Error(), "no meaning on a etcd deployment") {

@@ -220,7 +220,7 @@ func TestJoinAcrossDeployments(t *testing.T) {
 		}
 	}
 	for _, f := range rep.Plan.Faults {
-		if f.Name == "failover" && (f.ByBackend[pgBackend] == nil || f.ByBackend[BackendSentinel] == nil) {
+		if f.Name == "failover" && (f.ByBackend[pgBackend] == nil || f.ByBackend["sentinel"] == nil) {
 			t.Errorf("the joined failover kind maps %v, want both sentinel and postgres", f.ByBackend)
 		}
 	}

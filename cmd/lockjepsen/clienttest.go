@@ -67,7 +67,7 @@ func runClientTest(args []string) int {
 	fs.Var(execArgsFlag{&execArgs}, "exec-arg", "an argument for the program (repeat for more)")
 	opTimeout := 2 * time.Second
 	fs.Var(knob.Duration{D: &opTimeout, Min: 100 * time.Millisecond}, "op-timeout", "an operation not answered by then is info (a failed case)")
-	topology := cluster.TopologySentinel
+	topology := cluster.DefaultTopology()
 	fs.Var(knob.Choice{S: &topology, Among: cluster.Topologies}, "topology",
 		"the server behind the program: "+cluster.ClientTestTopologies())
 	ccfg := cluster.Defaults()

@@ -80,7 +80,7 @@ func runFlags(name string, args []string, extra func(*flag.FlagSet)) (runner.Con
 	workloadFlags(fs, &cfg, dur)
 	faultFlags(fs, &cfg, dur)
 	minrep := replicationFlags(fs, &cfg)
-	redlockFlags(fs, &cfg)
+	topologyFlags(fs, &cfg)
 	fs.Var(knob.Choice{S: &cfg.Cluster.Build, Among: cluster.Builds}, "valkey-build", "Valkey build every node runs: default, or nolua (BUILD_LUA=no: EVAL-based locks fail; make setup-builds)")
 	netFlags(fs, &cfg)
 	fs.BoolVar(&cfg.Cluster.OldReplica, "mixed-versions", cfg.Cluster.OldReplica, "run the last replica on Valkey 8.1 (no DELIFEQ) as Sentinel's preferred candidate: a rolling upgrade halfway (make setup-builds)")

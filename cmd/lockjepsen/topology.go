@@ -28,11 +28,11 @@ func topologyDefaults(fs *flag.FlagSet, cfg *runner.Config) {
 	}
 }
 
-// redlockFlags registers the topology's flags and Redlock's knobs; they are
-// checked once, in runner.Config.Validate.
-func redlockFlags(fs *flag.FlagSet, cfg *runner.Config) {
+// topologyFlags registers --topology, the deployments' own flags and
+// Redlock's knobs; they are checked once, in runner.Config.Validate.
+func topologyFlags(fs *flag.FlagSet, cfg *runner.Config) {
 	if cfg.Cluster.Topology == "" {
-		cfg.Cluster.Topology = cluster.TopologySentinel
+		cfg.Cluster.Topology = cluster.DefaultTopology()
 	}
 	fs.Var(knob.Choice{S: &cfg.Cluster.Topology, Among: cluster.Topologies}, "topology", topologyHelp())
 	deploymentFlags(fs, &cfg.Cluster)

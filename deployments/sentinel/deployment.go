@@ -20,10 +20,11 @@ import (
 	"github.com/lockjepsen/lockjepsen/knob"
 )
 
+// Rank 0: the default deployment, the one a config naming no topology runs.
 func init() { cluster.Register(0, deployment{}) }
 
 // Topology is the deployment's name, the default of --topology.
-const Topology = cluster.TopologySentinel
+const Topology = "sentinel"
 
 type deployment struct{ cluster.ValkeyBase }
 
@@ -215,3 +216,21 @@ func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas, c.Sentinels,
 func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, _ endpoint.Set) cluster.ClientTestHooks {
 	return cluster.ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", rt.Version())}
 }
+
+// Comparisons are Sentinel's rows of the comparison of lock services
+// (cluster.Compared), the ones every other deployment is read against: the
+// native lock fenced by INCR on Valkey, and by the resource database's own
+// sequence. Its failover kind is the failover race itself (the primary's
+// replication cut, then its kill), its clock jump the primary's.
+func (deployment) Comparisons() []cluster.Comparison {
+	return []cluster.Comparison{
+		{Name: "sentinel-fence", Recipe: "native", Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceValkey,
+			Note:     "Sentinel-managed primary + 2 replicas, recipe native, fence read-write from INCR on Valkey (--fence read-write)",
+			StandIns: standIns},
+		{Name: "sentinel-dbfence", Recipe: "native", Fence: knob.FenceReadWrite, FenceSource: knob.FenceSourceResource,
+			Note:     "the same lock, fence numbers from the database's own sequence (--fence-source resource)",
+			StandIns: standIns},
+	}
+}
+
+var standIns = map[string][]string{"failover": {"cut-replication"}, "clock-jump": {"clock-bump"}}

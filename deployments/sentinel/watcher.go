@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 )
@@ -23,7 +24,57 @@ func init() {
 		Conf:     conf,
 		Announce: func(host string) string { return "sentinel announce-ip " + host + "\n" },
 		Primary:  primaryAt,
+
+		OrderSwitch:  orderSwitch,
+		Unpromotable: unpromotable,
 	})
+}
+
+// orderSwitch orders the coordinated switch from Sentinel w. Sentinel marked
+// the paused replicas down (paused past down-after) and answers NOGOODSLAVE
+// until its next pings find them healthy: ask again until it takes the
+// order. (Asked once, 10 of 10 bench runs got NOGOODSLAVE and switched
+// nothing.)
+func orderSwitch(ctx context.Context, c cluster.Runtime, w cluster.Node) (string, error) {
+	order := []string{"SENTINEL", "FAILOVER", cluster.MasterName, "COORDINATED"}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := c.Command(ctx, w.Name, order...)
+		if err == nil {
+			return strings.Join(order, " "), nil
+		}
+		if !strings.Contains(err.Error(), "NOGOODSLAVE") || time.Now().After(deadline) {
+			return "", fmt.Errorf("%s on %s: %w", strings.Join(order, " "), w.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// unpromotable counts the replicas Sentinel w lists with priority 0. Its
+// SENTINEL REPLICAS reply comes flattened to field and value lines; the
+// field is slave-priority in Sentinel's reply, replica-priority in newer
+// spellings.
+func unpromotable(ctx context.Context, c cluster.Runtime, w cluster.Node) (int, error) {
+	out, err := c.Command(ctx, w.Name, "SENTINEL", "REPLICAS", cluster.MasterName)
+	if err != nil {
+		return 0, err
+	}
+	return zeroPriorities(out), nil
+}
+
+func zeroPriorities(reply string) int {
+	f := strings.Split(reply, "\n")
+	n := 0
+	for i := 0; i+1 < len(f); i += 2 {
+		if (f[i] == "slave-priority" || f[i] == "replica-priority") && f[i+1] == "0" {
+			n++
+		}
+	}
+	return n
 }
 
 // conf renders a fresh Sentinel config. Sentinels rewrite their config

@@ -278,7 +278,7 @@ func scenariosTable() string {
 		s, _ := scenario.Get(name)
 		topo := s.Topology
 		if topo == "" {
-			topo = cluster.TopologySentinel
+			topo = cluster.DefaultTopology()
 		}
 		var needs []string
 		if s.Runtime != "" {
@@ -364,7 +364,7 @@ func deploymentsTable() string {
 		}
 		for _, name := range scenario.Names() {
 			s, _ := scenario.Get(name)
-			if s.Topology == d || s.Topology == "" && d == cluster.TopologySentinel {
+			if s.Topology == d || s.Topology == "" && d == cluster.DefaultTopology() {
 				scens = append(scens, name)
 			}
 		}
