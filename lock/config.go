@@ -142,13 +142,23 @@ type Recipe struct {
 	Partitions bool
 	// InResource: the lock lives in the resource's database (sql-lease),
 	// which a run starts after the server check: the Valkey the run still
-	// starts is what that check detects.
+	// starts is what that check detects. Such a lock is a service of its
+	// own, and Compared is its row in the comparison of lock services.
 	InResource bool
+	Compared   *Comparison
 	// NoExpiry: the server never expires the lock; it holds it until the
 	// unlock or the session's end (PostgreSQL's advisory locks). The TTL is
 	// then the client's own lease, and the history says so (expiry none),
 	// so the checker does not read a late unlock as one no server allows.
 	NoExpiry bool
+}
+
+// Comparison is an InResource recipe's row in the comparison sweep, which
+// runs it beside the default deployment's nodes, fenced by its own counter.
+type Comparison struct {
+	Note string
+	// ClockNA is why the clock-jump fault kind has no counterpart on it.
+	ClockNA string
 }
 
 // Fences reports whether the recipe can draw a fencing token. An exec
@@ -209,7 +219,10 @@ var recipes = []Recipe{
 	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: redsyncLibrary},
 	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true, Library: Library{Module: "github.com/valkey-io/valkey-go", Name: "valkey-go"}},
 	{Name: Redislock, Summary: "github.com/bsm/redislock on go-redis: Lua obtain (re-takes its own token), compare-PEXPIRE refresh, compare-DEL release", Lacks: needsLua, open: openRedislock, Speaks: primaryOrBus, Driven: true, Replies: true, Library: Library{Module: "github.com/bsm/redislock", Name: "redislock"}},
-	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, Speaks: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true},
+	{Name: SQLLease, Summary: "the database's own lease: a row UPDATEd in the resource's SQL database, fence = the row's counter (no Valkey)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openSQLLease, Speaks: primaryOrBus, Fence: history.FenceLeaseRow, Valid: validateSQLLease, InResource: true,
+		Compared: &Comparison{Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)",
+			ClockNA: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
+				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it"}},
 	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, Speaks: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
 	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true},
 	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true},

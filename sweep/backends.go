@@ -15,19 +15,43 @@ import (
 // How the fault axis maps onto each backend: a kind of fault (failover,
 // paused-client, clock-jump) is one nemesis fault per deployment.
 
-// The backends a fault kind maps onto: the topologies, and sql-lease, whose
-// lock lives in the resource's database (its faults act on the database, not
-// on the Valkey nodes of the default deployment started beside it).
-const BackendSQLLease = lock.SQLLease
+// The backends a fault kind maps onto: the deployments that join the
+// comparison, and each recipe whose lock lives in the resource's database
+// (sql-lease; lock.Recipe.InResource), whose faults act on the database,
+// not on the Valkey nodes of the default deployment started beside it.
 
 // Backends lists them in the order the mapping table reads: every
 // deployment that joins the comparison (cluster.Compared: it declares its
-// rows), by rank, the database's lease right after the default deployment
-// whose nodes it runs beside.
+// rows), by rank, the database's leases right after the default deployment
+// whose nodes they run beside.
 var Backends = func() []string {
 	bs := comparedBackends()
-	return slices.Insert(bs, slices.Index(bs, cluster.DefaultTopology())+1, BackendSQLLease)
+	at := slices.Index(bs, cluster.DefaultTopology()) + 1
+	for _, r := range inResource() {
+		bs = slices.Insert(bs, at, r.Name)
+		at++
+	}
+	return bs
 }()
+
+// inResource lists the recipes that are a lock service of their own, in
+// the resource's database.
+func inResource() []lock.Recipe {
+	var out []lock.Recipe
+	for _, r := range lock.Recipes() {
+		if r.InResource {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// isInResource says whether backend b is such a recipe rather than a
+// deployment.
+func isInResource(b string) bool {
+	r, err := lock.Lookup(b)
+	return err == nil && r.InResource
+}
 
 func comparedBackends() []string {
 	var out []string
@@ -54,10 +78,11 @@ func comparedConfigs() []Config {
 	return out
 }
 
-// clockNotOn says, for each deployment that joins the comparison and has no
-// clock jump (its servers' clocks cannot be moved, or no clock fault acts on
-// them), why clock-jump has no counterpart there.
-func clockNotOn(m map[string]string) map[string]string {
+// clockNotOn says, for each backend that has no clock jump (its servers'
+// clocks cannot be moved, or no clock fault acts on them), why clock-jump
+// has no counterpart there.
+func clockNotOn() map[string]string {
+	m := map[string]string{}
 	for _, name := range comparedBackends() {
 		d, _ := cluster.Lookup(name)
 		if err := d.ClockError(); err != nil {
@@ -69,12 +94,15 @@ func clockNotOn(m map[string]string) map[string]string {
 			}
 		}
 	}
+	for _, r := range inResource() {
+		m[r.Name] = r.Compared.ClockNA
+	}
 	return m
 }
 
 // Backend is what a fault kind maps onto for configuration c: its topology
-// (else the scenario's, else the default deployment), or sql-lease when its recipe (else
-// the scenario's) is the database's own lease.
+// (else the scenario's, else the default deployment), or its recipe (else
+// the scenario's) when that is the database's own lease.
 func (p Plan) Backend(c Config) string {
 	sc, _ := scenario.Get(p.Scenario)
 	recipe, topo := sc.Recipe, sc.Topology
@@ -85,7 +113,7 @@ func (p Plan) Backend(c Config) string {
 		topo = c.Topology
 	}
 	if r, err := lock.Lookup(recipe); err == nil && r.InResource {
-		return BackendSQLLease // the database is the lock service
+		return r.Name // the database is the lock service
 	}
 	if topo == "" {
 		return cluster.DefaultTopology()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/knob"
-	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
@@ -41,7 +40,7 @@ var Catalog = []Config{
 // runner.Config as the `lockjepsen run` flags in its note would.
 var Deployments = func() []Config {
 	cs := comparedConfigs()
-	// The lease row runs beside the default deployment's nodes, so it reads
+	// A lease row runs beside the default deployment's nodes, so it reads
 	// after that deployment's rows.
 	at := 0
 	for i, c := range cs {
@@ -49,8 +48,11 @@ var Deployments = func() []Config {
 			at = i + 1
 		}
 	}
-	return slices.Insert(cs, at, Config{Name: "sql-lease", Topology: cluster.DefaultTopology(), Recipe: lock.SQLLease, Fence: knob.FenceReadWrite,
-		Note: "the database's own lease row, fenced by the row's counter (--recipe sql-lease; no Valkey in the lock path)"})
+	for _, r := range inResource() {
+		cs = slices.Insert(cs, at, Config{Name: r.Name, Topology: cluster.DefaultTopology(), Recipe: r.Name, Fence: knob.FenceReadWrite, Note: r.Compared.Note})
+		at++
+	}
+	return cs
 }()
 
 // DeploymentFaults are the fault kinds that mean the same on every
@@ -73,14 +75,14 @@ func kindNote(what, kind string) string {
 
 // standFor maps a deployment-neutral fault kind onto each backend's nemesis
 // faults, as the nemesis catalog's entries say (their Kind and On) and the
-// deployment's comparison rows (their StandIns). The sql-lease backend's
-// lock lives in the resource's database beside the default deployment,
-// whose stand-ins act on its Valkey nodes, not on the lease.
+// deployment's comparison rows (their StandIns). A lease backend's lock
+// lives in the resource's database beside the default deployment, whose
+// stand-ins act on its Valkey nodes, not on the lease.
 func standFor(kind string) map[string][]string {
 	out := map[string][]string{}
 	for _, b := range Backends {
 		topo := b
-		if b == BackendSQLLease {
+		if isInResource(b) {
 			topo = cluster.DefaultTopology()
 		}
 		d, err := cluster.Lookup(topo)
@@ -123,11 +125,8 @@ var FaultCatalog = []Fault{
 	{Name: "paused-client", Faults: []string{"pause-client"}, ByBackend: standFor("paused-client"),
 		Note: "holder paused past its TTL (no knob helps: only the fence does); pause-client on every deployment"},
 	{Name: "clock-jump", Faults: []string{"clock-bump"}, ByBackend: standFor("clock-jump"),
-		NotOn: clockNotOn(map[string]string{
-			BackendSQLLease: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
-				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it",
-		}),
-		Note: kindNote("a server's wall clock moved forward past the TTL", "clock-jump")},
+		NotOn: clockNotOn(),
+		Note:  kindNote("a server's wall clock moved forward past the TTL", "clock-jump")},
 	{Name: "replica-clock-ahead", Faults: []string{"replica-clock-ahead"}, Note: "a replica whose clock runs ahead promoted: PXAT expiries judged by its clock"},
 	{Name: "replica-clock-behind", Faults: []string{"replica-clock-behind"}, Note: "the same with the replica's clock behind: locks outlive their TTL there"},
 	// Valkey Cluster (--scenario cluster-failover-race, or any scenario with

@@ -63,9 +63,9 @@ func TestDeploymentFaultMapping(t *testing.T) {
 		{"zookeeper", "failover", "zk-kill-leader", zookeeper.Topology},
 		{"zookeeper", "paused-client", "pause-client", zookeeper.Topology},
 		{"zookeeper", "clock-jump", "", zookeeper.Topology},
-		{"sql-lease", "failover", "restart-db", BackendSQLLease},
-		{"sql-lease", "paused-client", "pause-client", BackendSQLLease},
-		{"sql-lease", "clock-jump", "", BackendSQLLease},
+		{"sql-lease", "failover", "restart-db", "sql-lease"},
+		{"sql-lease", "paused-client", "pause-client", "sql-lease"},
+		{"sql-lease", "clock-jump", "", "sql-lease"},
 	}
 	cells := map[string]Cell{}
 	for _, c := range p.Cells() {

@@ -91,7 +91,7 @@ func runBenchCluster(args []string) int {
 		advertised = append(advertised, ft.Advertised)
 		fmt.Fprintf(os.Stderr, "trial %d: up %v, writable %v, advertised %v\n", i+1, up[i].Round(time.Millisecond), ft.Writable.Round(time.Millisecond), ft.Advertised.Round(time.Millisecond))
 	}
-	fmt.Printf("Valkey %s, %d replicas, %d Sentinels, down-after %v, failover-timeout %v; median of %d:\n", bins.Version, cfg.Replicas, cfg.Sentinels, cfg.DownAfter, cfg.FailoverTimeout, *trials)
+	fmt.Printf("%s, down-after %v, failover-timeout %v; median of %d:\n", cfg.Deployment().Banner(cfg, bins.Version), cfg.DownAfter, cfg.FailoverTimeout, *trials)
 	fmt.Printf("  cluster up to ready:                       %v\n", median(up))
 	fmt.Printf("  SIGKILL of primary to new primary writable: %v\n", median(writable))
 	fmt.Printf("  SIGKILL of primary to Sentinel advertising: %v\n", median(advertised))

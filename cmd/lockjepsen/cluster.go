@@ -49,10 +49,16 @@ func runCluster(args []string) int {
 }
 
 // clusterFlags registers the topology flags of `cluster up`, with the same
-// typed knobs (and so the same checks and messages) as `run`.
+// typed knobs (and so the same checks and messages) as `run`: the command
+// starts the default deployment, whose own flags (the number of Sentinels)
+// it declares itself.
 func clusterFlags(fs *flag.FlagSet, c *cluster.Config) {
 	fs.Var(knob.Int{N: &c.Replicas, Min: 0, Max: 8}, "replicas", "number of replicas")
-	fs.Var(knob.Int{N: &c.Sentinels, Min: 1, Max: 7}, "sentinels", "number of Sentinels (quorum: a majority)")
+	if d, err := cluster.Lookup(cluster.DefaultTopology()); err == nil {
+		if fo, ok := d.(cluster.FlagOwner); ok {
+			fo.Flags(fs, c)
+		}
+	}
 	fs.Var(knob.Duration{D: &c.DownAfter, Min: 100 * time.Millisecond, Why: "below that Sentinels flag healthy nodes down"}, "down-after", "Sentinel down-after-milliseconds (below ~200ms healthy nodes get flagged down)")
 	fs.Var(knob.Duration{D: &c.FailoverTimeout, Min: time.Second, Why: "below 1s failovers abort on Valkey 9.1"}, "failover-timeout", "Sentinel failover-timeout (500ms aborts failovers; 1s-3s works)")
 	fs.Func("min-replicas", "min-replicas-to-write:min-replicas-max-lag (seconds) on every node, e.g. 1:10, as run takes it", func(v string) error {
