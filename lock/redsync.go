@@ -170,9 +170,11 @@ func redsyncPartialRelease(err error, pools int) (Result, bool) {
 // riding its lease while another client takes the majority. Recorded as a plain
 // fail, it made redsync's five pools lose 23-29 of 87-89 node crashes (26-33%)
 // where the own Redlock lost 3-9%; with it, seed 1's trial lost 3 of 45
-// (7%, 2-18%), as the own Redlock's 4 of 45 on the same seed. One pool keeps
-// redsync's own verdict until its cells are measured again: its refused extend
-// is the failover race's, and TestLibrariesUnderAFailover holds that lesson.
+// (7%, 2-18%), as the own Redlock's 4 of 45 on the same seed, and the whole
+// cell re-swept lost 2 of 88 (results/libraries-rows/libraries). One pool
+// keeps redsync's own verdict: its refused extend is the failover race's (26
+// of 27 races granted twice in the same sweep), and
+// TestLibrariesUnderAFailover holds that lesson.
 func redsyncMinority(err error, pools int) bool {
 	nodes, unknown := redsyncTally(err)
 	return nodes > 0 && nodes <= pools && pools-nodes+unknown < pools/2+1
