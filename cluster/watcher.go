@@ -65,7 +65,7 @@ func RegisterWatcher(kind Role, w WatcherKind) {
 // it holds no data, no TIME of its own to move, no proxy in front, and is
 // left out of whatever only the servers take part in.
 func (n Node) Watches() bool {
-	_, ok := watcherKinds[n.Kind]
+	_, ok := n.Watcher()
 	return ok
 }
 
