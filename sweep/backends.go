@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
+	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 	"github.com/lockjepsen/lockjepsen/scenario"
@@ -65,14 +66,17 @@ func comparedBackends() []string {
 	return out
 }
 
-// comparedConfigs are the rows the deployments in folders of their own
-// offer the comparison, after the built-in ones.
-func comparedConfigs() []Config {
+// rowsOf are backend b's rows in the comparison: a lease recipe's one row,
+// on the default deployment's nodes and fenced by its own counter, or the
+// rows a deployment declares.
+func rowsOf(b string) []Config {
+	if r, err := lock.Lookup(b); err == nil && r.InResource {
+		return []Config{{Name: r.Name, Topology: cluster.DefaultTopology(), Recipe: r.Name, Fence: knob.FenceReadWrite, Note: r.Compared.Note}}
+	}
 	var out []Config
-	for _, name := range comparedBackends() {
-		d, _ := cluster.Lookup(name)
+	if d, err := cluster.Lookup(b); err == nil {
 		for _, c := range d.(cluster.Compared).Comparisons() {
-			out = append(out, Config{Name: c.Name, Topology: name, Recipe: c.Recipe, Fence: c.Fence, FenceSource: c.FenceSource, Opts: c.Opts, Note: c.Note})
+			out = append(out, Config{Name: c.Name, Topology: b, Recipe: c.Recipe, Fence: c.Fence, FenceSource: c.FenceSource, Opts: c.Opts, Note: c.Note})
 		}
 	}
 	return out

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	"github.com/lockjepsen/lockjepsen/knob"
 	"github.com/lockjepsen/lockjepsen/nemesis"
 )
 
@@ -39,20 +38,13 @@ var Catalog = []Config{
 // the safe alternatives under the same faults and workload. Each maps onto
 // runner.Config as the `lockjepsen run` flags in its note would.
 var Deployments = func() []Config {
-	cs := comparedConfigs()
-	// A lease row runs beside the default deployment's nodes, so it reads
-	// after that deployment's rows.
-	at := 0
-	for i, c := range cs {
-		if c.Topology == cluster.DefaultTopology() {
-			at = i + 1
-		}
+	// In the order Backends reads: the lease rows after the default
+	// deployment's, whose nodes they run beside.
+	var out []Config
+	for _, b := range Backends {
+		out = append(out, rowsOf(b)...)
 	}
-	for _, r := range inResource() {
-		cs = slices.Insert(cs, at, Config{Name: r.Name, Topology: cluster.DefaultTopology(), Recipe: r.Name, Fence: knob.FenceReadWrite, Note: r.Compared.Note})
-		at++
-	}
-	return cs
+	return out
 }()
 
 // DeploymentFaults are the fault kinds that mean the same on every
