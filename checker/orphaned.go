@@ -234,7 +234,7 @@ func mayHold(o *Op) bool {
 	if o.Outcome != history.Fail || history.RefusalReason(o.Err) != "contention" {
 		return true
 	}
-	t, ok := history.ParseRedlockTally(o.Err)
+	t, ok := history.ParseQuorumTally(o.Err)
 	return ok && t.OK+t.Unknown > 0
 }
 

@@ -17,11 +17,15 @@ const MasterName = endpoint.DefaultMasterSet
 
 // Config describes a topology and its timing. Zero values are filled by Defaults.
 type Config struct {
-	Dir       string // run directory; each node gets Dir/<name>/
-	Replicas  int
-	Sentinels int
-	Quorum    int
-	BasePort  int // 0: pick free ports; else nodes use BasePort, BasePort+1, ...
+	Dir      string // run directory; each node gets Dir/<name>/
+	Replicas int
+	// Watchers is how many watcher nodes a deployment that has them runs
+	// (its WatcherKind: Sentinel's Sentinels), and Quorum how many of them
+	// must agree; the deployment validates both. The JSON key is the one
+	// every committed config.json carries.
+	Watchers int `json:"Sentinels"`
+	Quorum   int
+	BasePort int // 0: pick free ports; else nodes use BasePort, BasePort+1, ...
 
 	// Sentinel timing. Defaults chosen for fast, reliable failovers on loopback:
 	// below ~200 ms down-after Sentinels flag healthy nodes down, and
@@ -127,7 +131,7 @@ func (c *Config) validateWithDir() error {
 func Defaults() Config {
 	return Config{
 		Replicas:          2,
-		Sentinels:         3,
+		Watchers:          3,
 		DownAfter:         1000 * time.Millisecond,
 		FailoverTimeout:   2000 * time.Millisecond,
 		MinReplicasMaxLag: 10,
@@ -147,15 +151,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas < 0 || c.Replicas > 8 {
 		return fmt.Errorf("--replicas %d: want 0 to 8", c.Replicas)
-	}
-	if c.Sentinels < 1 || c.Sentinels > 7 {
-		return fmt.Errorf("--sentinels %d: want 1 to 7 (3 is the usual)", c.Sentinels)
-	}
-	if c.Quorum == 0 {
-		c.Quorum = c.Sentinels/2 + 1
-	}
-	if c.Quorum < 1 || c.Quorum > c.Sentinels {
-		return fmt.Errorf("quorum %d: want 1 to --sentinels (%d)", c.Quorum, c.Sentinels)
 	}
 	if c.DownAfter < 100*time.Millisecond {
 		return fmt.Errorf("--down-after %v: below ~200ms Sentinels flag healthy nodes down; use 200ms or more", c.DownAfter)
@@ -201,8 +196,10 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--net-proxy needs lockjepsen running beside the nodes (the proxies are in its process): use it with run, not cluster up")
 		}
 	}
-	if c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+c.Replicas+c.Sentinels+1 > 65535) {
-		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-c.Replicas-c.Sentinels-1)
+	// A port a node: a deployment that takes more (a cluster bus, a
+	// consensus member's peer port) checks its own range in its Validate.
+	if n := len(c.Deployment().Layout(*c)); c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+n > 65535) {
+		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-n)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, ""},
 		{"too many replicas", func(c *Config) { c.Replicas = 9 }, "--replicas"},
-		{"no sentinels", func(c *Config) { c.Sentinels = 0 }, "--sentinels"},
+		{"no sentinels", func(c *Config) { c.Watchers = 0 }, "--sentinels"},
 		{"down-after too small", func(c *Config) { c.DownAfter = 50 * time.Millisecond }, "--down-after"},
 		{"failover-timeout aborts", func(c *Config) { c.FailoverTimeout = 500 * time.Millisecond }, "--failover-timeout"},
 		{"min-replicas above replicas", func(c *Config) { c.MinReplicasToWrite = 3 }, "--min-replicas-to-write"},

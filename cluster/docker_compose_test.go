@@ -47,7 +47,7 @@ func composeCommands(t *testing.T) map[string][]string {
 func TestComposeMatchesLocalConfig(t *testing.T) {
 	cmds := composeCommands(t)
 	cfg := Defaults()
-	cfg.Quorum = cfg.Sentinels/2 + 1
+	cfg.Quorum = cfg.Watchers/2 + 1
 	n := Node{Dir: "/data", LogFile: "/data/x.log"}
 	check := func(service, conf string) {
 		args := " " + strings.Join(cmds[service], " ") + " "

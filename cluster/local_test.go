@@ -252,7 +252,7 @@ func TestClockOffsetExpiresKeysEarlyOnThatNode(t *testing.T) {
 // CLUSTER FAILOVER TAKEOVER relies on to beat the replica's resync).
 func TestQueuedCommandRunsOnResume(t *testing.T) {
 	testslot.Parallel(t)
-	l := startCluster(t, func(c *Config) { c.Replicas, c.Sentinels = 0, 1 })
+	l := startCluster(t, func(c *Config) { c.Replicas, c.Watchers = 0, 1 })
 	ctx := ctxT(t, 30*time.Second)
 	p, err := l.Primary(ctx)
 	if err != nil {

@@ -14,8 +14,8 @@ var RefusalReasons = []string{"contention", "noreplicas", "wait", "waitaof", "re
 // setting (or a fault) turning a would-be holder away. The texts are the
 // ones lock/ writes into the history's error field.
 func RefusalReason(msg string) string {
-	if rc, ok := ParseRedlockTally(msg); ok {
-		// A Redlock acquire says how each node answered: nodes that refused
+	if rc, ok := ParseQuorumTally(msg); ok {
+		// A majority acquire says how each node answered: nodes that refused
 		// the SET NX hold another client's key (the lock working), nodes
 		// unreachable are the fault's cost.
 		switch {
@@ -45,22 +45,33 @@ func RefusalReason(msg string) string {
 	return "other"
 }
 
-// RedlockTally is how the nodes answered one Redlock acquire, as the redlock
-// recipe writes it into the error field ("redlock acquire: 1 OK, 4 refused, 0
-// unknown, 0 unreachable of 5 nodes, quorum 3, ...").
-type RedlockTally struct {
+// QuorumTally is how the nodes answered one acquire that needs a majority of
+// independent primaries (Redlock's), as such a recipe writes it into the
+// error field: String is the text and ParseQuorumTally reads it back, so
+// the writer and every reader keep one format, the one committed histories
+// carry ("redlock acquire: 1 OK, 4 refused, 0 unknown, 0 unreachable of 5
+// nodes, quorum 3", then what the recipe adds).
+type QuorumTally struct {
 	OK, Refused, Unknown, Unreachable, Nodes, Quorum int
 }
 
-// ParseRedlockTally reads a RedlockTally from an acquire's error text.
-func ParseRedlockTally(msg string) (RedlockTally, bool) {
-	var t RedlockTally
-	i := strings.Index(msg, "redlock acquire: ")
+const (
+	tallyPrefix = "redlock acquire: "
+	tallyFormat = tallyPrefix + "%d OK, %d refused, %d unknown, %d unreachable of %d nodes, quorum %d"
+)
+
+func (t QuorumTally) String() string {
+	return fmt.Sprintf(tallyFormat, t.OK, t.Refused, t.Unknown, t.Unreachable, t.Nodes, t.Quorum)
+}
+
+// ParseQuorumTally reads a QuorumTally from an acquire's error text.
+func ParseQuorumTally(msg string) (QuorumTally, bool) {
+	var t QuorumTally
+	i := strings.Index(msg, tallyPrefix)
 	if i < 0 {
 		return t, false
 	}
-	_, err := fmt.Sscanf(msg[i:], "redlock acquire: %d OK, %d refused, %d unknown, %d unreachable of %d nodes, quorum %d",
-		&t.OK, &t.Refused, &t.Unknown, &t.Unreachable, &t.Nodes, &t.Quorum)
+	_, err := fmt.Sscanf(msg[i:], tallyFormat, &t.OK, &t.Refused, &t.Unknown, &t.Unreachable, &t.Nodes, &t.Quorum)
 	return t, err == nil && t.Nodes > 0
 }
 
@@ -71,7 +82,7 @@ func ParseRedlockTally(msg string) (RedlockTally, bool) {
 // reports such an acquire failed; the histories recorded before that still
 // carry these, and availability counts them as contention.
 func RefusedByMajority(msg string) bool {
-	t, ok := ParseRedlockTally(msg)
+	t, ok := ParseQuorumTally(msg)
 	return ok && t.Refused > t.Nodes-t.Quorum
 }
 

@@ -37,3 +37,30 @@ func TestRefusedByMajority(t *testing.T) {
 		}
 	}
 }
+
+// TestQuorumTallyReadsBackWhatItWrites: the recipe writes the tally with
+// String and the checker reads it with ParseQuorumTally, also from inside
+// the longer error the recipe wraps it in; a tally cut short or of no
+// nodes is no tally.
+func TestQuorumTallyReadsBackWhatItWrites(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		msg    string
+		want   QuorumTally
+		parsed bool
+	}{
+		{"as written", QuorumTally{1, 4, 0, 0, 5, 3}.String(), QuorumTally{1, 4, 0, 0, 5, 3}, true},
+		{"wrapped", "acquire: " + QuorumTally{2, 0, 1, 2, 5, 3}.String() + ", validity 5.8s; released: info", QuorumTally{2, 0, 1, 2, 5, 3}, true},
+		{"committed text", "redlock acquire: 0 OK, 3 refused, 0 unknown, 2 unreachable of 5 nodes, quorum 3, validity 5.8s", QuorumTally{0, 3, 0, 2, 5, 3}, true},
+		{"cut short", "redlock acquire: 0 OK, 3 refused", QuorumTally{}, false},
+		{"no nodes", QuorumTally{}.String(), QuorumTally{}, false},
+		{"another recipe", "SET NX PX returned nil: another client holds the lock", QuorumTally{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseQuorumTally(tt.msg)
+			if ok != tt.parsed || (ok && got != tt.want) {
+				t.Errorf("ParseQuorumTally(%q) = %+v, %v; want %+v, %v", tt.msg, got, ok, tt.want, tt.parsed)
+			}
+		})
+	}
+}

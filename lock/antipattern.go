@@ -8,6 +8,13 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
+// The anti-patterns' recipe names: each leaves a lock stuck forever (a key
+// without a TTL).
+const (
+	SetnxExpire = "setnx-expire"
+	ExtendNoPX  = "extend-no-px"
+)
+
 // setnxExpire is the Valkey 9 lock article's first lesson, kept on purpose: SETNX, then EXPIRE,
 // as two commands. A client that dies between them leaves a key with no TTL:
 // nobody can ever take the lock again ("explain why NX and EX must be one

@@ -1,8 +1,11 @@
 package lock
 
 import (
+	"github.com/lockjepsen/lockjepsen/endpoint"
 	"github.com/valkey-io/valkey-go"
 )
+
+func init() { routes[endpoint.Cluster] = (*Config).clusterOption }
 
 // The cluster topology (Valkey Cluster): the recipes open valkey-go's
 // cluster client with every node as an init address. The lock key and its

@@ -198,18 +198,30 @@ func needsLua(c Caps) []string {
 	return nil
 }
 
-// The protocols a recipe speaks: one primary (a Sentinel's or a standalone
-// one's) or the cluster client (cluster.go: every recipe that opens its
-// client with the recipe's connection options; and sql-lease, whose lock is
-// a row in the resource's database, beside the same deployments), plus
-// Redlock's independent primaries for redsync. An exec program runs on
-// every deployment: it is handed the deployment's own endpoints (ExecEnv),
-// and speaks whatever protocol they serve.
+// The protocols a recipe speaks: those a Valkey client reaches one primary
+// by (through a watcher, directly, or over the cluster bus: every recipe
+// that opens its client with the recipe's connection options; and
+// sql-lease, whose lock is a row in the resource's database, beside the same
+// deployments), or any valkey-go speaks, independent primaries too
+// (redsync's pools). An exec program runs on every deployment: it is handed
+// the deployment's own endpoints (ExecEnv), and speaks whatever protocol
+// they serve.
 var (
-	primaryOrBus      = []endpoint.Protocol{endpoint.Sentinel, endpoint.Valkey, endpoint.Cluster}
-	primaryBusOrNodes = []endpoint.Protocol{endpoint.Sentinel, endpoint.Valkey, endpoint.Cluster, endpoint.Redlock}
+	primaryOrBus      = protocolsWhere(func(p endpoint.Protocol) bool { return p.Valkey() && !p.Independent() })
+	primaryBusOrNodes = protocolsWhere(endpoint.Protocol.Valkey)
 	everywhere        = endpoint.Protocols
 )
+
+// protocolsWhere lists the protocols that have a property, in their order.
+func protocolsWhere(has func(endpoint.Protocol) bool) []endpoint.Protocol {
+	var out []endpoint.Protocol
+	for _, p := range endpoint.Protocols {
+		if has(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 var recipes = []Recipe{
 	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, Speaks: primaryOrBus, Replies: true},
@@ -224,7 +236,6 @@ var recipes = []Recipe{
 			ClockNA: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
 				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it"}},
 	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, Speaks: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
-	{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift", Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true},
 	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true},
 	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true},
 }
@@ -437,10 +448,11 @@ func Open(cfg Config) (Lock, error) {
 	return l, nil
 }
 
-// clientOption builds the valkey-go options: Sentinel discovery unless a
-// direct address is given. Retries are off because a retried SET NX or
-// DELIFEQ after a lost reply would hide the unknown outcome the history must
-// record; client-side caching is off because locks never read through it.
+// clientOption builds the valkey-go options: the protocol's own route to the
+// primary (routes: a watcher's discovery, the cluster client), else the one
+// server given. Retries are off because a retried SET NX or DELIFEQ after a
+// lost reply would hide the unknown outcome the history must record;
+// client-side caching is off because locks never read through it.
 func (c *Config) clientOption() valkey.ClientOption {
 	o := valkey.ClientOption{DisableRetry: true, DisableCache: true}
 	// Every connection goes through the dial map (--net-proxy) and the
@@ -448,20 +460,19 @@ func (c *Config) clientOption() valkey.ClientOption {
 	o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
 		return hookConn(d.DialContext(ctx, "tcp", c.dial(addr)))
 	}
-	switch c.Service.Protocol {
-	case endpoint.Redlock, endpoint.Valkey:
-		// One server; on Redlock every node runs the same server, so the
-		// capability check asks the first.
-		o.InitAddress = []string{c.Service.Addr()}
-		o.ForceSingleClient = true
-		return o
-	case endpoint.Cluster:
-		return c.clusterOption(o)
+	if route, ok := routes[c.Service.Protocol]; ok {
+		return route(c, o)
 	}
-	o.InitAddress = c.Service.Addrs
-	o.Sentinel = valkey.SentinelOption{MasterSet: c.Service.Master()}
+	// One server; on independent primaries every node runs the same
+	// server, so the capability check asks the first.
+	o.InitAddress = []string{c.Service.Addr()}
+	o.ForceSingleClient = true
 	return o
 }
+
+// routes are the valkey-go options of the protocols that reach the primary
+// by a route of their own, each set from the file of its client.
+var routes = map[endpoint.Protocol]func(*Config, valkey.ClientOption) valkey.ClientOption{}
 
 // dial is the address to dial for addr: its DialMap entry, or addr.
 func (c *Config) dial(addr string) string { return c.Service.Dial(addr) }

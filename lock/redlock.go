@@ -12,14 +12,15 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// Redlock recipe names.
-const (
-	Redlock = "redlock"
-	// SetnxExpire and ExtendNoPX are the anti-patterns that leave a lock
-	// stuck forever (a key without a TTL): see antipattern.go.
-	SetnxExpire = "setnx-expire"
-	ExtendNoPX  = "extend-no-px"
-)
+// Redlock is the recipe's name.
+const Redlock = "redlock"
+
+// redlockRecipe is its catalog entry: it speaks to Redlock's independent
+// primaries alone (one primary's lock is the native recipe).
+var redlockRecipe = Recipe{Name: Redlock, Summary: "the distlock page's Redlock, own code: SET NX PX on N primaries in turn, majority, validity = TTL - elapsed - drift",
+	Lacks: needsNative, open: openRedlock, Speaks: []endpoint.Protocol{endpoint.Redlock}, Partitions: true, Replies: true}
+
+func init() { registerRecipes(redlockRecipe) }
 
 // DefaultDriftFactor is the distlock page's clock drift factor; the fixed
 // 2 ms it adds is driftFixed.
@@ -164,7 +165,8 @@ func (l *redlock) Acquire(ctx context.Context, key, token string, ttl time.Durat
 		return 0, ok()
 	}
 	// Step 5: no lock; unlock every node, also those that seemed to refuse.
-	why := fmt.Sprintf("redlock acquire: %s of %d nodes, quorum %d, validity %v", t, len(l.nodes), l.quorum, validity.Round(time.Millisecond))
+	tally := history.QuorumTally{OK: t.ok, Refused: t.refused, Unknown: t.unknown, Unreachable: t.skipped, Nodes: len(l.nodes), Quorum: l.quorum}
+	why := fmt.Sprintf("%s, validity %v", tally, validity.Round(time.Millisecond))
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	rel := l.Release(rctx, key, token)
 	cancel()

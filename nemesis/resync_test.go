@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/cluster/clustertest"
+	_ "github.com/lockjepsen/lockjepsen/deployments/sentinel" // the default deployment these tests start
 	"github.com/lockjepsen/lockjepsen/history"
 )
 

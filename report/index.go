@@ -20,10 +20,10 @@ const (
 	// DELIFEQ, the fenced UPDATE, and the remark that a number the database
 	// issues is stronger than one kept on Valkey.
 	ArticleTitle = "Distributed Locks on Valkey 9 Without Lua: SET IFEQ and DELIFEQ"
-	// RedlockTitle is the Redlock note: a single primary's SET NX EX against
-	// Redlock's majority of independent primaries, and why Redlock has no
-	// fencing counter.
-	RedlockTitle = "Redis SET NX EX vs Redlock"
+	// NoteTitle is the note that sets a single primary's SET NX EX against
+	// Redlock's majority of independent primaries, and says why Redlock has
+	// no fencing counter.
+	NoteTitle = "Redis SET NX EX vs Redlock"
 )
 
 // Page is what index.html shows.
@@ -121,7 +121,7 @@ func verdictClass(v checker.Validity) string {
 }
 
 var funcs = template.FuncMap{"word": verdictWord, "cls": verdictClass, "join": strings.Join, "clients": checker.ClientList, "ms": msWord,
-	"article": func() string { return ArticleTitle }, "redlock": func() string { return RedlockTitle }}
+	"article": func() string { return ArticleTitle }, "note": func() string { return NoteTitle }}
 
 var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
@@ -174,7 +174,7 @@ Point at a bar, a cross or a band for who, token, fence and times (<a href="` + 
 <h2>Sources</h2>
 <p>The recipes, the fenced <code>UPDATE ... WHERE last_fence &lt; $f</code> and the remark that a number the database issues is stronger than one kept on Valkey come from
 the Valkey 9 lock article, <cite>{{article}}</cite>; the comparison of one primary's <code>SET NX</code> with Redlock's majority, and why Redlock has no fencing counter, from the
-Redlock note, <cite>{{redlock}}</cite>.</p>
+Redlock note, <cite>{{note}}</cite>.</p>
 <h2>Configuration</h2>
 <p>Durations for people; <a href="` + runfolder.Config + `">config.json</a> has the exact values.</p>
 <pre>{{.Config}}</pre>

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockjepsen/lockjepsen/cluster"
 	"github.com/lockjepsen/lockjepsen/cluster/clustertest"
+	_ "github.com/lockjepsen/lockjepsen/deployments/sentinel" // the default deployment these tests start
 )
 
 // The client processes of these tests are this test binary re-executed: with

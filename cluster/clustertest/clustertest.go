@@ -1,5 +1,7 @@
 // Package clustertest starts a real local Valkey cluster for a test package's
-// TestMain. It never skips: CI must have Valkey 9 (make setup).
+// TestMain. It never skips: CI must have Valkey 9 (make setup). It names no
+// deployment: a test package links in the one it starts (the default, or
+// the topology its mutate names), as a user's binary does.
 package clustertest
 
 import (
@@ -10,9 +12,6 @@ import (
 	"time"
 
 	"github.com/lockjepsen/lockjepsen/cluster"
-	// The default topology Start brings up is Sentinel's, which registers
-	// from its own folder.
-	_ "github.com/lockjepsen/lockjepsen/deployments/sentinel"
 	"github.com/lockjepsen/lockjepsen/internal/testslot"
 )
 

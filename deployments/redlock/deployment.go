@@ -45,7 +45,7 @@ func (deployment) Banner(c cluster.Config, version string) string {
 }
 
 // redlockNote is the Redlock note's title ("Redis SET NX EX vs Redlock",
-// report.RedlockTitle), which the summary cites.
+// report.NoteTitle), which the summary cites.
 const redlockNote = "Redis SET NX EX vs Redlock"
 
 func (deployment) Note(c cluster.Config, fenced bool) string {

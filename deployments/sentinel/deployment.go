@@ -38,7 +38,7 @@ func (deployment) ClientTestDoc() string {
 	return "one Valkey primary, one Sentinel"
 }
 func (deployment) Banner(c cluster.Config, version string) string {
-	return fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", c.Replicas, c.Sentinels, version)
+	return fmt.Sprintf("cluster: 1 primary, %d replicas, %d Sentinels (Valkey %s)", c.Replicas, c.Watchers, version)
 }
 func (deployment) Settled() string { return "waiting for one primary with replicas in sync" }
 func (deployment) Endpoints(rt cluster.Runtime) endpoint.Set {
@@ -54,18 +54,32 @@ func (deployment) ValidateRun(k cluster.RunKnobs) error {
 	}
 	return nil
 }
-func (deployment) Validate(*cluster.Config) error { return nil }
+
+// Validate checks the Sentinels and fills their quorum, a majority unless
+// set.
+func (deployment) Validate(c *cluster.Config) error {
+	if c.Watchers < 1 || c.Watchers > 7 {
+		return fmt.Errorf("--sentinels %d: want 1 to 7 (3 is the usual)", c.Watchers)
+	}
+	if c.Quorum == 0 {
+		c.Quorum = c.Watchers/2 + 1
+	}
+	if c.Quorum < 1 || c.Quorum > c.Watchers {
+		return fmt.Errorf("quorum %d: want 1 to --sentinels (%d)", c.Quorum, c.Watchers)
+	}
+	return nil
+}
 
 // Flags registers --sentinels (FlagOwner): on any other deployment it would
 // change nothing.
 func (deployment) Flags(fs *flag.FlagSet, c *cluster.Config) {
-	fs.Var(knob.Int{N: &c.Sentinels, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
+	fs.Var(knob.Int{N: &c.Watchers, Min: 1, Max: 7}, "sentinels", "Sentinels; quorum is a majority")
 }
 
 // Layout is valkey-0 the first primary, its replicas, then the Sentinels.
 func (deployment) Layout(c cluster.Config) []cluster.Node {
 	nodes := cluster.LayoutValkey(c, 1, c.Replicas)
-	for s := 0; s < c.Sentinels; s++ {
+	for s := 0; s < c.Watchers; s++ {
 		nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("sentinel-%d", s), Kind: Role})
 	}
 	return nodes
@@ -211,7 +225,7 @@ func (d deployment) ReadyOnce(ctx context.Context, l *cluster.Local) error {
 
 // ClientTestLayout: one primary watched by one Sentinel is all the cases
 // need (no fault here).
-func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas, c.Sentinels, c.Quorum = 0, 1, 1 }
+func (deployment) ClientTestLayout(c *cluster.Config) { c.Replicas, c.Watchers, c.Quorum = 0, 1, 1 }
 
 func (deployment) ClientTestHooks(_ context.Context, rt cluster.Runtime, _ endpoint.Set) cluster.ClientTestHooks {
 	return cluster.ClientTestHooks{Against: fmt.Sprintf("Valkey %s (1 primary, 1 Sentinel)", rt.Version())}

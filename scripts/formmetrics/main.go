@@ -24,7 +24,9 @@ var deployments = []struct {
 	name, re string
 	home     []string
 }{
-	{"sentinel", `(?i)sentinel`, []string{"deployments/sentinel/", "lock/native.go"}},
+	// Sentinel's client file is how a client reaches the primary it watches,
+	// as Valkey Cluster's is its cluster client's option.
+	{"sentinel", `(?i)sentinel`, []string{"deployments/sentinel/", "lock/sentinel.go"}},
 	{"standalone", `(?i)standalone`, []string{"deployments/standalone/"}},
 	{"redlock", `(?i)redlock`, []string{"deployments/redlock/", "lock/redlock.go"}},
 	// Not the word "cluster" alone: the run's node group (config.json's
