@@ -123,6 +123,14 @@ type Recipe struct {
 	// program need not implement fences, and a consensus service's log
 	// position (a key's revision, a node's creation id) is asked for only then.
 	FenceOnDemand bool
+	// LeavesNoTTL: an anti-pattern kept on purpose can leave the key with
+	// no TTL (SETNX then EXPIRE, an extend without PX): a client that dies
+	// at the wrong moment leaves a lock nobody can take again.
+	LeavesNoTTL bool
+	// Unchecked: an anti-pattern kept on purpose extends and releases
+	// without comparing the token, so a client outliving its lease acts on
+	// a lock that is no longer its own.
+	Unchecked bool
 	// HostsExec: the recipe is the built-in one of a protocol that is not
 	// Valkey's (execHost): an exec program on a deployment speaking it
 	// borrows the recipe's server check, validation and fence source.
@@ -226,7 +234,7 @@ func protocolsWhere(has func(endpoint.Protocol) bool) []endpoint.Protocol {
 var recipes = []Recipe{
 	{Name: Native, Summary: "SET NX PX / SET IFEQ PX / DELIFEQ (Valkey 9.0+)", Ours: true, Lacks: needsNative, open: openNative, Speaks: primaryOrBus, Replies: true},
 	{Name: Lua, Summary: "SET NX PX / EVALSHA compare-PEXPIRE / EVALSHA compare-DEL", Ours: true, Lacks: needsLua, open: openLua, Speaks: primaryOrBus, Replies: true},
-	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, Speaks: primaryOrBus, Replies: true},
+	{Name: Unsafe, Summary: "SET NX PX / bare PEXPIRE / bare DEL (anti-pattern)", Ours: true, Lacks: func(Caps) []string { return nil }, open: openUnsafe, Speaks: primaryOrBus, Replies: true, Unchecked: true},
 	{Name: Redsync, Summary: "github.com/go-redsync/redsync/v4 over valkeycompat, one pool", Lacks: needsLua, open: openRedsync, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: redsyncLibrary},
 	{Name: RedsyncSharedValue, Summary: "redsync misconfigured (go-redsync/redsync#126): every client's WithGenValueFunc returns one constant, so any client's delete script frees the holder's lock", Lacks: needsLua, open: openRedsyncShared, Speaks: primaryBusOrNodes, Driven: true, Replies: true, Library: redsyncLibrary},
 	{Name: Valkeylock, Summary: "valkey-go's valkeylock, KeyMajority 1, self-renewing", Lacks: needsLua, open: openValkeylock, Speaks: primaryOrBus, Driven: true, SelfRenews: true, Replies: true, Library: Library{Module: "github.com/valkey-io/valkey-go", Name: "valkey-go"}},
@@ -236,8 +244,8 @@ var recipes = []Recipe{
 			ClockNA: "the lease row expires on the database's clock (with SQLite the resource service's, a Go process libfaketime " +
 				"cannot move; with PostgreSQL clock_timestamp()), and no fault moves it"}},
 	{Name: Exec, Summary: "your own lock client: a program speaking docs/protocol.md on stdin/stdout (exec:PATH)", Lacks: func(Caps) []string { return nil }, open: openExec, Speaks: everywhere, Driven: true, FenceOnDemand: true, Partitions: true, Replies: true},
-	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true},
-	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true},
+	{Name: SetnxExpire, Summary: "SETNX then PEXPIRE, two commands (anti-pattern: a crash between them leaves a key without TTL)", Lacks: needsNative, open: openSetnxExpire, Speaks: primaryOrBus, Replies: true, LeavesNoTTL: true},
+	{Name: ExtendNoPX, Summary: "native, but extend with SET IFEQ without PX (anti-pattern: the TTL is dropped)", Ours: true, Lacks: needsNative, open: openExtendNoPX, Speaks: primaryOrBus, Replies: true, LeavesNoTTL: true},
 }
 
 // redsyncLibrary is what both redsync recipes drive.

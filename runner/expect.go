@@ -3,6 +3,7 @@ package runner
 import (
 	"github.com/lockjepsen/lockjepsen/checker"
 	"github.com/lockjepsen/lockjepsen/knob"
+	"github.com/lockjepsen/lockjepsen/lock"
 	"github.com/lockjepsen/lockjepsen/scenario"
 )
 
@@ -13,8 +14,12 @@ func Expected(cfg Config) []scenario.Predicate {
 	if err != nil {
 		return []scenario.Predicate{scenario.Decided()}
 	}
+	// A recipe the config's validation let through; an unknown one has no
+	// flaws to predict from.
+	rec, _ := lock.Lookup(cfg.Recipe)
 	return sc.Expected(scenario.Knobs{Recipe: cfg.Recipe, Fenced: cfg.Fence != knob.FenceNone, FenceSource: cfg.FenceSource,
-		Persistent: (cfg.Cluster.AppendOnly && cfg.Cluster.AppendFsync == "always") || cfg.DelayedRestart > cfg.TTL})
+		Persistent:  (cfg.Cluster.AppendOnly && cfg.Cluster.AppendFsync == "always") || cfg.DelayedRestart > cfg.TTL,
+		LeavesNoTTL: rec.LeavesNoTTL, Unchecked: rec.Unchecked})
 }
 
 // Reproduced reports whether a run showed what its scenario teaches. The

@@ -26,6 +26,10 @@ type Knobs struct {
 	// Persistent: a restarted node keeps its locks (AOF with appendfsync
 	// always) or stays down longer than the TTL (--delayed-restart).
 	Persistent bool
+	// LeavesNoTTL and Unchecked are the recipe's kept flaws (its catalog
+	// entry's): it can leave a key with no TTL, or it extends and releases
+	// without comparing the token.
+	LeavesNoTTL, Unchecked bool
 }
 
 // Expectation is what a scenario's lesson predicts for a run with the given
@@ -285,7 +289,7 @@ func Always(ps ...Predicate) Expectation { return func(Knobs) []Predicate { retu
 // lock that is no longer theirs, which the lock check sees.
 func ClientSide(k Knobs) []Predicate {
 	switch {
-	case k.Recipe == "unsafe":
+	case k.Unchecked:
 		return []Predicate{LockIs(checker.Invalid)}
 	case k.Fenced:
 		return []Predicate{LockIs(checker.Valid), ResourceIs(checker.Valid), SomeoneTurnedAway()}

@@ -20,7 +20,7 @@ var stuckScenarios = map[string]Scenario{
 		Job:    Job{Steps: 4, Think: 150 * time.Millisecond, Pause: 20 * time.Millisecond},
 		Expect: "setnx-expire, extend-no-px: a stuck lock (liveness invalid, PTTL -1); native: valid",
 		expect: func(k Knobs) []Predicate {
-			if k.Recipe == "setnx-expire" || k.Recipe == "extend-no-px" {
+			if k.LeavesNoTTL {
 				return []Predicate{StuckLock(true)}
 			}
 			return []Predicate{StuckLock(false), ValidIs(checker.Valid)}
