@@ -196,8 +196,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--net-proxy needs lockjepsen running beside the nodes (the proxies are in its process): use it with run, not cluster up")
 		}
 	}
-	// A port a node: a deployment that takes more (a cluster bus, a
-	// consensus member's peer port) checks its own range in its Validate.
+	// A port a node, as the Valkey deployments take them (Valkey Cluster
+	// checks its bus ports' range too, in its Validate); --base-port is a
+	// flag of `cluster up` alone, which starts the default deployment.
 	if n := len(c.Deployment().Layout(*c)); c.BasePort != 0 && (c.BasePort < 1024 || c.BasePort+n > 65535) {
 		return fmt.Errorf("--base-port %d: want 1024..%d", c.BasePort, 65535-n)
 	}
