@@ -56,13 +56,18 @@ type QuorumTally struct {
 }
 
 const (
-	tallyPrefix = "redlock acquire: "
-	tallyFormat = tallyPrefix + "%d OK, %d refused, %d unknown, %d unreachable of %d nodes, quorum %d"
+	tallyPrefix   = "redlock acquire: "
+	answersFormat = "%d OK, %d refused, %d unknown, %d unreachable of %d nodes, quorum %d"
 )
 
-func (t QuorumTally) String() string {
-	return fmt.Sprintf(tallyFormat, t.OK, t.Refused, t.Unknown, t.Unreachable, t.Nodes, t.Quorum)
+// Answers is the tally without the acquire's prefix ("1 OK, 4 refused, 0
+// unknown, 0 unreachable of 5 nodes, quorum 3"), which an extend's or a
+// release's error carries too.
+func (t QuorumTally) Answers() string {
+	return fmt.Sprintf(answersFormat, t.OK, t.Refused, t.Unknown, t.Unreachable, t.Nodes, t.Quorum)
 }
+
+func (t QuorumTally) String() string { return tallyPrefix + t.Answers() }
 
 // ParseQuorumTally reads a QuorumTally from an acquire's error text.
 func ParseQuorumTally(msg string) (QuorumTally, bool) {
@@ -71,7 +76,7 @@ func ParseQuorumTally(msg string) (QuorumTally, bool) {
 	if i < 0 {
 		return t, false
 	}
-	_, err := fmt.Sscanf(msg[i:], tallyFormat, &t.OK, &t.Refused, &t.Unknown, &t.Unreachable, &t.Nodes, &t.Quorum)
+	_, err := fmt.Sscanf(msg[i:], tallyPrefix+answersFormat, &t.OK, &t.Refused, &t.Unknown, &t.Unreachable, &t.Nodes, &t.Quorum)
 	return t, err == nil && t.Nodes > 0
 }
 

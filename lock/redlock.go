@@ -111,21 +111,15 @@ func (l *redlock) reachable(i int) bool {
 	return !l.unreachable[l.addrs[i]]
 }
 
-// tally counts one round's answers: OK, a definite refusal (nil or 0 reply,
-// or an error reply), unknown (timeout, lost connection), or skipped (the
-// node is unreachable: nothing was sent).
-type tally struct{ ok, refused, unknown, skipped int }
-
-func (t tally) String() string {
-	return fmt.Sprintf("%d OK, %d refused, %d unknown, %d unreachable", t.ok, t.refused, t.unknown, t.skipped)
-}
-
-// round sends one command per node, in turn, each with the per-node timeout.
-func (l *redlock) round(ctx context.Context, build func(c valkey.Client) valkey.Completed, okReply func(valkey.ValkeyResult) (bool, error)) tally {
-	var t tally
+// round sends one command per node, in turn, each with the per-node timeout,
+// and counts the answers: OK, a definite refusal (nil or 0 reply, or an
+// error reply), unknown (timeout, lost connection), or unreachable (nothing
+// was sent).
+func (l *redlock) round(ctx context.Context, build func(c valkey.Client) valkey.Completed, okReply func(valkey.ValkeyResult) (bool, error)) history.QuorumTally {
+	t := history.QuorumTally{Nodes: len(l.nodes), Quorum: l.quorum}
 	for i, c := range l.nodes {
 		if !l.reachable(i) {
-			t.skipped++
+			t.Unreachable++
 			continue
 		}
 		nctx, cancel := context.WithTimeout(ctx, l.perNode)
@@ -133,11 +127,11 @@ func (l *redlock) round(ctx context.Context, build func(c valkey.Client) valkey.
 		cancel()
 		switch {
 		case err == nil && good:
-			t.ok++
+			t.OK++
 		case err == nil, errors.Is(err, valkey.Nil), Classify(err) == history.Fail:
-			t.refused++
+			t.Refused++
 		default:
-			t.unknown++
+			t.Unknown++
 		}
 	}
 	return t
@@ -160,17 +154,16 @@ func (l *redlock) Acquire(ctx context.Context, key, token string, ttl time.Durat
 		return c.B().Set().Key(key).Value(token).Nx().PxMilliseconds(ttl.Milliseconds()).Build()
 	}, setOK)
 	validity := ttl - time.Since(t1) - l.drift(ttl)
-	if t.ok >= l.quorum && validity > 0 {
+	if t.OK >= l.quorum && validity > 0 {
 		l.setValidity(token, validity)
 		return 0, ok()
 	}
 	// Step 5: no lock; unlock every node, also those that seemed to refuse.
-	tally := history.QuorumTally{OK: t.ok, Refused: t.refused, Unknown: t.unknown, Unreachable: t.skipped, Nodes: len(l.nodes), Quorum: l.quorum}
-	why := fmt.Sprintf("%s, validity %v", tally, validity.Round(time.Millisecond))
+	why := fmt.Sprintf("%s, validity %v", t, validity.Round(time.Millisecond))
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	rel := l.Release(rctx, key, token)
 	cancel()
-	if t.ok+t.unknown >= l.quorum {
+	if t.OK+t.Unknown >= l.quorum {
 		// A majority may hold our token: the outcome is not known.
 		return 0, Result{history.Info, fmt.Errorf("%s; released: %s", why, rel.Outcome)}
 	}
@@ -188,12 +181,12 @@ func (l *redlock) Extend(ctx context.Context, key, token string, ttl time.Durati
 		return c.B().Arbitrary("SET").Keys(key).Args(token, "IFEQ", token, "PX", ms(ttl)).Build()
 	}, setOK)
 	validity := ttl - time.Since(t1) - l.drift(ttl)
-	if t.ok >= l.quorum && validity > 0 {
+	if t.OK >= l.quorum && validity > 0 {
 		l.setValidity(token, validity)
 		return ok()
 	}
-	why := fmt.Sprintf("redlock extend: %s of %d nodes, quorum %d", t, len(l.nodes), l.quorum)
-	if t.ok+t.unknown >= l.quorum {
+	why := "redlock extend: " + t.Answers()
+	if t.OK+t.Unknown >= l.quorum {
 		return Result{history.Info, errors.New(why)}
 	}
 	return fail(fmt.Errorf("%s: no majority holds the token (%w)", why, ErrNotHeld))
@@ -206,11 +199,11 @@ func (l *redlock) Release(ctx context.Context, key, token string) Result {
 	l.mu.Lock()
 	delete(l.validity, token)
 	l.mu.Unlock()
-	why := fmt.Sprintf("redlock release: %s of %d nodes, quorum %d", t, len(l.nodes), l.quorum)
+	why := "redlock release: " + t.Answers()
 	switch {
-	case t.ok >= l.quorum:
+	case t.OK >= l.quorum:
 		return ok()
-	case t.ok > 0 || t.unknown > 0:
+	case t.OK > 0 || t.Unknown > 0:
 		// Deleted on some nodes (or maybe): the token no longer holds a
 		// majority, so the release took effect in part, and a fail would
 		// claim it had none. The checker then stops counting the lease as
