@@ -198,7 +198,7 @@ func TestDockerTopology(t *testing.T) {
 	checkPauseResume(ctx, t, d, "valkey-2")
 
 	// Kill the primary: Sentinel fails over; it comes back as a replica.
-	ft, err := MeasureFailover(ctx, d)
+	ft, err := MeasureFailover(ctx, d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,8 @@ func (s *coordinatedSwitch) settle(ctx context.Context, how string, got bool) er
 // for 13.5 s until Sentinel's convert-to-slave (the next fault's
 // replicas never linked); once it completed and moved the primary
 // back to the old one, and a grant was lost (a 2 min trial, 1
-// double grant in 16 switches). That is Sentinel's doing, not the coordinated switch's,
+// double grant in 16 switches). That is Sentinel's doing, not the coordinated switch's
+// (traced at the Sentinel config, deployments/sentinel/watcher.go),
 // and the sweep must see it apart: wait down-after and one ping
 // period, then until every Sentinel names one primary and sees its
 // replicas (WaitReady), and log a primary that moved meanwhile as a

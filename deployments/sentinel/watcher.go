@@ -79,6 +79,28 @@ func zeroPriorities(reply string) int {
 
 // conf renders a fresh Sentinel config. Sentinels rewrite their config
 // files as they learn, so every run writes a new one.
+//
+// down-after 1 s, the default here, has a failure of Sentinel's own: about
+// a second after some failovers Sentinel flags the new primary down and
+// fails over again, with no fault. Traced in Valkey 9.1's src/sentinel.c:
+// the switch (sentinelResetPrimaryAndChangeAddress, then
+// sentinelResetPrimary) starts the new primary's pending-ping clock
+// (act_ping_time = mstime()) but keeps the link's last_reconn_time, and
+// sentinelReconnectInstance connects to the new address only
+// sentinel_ping_period (1 s) after its last attempt on the old one. When
+// that attempt was recent (a dead primary is retried every second), the
+// first PING leaves after down-after has run out, and
+// sentinelCheckSubjectivelyDown flags +sdown in the same tick, before its
+// PONG. The reset keeps the other Sentinels' is-master-down answers about
+// the dead primary (SENTINEL_RESET_NO_SENTINELS; their 5 s expiry runs
+// only in sentinelAskPrimaryStateToOtherSentinels, which returns while
+// the primary is up), so sentinelCheckObjectivelyDown counts them for the
+// new one: +odown with quorum at once, and the reset's
+// failover_start_time = 0 lets the failover start. The Sentinel logs of
+// results/without-failover/coordinated-sentinel/trial-3/ show the +sdown
+// 1.0-1.07 s after each +switch-master; `lockjepsen bench cluster` counts
+// the second failovers. A down-after above a second and a tick (2 s) has
+// no such window.
 func conf(c *cluster.Config, n *cluster.Node, port int, primary string) string {
 	h, p, _ := strings.Cut(primary, ":")
 	m := cluster.MasterName
