@@ -312,9 +312,9 @@ func UnknownCommandFails(command, op string) Predicate {
 
 // LockValidOrBlamedOn: the lock check is valid, or every violation against
 // the lock is blamed on cause. For lessons whose point is elsewhere but
-// whose topology can lose a grant on its own (a Sentinel re-running a
-// failover halfway through a rolling upgrade): a violation there is real,
-// and must be explained, never blamed on nothing.
+// where a forced switch could lose a grant (standalone's FAILOVER ...
+// FORCE): a violation there is real, and must be explained, never blamed on
+// nothing.
 func LockValidOrBlamedOn(cause string) Predicate {
 	return Predicate{Text: "lock valid, or every lock violation blamed on " + cause, Check: func(r *checker.Result) (string, bool) {
 		other := map[string]int{}

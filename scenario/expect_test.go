@@ -61,8 +61,8 @@ func TestEveryScenarioHasAnExpectation(t *testing.T) {
 	}
 }
 
-// A lock violation is acceptable to rolling-upgrade only when it is blamed on
-// a failover; one blamed on nothing fails it.
+// A lock violation is acceptable to LockValidOrBlamedOn("failover") only when
+// it is blamed on a failover; one blamed on nothing fails it.
 func TestLockValidOrBlamedOn(t *testing.T) {
 	p := LockValidOrBlamedOn("failover")
 	for _, tt := range []struct {

@@ -227,21 +227,20 @@ var all = map[string]Scenario{
 	"rolling-upgrade": {
 		Teaches: "halfway through a rolling upgrade a failover promotes the replica still on Valkey 8.1: DELIFEQ is an " +
 			"unknown command there, releases fail and locks linger until their TTL",
-		// One failover, the one that promotes the 8.1 node. A second kill
-		// (of the 8.1 primary) was seen to make Sentinel flap: a Sentinel
-		// that lost the election re-ran the failover 2 s later and promoted
-		// the restarted 8.1 node again (replica-priority 1), beside the
-		// primary the first one chose, and locks granted on that one were
-		// lost (seed 1, 25 s). A lesson of its own, not this one's.
-		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second,
+		// One failover, the one that promotes the 8.1 node. down-after 2 s:
+		// at 1 s, in about one run in four in CI (none of 10 seeds on the
+		// idle machine, where the Sentinels' ticks come on time), Sentinel
+		// ran a second failover of its own a second after the first and
+		// promoted a second replica beside the 8.1 primary, whose
+		// acknowledged grants were lost: the missed first PING after a
+		// switch (traced at the Sentinel config,
+		// deployments/sentinel/watcher.go), a lesson of its own, not this
+		// one's. Above a second and a tick that window is gone (10 of 10
+		// seeds valid at 2 s), so the lock must stay valid.
+		Faults: []string{"kill-primary"}, Clients: 8, Keys: 1, TTL: 3 * time.Second, DownAfter: 2 * time.Second,
 		TimeLimit: 18 * time.Second, Interval: 5 * time.Second, Job: ShortJob, OldReplica: true,
-		Expect: "releases fail on the 8.1 primary (unknown command); the lock stays valid unless a failover nobody drove loses grants",
-		// Not "lock valid": in about one run in four (seen in CI) a Sentinel
-		// re-ran the failover seconds after the first one and promoted a
-		// second replica beside the 8.1 primary; the grants that primary had
-		// acknowledged were lost. The runner logs that failover (nobody drove
-		// it), and the violations must be blamed on it.
-		expect: Always(UnknownCommandFails("DELIFEQ", "release"), LockValidOrBlamedOn("failover")),
+		Expect: "releases fail on the 8.1 primary (unknown command); the lock stays valid",
+		expect: Always(UnknownCommandFails("DELIFEQ", "release"), LockIs(checker.Valid)),
 	},
 	"random": {
 		Teaches: "a mix of every local fault, drawn from the seed",
