@@ -68,14 +68,18 @@ func MeasureFailover(ctx context.Context, l Runtime, watch time.Duration) (Failo
 	}
 	// WaitReady would see only the end of a second failover; watch for it
 	// first, as the run's watcher does, so that it is counted.
-	for until := time.Now().Add(watch); time.Now().Before(until) && ft.Again == ""; {
-		if p, err := l.Primary(ctx); err == nil && p.Name != np.Name {
-			ft.Again = p.Name
-		}
-		select {
-		case <-ctx.Done():
+	if watch > 0 {
+		again, err := PollUntil(ctx, watch, "a second failover", func(c context.Context) (Node, error) {
+			p, err := l.Primary(c)
+			if err == nil && p.Name == np.Name {
+				err = fmt.Errorf("%s still primary", np.Name)
+			}
+			return p, err
+		})
+		if err == nil {
+			ft.Again = again.Name
+		} else if ctx.Err() != nil {
 			return ft, ctx.Err()
-		case <-time.After(PollEvery):
 		}
 	}
 	return ft, l.WaitReady(ctx)

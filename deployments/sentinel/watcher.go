@@ -98,7 +98,8 @@ func zeroPriorities(reply string) int {
 // new one: +odown with quorum at once, and the reset's
 // failover_start_time = 0 lets the failover start. The Sentinel logs of
 // results/without-failover/coordinated-sentinel/trial-3/ show the +sdown
-// 1.0-1.07 s after each +switch-master; `lockjepsen bench cluster` counts
+// 1.0-1.07 s after each +switch-master; scripts/sentinel-second-failover.sh
+// counts those flags and the second failovers, `lockjepsen bench cluster`
 // the second failovers. A down-after above a second and a tick (2 s) has
 // no such window.
 func conf(c *cluster.Config, n *cluster.Node, port int, primary string) string {
